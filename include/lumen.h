@@ -1,0 +1,188 @@
+/*
+ * lumen — fast image convolution and filtering.
+ *
+ * Public C API. Every call returns a lumen_status; on failure
+ * lumen_last_error() returns a message (thread-local) naming the argument
+ * and the reason. Semantics (borders, anchors, Gaussian kernels, rounding)
+ * are documented in docs/semantics.md.
+ */
+#ifndef LUMEN_H
+#define LUMEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LUMEN_VERSION_MAJOR 0
+#define LUMEN_VERSION_MINOR 1
+#define LUMEN_VERSION_PATCH 0
+
+/* ---- status ------------------------------------------------------------ */
+
+typedef enum lumen_status {
+    LUMEN_OK = 0,
+    LUMEN_ERR_INVALID_ARGUMENT = 1, /* bad shape, size, kernel, option ... */
+    LUMEN_ERR_UNSUPPORTED = 2,      /* valid but not supported (dtype, format) */
+    LUMEN_ERR_OUT_OF_MEMORY = 3,
+    LUMEN_ERR_IO = 4,               /* file cannot be opened, read or written */
+    LUMEN_ERR_CORRUPT = 5,          /* file is truncated or malformed */
+    LUMEN_ERR_INTERNAL = 6
+} lumen_status;
+
+/* Message for the last failed call on this thread ("" if none). */
+const char *lumen_last_error(void);
+/* Short constant name of a status, e.g. "invalid argument". */
+const char *lumen_status_string(lumen_status s);
+/* "MAJOR.MINOR.PATCH" */
+const char *lumen_version(void);
+
+/* ---- images ------------------------------------------------------------ */
+
+typedef enum lumen_dtype {
+    LUMEN_U8 = 0,
+    LUMEN_U16 = 1,
+    LUMEN_F32 = 2
+} lumen_dtype;
+
+/*
+ * A view of n images with c channels of h x w pixels. Strides are in
+ * elements (not bytes) and may be negative; element (b, ch, y, x) lives at
+ * data + b*stride_n + ch*stride_c + y*stride_h + x*stride_w.
+ * Interleaved HWC:  stride_w = c, stride_c = 1, stride_h = w*c.
+ * Planar CHW:       stride_w = 1, stride_h = w, stride_c = h*w.
+ * Views never own their data (except those returned by lumen_read_image).
+ */
+typedef struct lumen_image {
+    void *data;
+    lumen_dtype dtype;
+    int64_t n, c, h, w;
+    int64_t stride_n, stride_c, stride_h, stride_w;
+} lumen_image;
+
+/* Contiguous interleaved view: n x h x w x c. */
+lumen_image lumen_image_nhwc(void *data, lumen_dtype dtype, int64_t n, int64_t h, int64_t w,
+                             int64_t c);
+/* Contiguous planar view: n x c x h x w. */
+lumen_image lumen_image_nchw(void *data, lumen_dtype dtype, int64_t n, int64_t c, int64_t h,
+                             int64_t w);
+/* Size of one element of dtype in bytes (0 for an unknown dtype). */
+size_t lumen_dtype_size(lumen_dtype dtype);
+/* "u8", "u16", "f32" (or "?"). */
+const char *lumen_dtype_name(lumen_dtype dtype);
+
+/* ---- context ----------------------------------------------------------- */
+
+typedef struct lumen_context lumen_context;
+
+/*
+ * Creates a context on the CPU. Threads default to $LUMEN_NUM_THREADS or,
+ * if unset, the number of processors available to the process.
+ */
+lumen_status lumen_context_create(lumen_context **out);
+void lumen_context_destroy(lumen_context *ctx);
+/* n >= 1; n == 0 restores the default. */
+lumen_status lumen_context_set_threads(lumen_context *ctx, int n);
+int lumen_context_threads(const lumen_context *ctx);
+/* Disable (0) or re-enable (1) the SIMD fast paths (scalar reference only). */
+lumen_status lumen_context_set_simd(lumen_context *ctx, int enabled);
+/* Comma-separated CPU features the fast path uses now, e.g. "avx2,fma" or "scalar". */
+const char *lumen_cpu_features(const lumen_context *ctx);
+
+/* ---- options ----------------------------------------------------------- */
+
+typedef enum lumen_border {
+    LUMEN_BORDER_REFLECT = 0,    /* cba|abcdefgh|hgf  (OpenCV BORDER_REFLECT) default */
+    LUMEN_BORDER_CONSTANT = 1,   /* vvv|abcdefgh|vvv */
+    LUMEN_BORDER_REPLICATE = 2,  /* aaa|abcdefgh|hhh */
+    LUMEN_BORDER_REFLECT101 = 3, /* dcb|abcdefgh|gfe  (OpenCV BORDER_REFLECT_101) */
+    LUMEN_BORDER_WRAP = 4        /* fgh|abcdefgh|abc */
+} lumen_border;
+
+/* Parses "reflect", "constant", "replicate", "reflect101", "wrap". */
+lumen_status lumen_border_parse(const char *name, lumen_border *out);
+const char *lumen_border_name(lumen_border b);
+
+typedef enum lumen_method {
+    LUMEN_METHOD_AUTO = 0,
+    LUMEN_METHOD_DIRECT = 1,
+    LUMEN_METHOD_SEPARABLE = 2
+} lumen_method;
+
+const char *lumen_method_name(lumen_method m);
+
+typedef struct lumen_filter_options {
+    lumen_border border;  /* default LUMEN_BORDER_REFLECT */
+    float border_value;   /* for LUMEN_BORDER_CONSTANT, in pixel units */
+    int anchor_x;         /* -1: kw/2 */
+    int anchor_y;         /* -1: kh/2 */
+    int convolve;         /* 0: correlation (cv2.filter2D), 1: true convolution */
+    lumen_method method;  /* filter2d only */
+} lumen_filter_options;
+
+lumen_filter_options lumen_filter_options_default(void);
+
+/* What an op actually did: filled when the `info` argument is non-NULL. */
+typedef struct lumen_run_info {
+    lumen_method method; /* DIRECT or SEPARABLE */
+    const char *device;  /* "cpu" */
+    const char *isa;     /* "avx2+fma" or "scalar" */
+    int threads;
+} lumen_run_info;
+
+/* ---- operations ---------------------------------------------------------
+ * src and dst must have the same n, c, h, w and may differ in dtype and
+ * strides. dst may alias src exactly (in place costs a copy of src).
+ * Each channel of each image is filtered independently.
+ */
+
+/* dst(x,y) = sum_ij k[i*kw+j] * src(x+j-ax, y+i-ay); kernel is kh x kw row-major. */
+lumen_status lumen_filter2d(lumen_context *ctx, const lumen_image *src, const lumen_image *dst,
+                            const float *kernel, int kw, int kh, const lumen_filter_options *opt,
+                            lumen_run_info *info);
+
+/* Row kernel kx (length kw) then column kernel ky (length kh), anchors as filter2d. */
+lumen_status lumen_sep_filter2d(lumen_context *ctx, const lumen_image *src,
+                                const lumen_image *dst, const float *kx, int kw, const float *ky,
+                                int kh, const lumen_filter_options *opt, lumen_run_info *info);
+
+/*
+ * OpenCV's GaussianBlur. ksize 0 derives the size from sigma (depending on
+ * src dtype); sigma <= 0 derives sigma from ksize; sigma_y == 0 means
+ * sigma_y = sigma_x, ksize_y == 0 with ksize_x > 0 and sigma_y == 0 means
+ * ksize_y = ksize_x. Sizes must be odd and positive once derived.
+ */
+lumen_status lumen_gaussian_blur(lumen_context *ctx, const lumen_image *src,
+                                 const lumen_image *dst, int ksize_x, int ksize_y, double sigma_x,
+                                 double sigma_y, lumen_border border, float border_value,
+                                 lumen_run_info *info);
+
+/* kw x kh box; normalize != 0 divides by kw*kh (cv2.blur), else plain sums (cv2.boxFilter). */
+lumen_status lumen_box_blur(lumen_context *ctx, const lumen_image *src, const lumen_image *dst,
+                            int kw, int kh, int normalize, lumen_border border,
+                            float border_value, lumen_run_info *info);
+
+/* OpenCV getGaussianKernel(n, sigma, CV_32F) into out[n]. */
+lumen_status lumen_gaussian_kernel(int n, double sigma, float *out);
+/* The kernel size GaussianBlur derives from sigma for this dtype. */
+int lumen_gaussian_ksize(double sigma, lumen_dtype dtype);
+
+/* ---- image files --------------------------------------------------------
+ * By extension: .png (u8/u16, 1/3/4 channels (2 = gray+alpha)), .jpg/.jpeg
+ * (u8, 1/3 channels), .tif/.tiff (u8/u16/f32, 1..4 channels), .npy (u8/u16/f32;
+ * H x W or H x W x C; f64 converted to f32 on read).
+ */
+
+/* Reads into a new contiguous n=1 HWC image; free with lumen_image_free. */
+lumen_status lumen_read_image(const char *path, lumen_image *out);
+/* Writes atomically: to a temporary file in the same folder, then renamed. */
+lumen_status lumen_write_image(const char *path, const lumen_image *img);
+/* Frees the data of an image returned by lumen_read_image and zeroes it. */
+void lumen_image_free(lumen_image *img);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LUMEN_H */

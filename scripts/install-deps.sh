@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs the Debian packages lumen needs that are not installed yet.
+# Usage: scripts/install-deps.sh [build|test]
+set -euo pipefail
+pkgs=(gcc make cmake ninja-build pkg-config libpng-dev libjpeg-dev libtiff-dev)
+if [ "${1:-build}" = test ]; then
+  pkgs+=(libcmocka-dev python3 python3-numpy python3-opencv python3-scipy python3-pytest time)
+fi
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "installing: ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
