@@ -149,10 +149,10 @@ lumen_status lumen_sep_filter2d(lumen_context *ctx, const lumen_image *src,
                                 int kh, const lumen_filter_options *opt, lumen_run_info *info);
 
 /*
- * OpenCV's GaussianBlur. ksize 0 derives the size from sigma (depending on
- * src dtype); sigma <= 0 derives sigma from ksize; sigma_y == 0 means
- * sigma_y = sigma_x, ksize_y == 0 with ksize_x > 0 and sigma_y == 0 means
- * ksize_y = ksize_x. Sizes must be odd and positive once derived.
+ * OpenCV's GaussianBlur. sigma_y <= 0 means sigma_y = sigma_x. A ksize <= 0
+ * is derived from its sigma (round(sigma*8+1)|1, or *6 for u8 data); a
+ * sigma <= 0 is derived from its ksize (0.3*((k-1)/2-1)+0.8). Sizes must be
+ * odd and positive once derived.
  */
 lumen_status lumen_gaussian_blur(lumen_context *ctx, const lumen_image *src,
                                  const lumen_image *dst, int ksize_x, int ksize_y, double sigma_x,

@@ -40,3 +40,38 @@ lumen_status lumen_image_check_pair(const lumen_image *src, const lumen_image *d
 void lumen_image_extent(const lumen_image *img, uintptr_t *lo, uintptr_t *hi);
 
 #endif
+
+/* ---- filtering jobs: what ops hand to a backend ------------------------ */
+
+/*
+ * A normalised job: always correlation (ops flip kernels for convolution),
+ * effective anchor in range, validated views. `kernel` is kh x kw row-major
+ * for direct; kx (kw) and ky (kh) for separable, whose result is multiplied
+ * by `scale` (box blur keeps exact integer sums and scales at the end).
+ */
+typedef struct lumen_filter_job {
+    const lumen_image *src;
+    const lumen_image *dst;
+    lumen_border border;
+    float border_value;
+    int kw, kh, ax, ay;
+    const float *kernel;
+    const float *kx, *ky;
+    float scale;
+} lumen_filter_job;
+
+/* A backend: a table of kernel entries (NULL = not supported). */
+typedef struct lumen_backend {
+    const char *name;
+    lumen_status (*filter2d)(const lumen_context *ctx, const lumen_filter_job *job);
+    lumen_status (*sep_filter)(const lumen_context *ctx, const lumen_filter_job *job);
+} lumen_backend;
+
+/* The scalar oracle, kept forever; computes in double. */
+extern const lumen_backend lumen_cpu_reference_backend;
+/* The fast CPU path: AVX2/FMA or portable C, threads, tiles. */
+extern const lumen_backend lumen_cpu_fast_backend;
+
+/* Runs job on the context's device with method DIRECT or SEPARABLE, fills info. */
+lumen_status lumen_run_filter(lumen_context *ctx, const lumen_filter_job *job, lumen_method method,
+                              lumen_run_info *info);

@@ -1,0 +1,228 @@
+/*
+ * The fast CPU path. Each thread walks tiles (one image plane, a band of
+ * rows, a strip of columns) with a ring buffer of kh f32 rows: a new source
+ * row is converted from its dtype and padded by the border rule once, as it
+ * enters the ring, so u8/u16 data is never converted whole-image and the
+ * image is never copied with padding. The strip width keeps the ring in L2.
+ */
+#include "border.h"
+#include "internal.h"
+#include "pixel.h"
+#include "row_kernels.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Ring buffer budget per thread; about half a typical L2. */
+#define RING_BYTES (256 * 1024)
+
+typedef struct engine {
+    const lumen_filter_job *job;
+    const lumen_row_kernels *rk;
+    bool separable, sym_x, sym_y;
+    int64_t strip;   /* column strip width */
+    int64_t nbands;  /* row bands per plane */
+    int64_t slot;    /* floats per ring slot */
+} engine;
+
+typedef struct scratch {
+    float *ring;       /* kh slots */
+    const float **rows;
+    float *seg;        /* padded source segment (separable) */
+    float *out;        /* one output row segment */
+} scratch;
+
+static bool is_symmetric(const float *k, int n)
+{
+    for (int i = 0; i < n / 2; i++)
+        if (k[i] != k[n - 1 - i]) return false;
+    return true;
+}
+
+/* ---- loading: source row segment -> padded f32 ------------------------- */
+
+static void convert_run(const char *p, int64_t sw, lumen_dtype t, float *out, int64_t m)
+{
+    if (t == LUMEN_F32 && sw == 1) {
+        memcpy(out, p, (size_t)m * sizeof(float));
+    } else if (t == LUMEN_U8 && sw == 1) {
+        const uint8_t *q = (const uint8_t *)p;
+        for (int64_t i = 0; i < m; i++) out[i] = (float)q[i];
+    } else if (t == LUMEN_U16 && sw == 1) {
+        const uint16_t *q = (const uint16_t *)p;
+        for (int64_t i = 0; i < m; i++) out[i] = (float)q[i];
+    } else {
+        const int64_t step = sw * (int64_t)lumen_dtype_size(t);
+        for (int64_t i = 0; i < m; i++) out[i] = lumen_load_px(p + i * step, t);
+    }
+}
+
+/* out[i] = src(yy, xs + i) for 0 <= i < count, with the border rule applied in x. */
+static void load_segment(const lumen_filter_job *job, int64_t b, int64_t ch, int64_t yy,
+                         int64_t xs, int64_t count, float *out)
+{
+    const lumen_image *s = job->src;
+    if (yy < 0) {
+        for (int64_t i = 0; i < count; i++) out[i] = job->border_value;
+        return;
+    }
+    const char *row = lumen_px_addr(s, b, ch, yy, 0);
+    const int64_t step = s->stride_w * (int64_t)lumen_dtype_size(s->dtype);
+    int64_t i = 0;
+    for (; i < count && xs + i < 0; i++) {
+        int64_t xx = lumen_border_index(xs + i, s->w, job->border);
+        out[i] = xx < 0 ? job->border_value : lumen_load_px(row + xx * step, s->dtype);
+    }
+    int64_t m = s->w - (xs + i);
+    if (m > count - i) m = count - i;
+    if (m > 0) {
+        convert_run(row + (xs + i) * step, s->stride_w, s->dtype, out + i, m);
+        i += m;
+    }
+    for (; i < count; i++) {
+        int64_t xx = lumen_border_index(xs + i, s->w, job->border);
+        out[i] = xx < 0 ? job->border_value : lumen_load_px(row + xx * step, s->dtype);
+    }
+}
+
+/* Brings logical source row r (may lie outside the image) into its ring slot. */
+static void load_ring_row(const engine *e, scratch *sc, int64_t b, int64_t ch, int64_t r,
+                          int64_t x0, int64_t n)
+{
+    const lumen_filter_job *job = e->job;
+    float *slot = sc->ring + lumen_mod(r, job->kh) * e->slot;
+    int64_t yy = lumen_border_index(r, job->src->h, job->border);
+    int64_t padded = n + job->kw - 1;
+    if (!e->separable) {
+        load_segment(job, b, ch, yy, x0 - job->ax, padded, slot);
+        return;
+    }
+    load_segment(job, b, ch, yy, x0 - job->ax, padded, sc->seg);
+    e->rk->hfilter(sc->seg, job->kx, job->kw, e->sym_x, slot, n);
+}
+
+/* ---- storing: f32 row segment -> dst dtype ----------------------------- */
+
+static void store_segment(const engine *e, const float *in, char *p, int64_t n)
+{
+    const lumen_image *d = e->job->dst;
+    if (d->stride_w == 1 && d->dtype == LUMEN_U8) {
+        e->rk->store_u8(in, (uint8_t *)p, n);
+    } else if (d->stride_w == 1 && d->dtype == LUMEN_U16) {
+        e->rk->store_u16(in, (uint16_t *)p, n);
+    } else {
+        const int64_t step = d->stride_w * (int64_t)lumen_dtype_size(d->dtype);
+        for (int64_t i = 0; i < n; i++) lumen_store_px(p + i * step, d->dtype, in[i]);
+    }
+}
+
+/* ---- tiles ------------------------------------------------------------- */
+
+static void process_tile(const engine *e, scratch *sc, int64_t b, int64_t ch, int64_t y0,
+                         int64_t y1, int64_t x0, int64_t x1)
+{
+    const lumen_filter_job *job = e->job;
+    const lumen_image *d = job->dst;
+    const int64_t n = x1 - x0, kh = job->kh;
+    const bool direct_out = d->dtype == LUMEN_F32 && d->stride_w == 1;
+    int64_t next = y0 - job->ay; /* next logical source row to load */
+    for (int64_t y = y0; y < y1; y++) {
+        const int64_t first = y - job->ay;
+        for (; next < first + kh; next++) load_ring_row(e, sc, b, ch, next, x0, n);
+        for (int64_t i = 0; i < kh; i++) sc->rows[i] = sc->ring + lumen_mod(first + i, kh) * e->slot;
+        char *dp = lumen_px_addr(d, b, ch, y, x0);
+        float *out = direct_out ? (float *)dp : sc->out;
+        if (e->separable)
+            e->rk->vfilter(sc->rows, job->ky, job->kh, e->sym_y, job->scale, out, n);
+        else
+            e->rk->direct(sc->rows, job->kernel, job->kw, job->kh, out, n);
+        if (!direct_out) store_segment(e, out, dp, n);
+    }
+}
+
+static void process_item(const engine *e, scratch *sc, int64_t item)
+{
+    const lumen_image *s = e->job->src;
+    const int64_t plane = item / e->nbands, band = item % e->nbands;
+    const int64_t b = plane / s->c, ch = plane % s->c;
+    const int64_t y0 = s->h * band / e->nbands, y1 = s->h * (band + 1) / e->nbands;
+    for (int64_t x0 = 0; x0 < s->w; x0 += e->strip) {
+        int64_t x1 = x0 + e->strip < s->w ? x0 + e->strip : s->w;
+        process_tile(e, sc, b, ch, y0, y1, x0, x1);
+    }
+}
+
+static bool scratch_alloc(const engine *e, scratch *sc)
+{
+    const lumen_filter_job *job = e->job;
+    const size_t seg = (size_t)(e->strip + job->kw - 1 + LUMEN_ROW_SLACK);
+    /* calloc: kernels may read the (never used) slack past a row's end. */
+    sc->ring = calloc((size_t)(job->kh * e->slot), sizeof(float));
+    sc->rows = malloc(sizeof(float *) * (size_t)job->kh);
+    sc->seg = e->separable ? calloc(seg, sizeof(float)) : NULL;
+    sc->out = calloc((size_t)(e->strip + LUMEN_ROW_SLACK), sizeof(float));
+    return sc->ring && sc->rows && sc->out && (sc->seg || !e->separable);
+}
+
+static void scratch_free(scratch *sc)
+{
+    free(sc->ring), free(sc->rows), free(sc->seg), free(sc->out);
+}
+
+/* Strip width: the ring (kh rows) fits RING_BYTES, but never under 256 columns. */
+static int64_t choose_strip(const lumen_filter_job *job, bool separable)
+{
+    int64_t pad = separable ? 0 : job->kw - 1;
+    int64_t strip = (int64_t)RING_BYTES / (int64_t)sizeof(float) / job->kh - pad;
+    if (strip < 256) strip = 256;
+    strip = (strip + 31) / 32 * 32;
+    return strip < job->src->w ? strip : job->src->w;
+}
+
+/* Bands: whole planes per thread when planes divide evenly, else one band per thread. */
+static int64_t choose_bands(const lumen_context *ctx, const lumen_image *s)
+{
+    int64_t planes = s->n * s->c, t = ctx->threads;
+    if (t == 1 || planes % t == 0) return 1;
+    return t < s->h ? t : s->h;
+}
+
+static lumen_status run_engine(const lumen_context *ctx, const lumen_filter_job *job, bool separable)
+{
+    engine e = {job, lumen_ctx_use_avx2(ctx) ? &lumen_row_kernels_avx2 : &lumen_row_kernels_generic,
+                separable, false, false, 0, 0, 0};
+    if (separable) e.sym_x = is_symmetric(job->kx, job->kw), e.sym_y = is_symmetric(job->ky, job->kh);
+    e.strip = choose_strip(job, separable);
+    e.nbands = choose_bands(ctx, job->src);
+    e.slot = e.strip + (separable ? 0 : job->kw - 1) + LUMEN_ROW_SLACK;
+    const int64_t items = job->src->n * job->src->c * e.nbands;
+    int failed = 0;
+#pragma omp parallel num_threads(ctx->threads) reduction(| : failed)
+    {
+        scratch sc;
+        failed = !scratch_alloc(&e, &sc);
+#pragma omp for schedule(static)
+        for (int64_t it = 0; it < items; it++)
+            if (!failed) process_item(&e, &sc, it);
+        scratch_free(&sc);
+    }
+    if (failed)
+        return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "cpu: out of memory for per-thread row buffers");
+    return LUMEN_OK;
+}
+
+static lumen_status fast_filter2d(const lumen_context *ctx, const lumen_filter_job *job)
+{
+    return run_engine(ctx, job, false);
+}
+
+static lumen_status fast_sep_filter(const lumen_context *ctx, const lumen_filter_job *job)
+{
+    return run_engine(ctx, job, true);
+}
+
+const lumen_backend lumen_cpu_fast_backend = {
+    .name = "cpu",
+    .filter2d = fast_filter2d,
+    .sep_filter = fast_sep_filter,
+};

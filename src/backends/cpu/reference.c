@@ -1,0 +1,70 @@
+/*
+ * The scalar reference: the definition of every filter, kept forever as the
+ * oracle for fast paths and devices. Plain loops, double accumulation, the
+ * border rule applied per tap; nothing clever.
+ */
+#include "border.h"
+#include "internal.h"
+#include "pixel.h"
+
+static double fetch(const lumen_filter_job *job, int64_t b, int64_t ch, int64_t y, int64_t x)
+{
+    const lumen_image *s = job->src;
+    int64_t yy = lumen_border_index(y, s->h, job->border);
+    int64_t xx = lumen_border_index(x, s->w, job->border);
+    if (yy < 0 || xx < 0) return job->border_value;
+    return lumen_load_px(lumen_px_addr(s, b, ch, yy, xx), s->dtype);
+}
+
+static double direct_at(const lumen_filter_job *job, int64_t b, int64_t ch, int64_t y, int64_t x)
+{
+    double acc = 0.0;
+    for (int i = 0; i < job->kh; i++)
+        for (int j = 0; j < job->kw; j++)
+            acc += (double)job->kernel[i * job->kw + j] *
+                   fetch(job, b, ch, y + i - job->ay, x + j - job->ax);
+    return acc;
+}
+
+static double separable_at(const lumen_filter_job *job, int64_t b, int64_t ch, int64_t y, int64_t x)
+{
+    double acc = 0.0;
+    for (int i = 0; i < job->kh; i++) {
+        double row = 0.0;
+        for (int j = 0; j < job->kw; j++)
+            row += (double)job->kx[j] * fetch(job, b, ch, y + i - job->ay, x + j - job->ax);
+        acc += (double)job->ky[i] * row;
+    }
+    return acc * (double)job->scale;
+}
+
+static void run(const lumen_context *ctx, const lumen_filter_job *job,
+                double (*at)(const lumen_filter_job *, int64_t, int64_t, int64_t, int64_t))
+{
+    const lumen_image *s = job->src, *d = job->dst;
+    int64_t rows = s->n * s->c * s->h;
+#pragma omp parallel for num_threads(ctx->threads) schedule(dynamic, 4)
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t y = r % s->h, ch = (r / s->h) % s->c, b = r / (s->h * s->c);
+        for (int64_t x = 0; x < s->w; x++)
+            lumen_store_px(lumen_px_addr(d, b, ch, y, x), d->dtype, (float)at(job, b, ch, y, x));
+    }
+}
+
+static lumen_status reference_filter2d(const lumen_context *ctx, const lumen_filter_job *job)
+{
+    run(ctx, job, direct_at);
+    return LUMEN_OK;
+}
+
+static lumen_status reference_sep_filter(const lumen_context *ctx, const lumen_filter_job *job)
+{
+    run(ctx, job, separable_at);
+    return LUMEN_OK;
+}
+
+const lumen_backend lumen_cpu_reference_backend = {
+    .name = "cpu-reference",
+    .filter2d = reference_filter2d,
+    .sep_filter = reference_sep_filter,
+};

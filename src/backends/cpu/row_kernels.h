@@ -1,0 +1,32 @@
+/*
+ * Row kernels of the fast CPU path: the inner loops, one set per ISA. The
+ * engine (engine.c) feeds them rows of f32 that are already padded by the
+ * border rule, so they never branch on borders. Every input row is readable
+ * LUMEN_ROW_SLACK floats past its logical end; outputs are written exactly.
+ */
+#ifndef LUMEN_CPU_ROW_KERNELS_H
+#define LUMEN_CPU_ROW_KERNELS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define LUMEN_ROW_SLACK 64
+
+typedef struct lumen_row_kernels {
+    const char *isa;
+    /* out[x] = sum_i sum_j k[i*kw + j] * rows[i][x + j], 0 <= x < n */
+    void (*direct)(const float *const *rows, const float *k, int kw, int kh, float *out, int64_t n);
+    /* out[x] = sum_j k[j] * in[x + j]; symmetric: k[j] == k[kw-1-j] */
+    void (*hfilter)(const float *in, const float *k, int kw, bool symmetric, float *out, int64_t n);
+    /* out[x] = scale * sum_i k[i] * rows[i][x] */
+    void (*vfilter)(const float *const *rows, const float *k, int kh, bool symmetric, float scale,
+                    float *out, int64_t n);
+    /* contiguous f32 -> u8 / u16, rounding to nearest even and saturating */
+    void (*store_u8)(const float *in, uint8_t *out, int64_t n);
+    void (*store_u16)(const float *in, uint16_t *out, int64_t n);
+} lumen_row_kernels;
+
+extern const lumen_row_kernels lumen_row_kernels_generic;
+extern const lumen_row_kernels lumen_row_kernels_avx2;
+
+#endif

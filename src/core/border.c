@@ -1,0 +1,37 @@
+/* Border names. The index arithmetic lives in backends/cpu/border.h. */
+#include "internal.h"
+
+#include <string.h>
+
+static const char *const border_names[] = {"reflect", "constant", "replicate", "reflect101", "wrap"};
+
+lumen_status lumen_border_parse(const char *name, lumen_border *out)
+{
+    lumen_clear_error();
+    if (!name || !out) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "border: name is NULL");
+    for (int i = 0; i < 5; i++) {
+        if (!strcmp(name, border_names[i])) {
+            *out = (lumen_border)i;
+            return LUMEN_OK;
+        }
+    }
+    return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
+                           "border: unknown mode '%s' (expected reflect, constant, replicate, "
+                           "reflect101 or wrap)",
+                           name);
+}
+
+const char *lumen_border_name(lumen_border b)
+{
+    return (unsigned)b < 5 ? border_names[b] : "?";
+}
+
+const char *lumen_method_name(lumen_method m)
+{
+    switch (m) {
+    case LUMEN_METHOD_AUTO: return "auto";
+    case LUMEN_METHOD_DIRECT: return "direct";
+    case LUMEN_METHOD_SEPARABLE: return "separable";
+    }
+    return "?";
+}

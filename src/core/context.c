@@ -1,0 +1,69 @@
+/* Contexts: thread count, SIMD policy, CPU feature detection. */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+static int default_threads(void)
+{
+    const char *v = getenv("LUMEN_NUM_THREADS");
+    if (v && *v) {
+        char *end;
+        long n = strtol(v, &end, 10);
+        if (*end == '\0' && n >= 1 && n <= 4096) return (int)n;
+        lumen_log(LUMEN_LOG_WARN, "LUMEN_NUM_THREADS='%s' is not a thread count in 1..4096; ignored", v);
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n >= 1 ? (int)n : 1;
+}
+
+static bool cpu_has_avx2_fma(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    /* __builtin_cpu_supports checks the OS enables YMM state as well. */
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return false;
+#endif
+}
+
+lumen_status lumen_context_create(lumen_context **out)
+{
+    lumen_clear_error();
+    if (!out) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "out: pointer is NULL");
+    lumen_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "context: out of memory");
+    ctx->threads = default_threads();
+    ctx->simd = true;
+    ctx->cpu_avx2 = cpu_has_avx2_fma();
+    *out = ctx;
+    return LUMEN_OK;
+}
+
+void lumen_context_destroy(lumen_context *ctx) { free(ctx); }
+
+lumen_status lumen_context_set_threads(lumen_context *ctx, int n)
+{
+    lumen_clear_error();
+    if (!ctx) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "ctx: context is NULL");
+    if (n < 0 || n > 4096)
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "threads: expected 0..4096, got %d", n);
+    ctx->threads = n == 0 ? default_threads() : n;
+    return LUMEN_OK;
+}
+
+int lumen_context_threads(const lumen_context *ctx) { return ctx ? ctx->threads : 0; }
+
+lumen_status lumen_context_set_simd(lumen_context *ctx, int enabled)
+{
+    lumen_clear_error();
+    if (!ctx) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "ctx: context is NULL");
+    ctx->simd = enabled != 0;
+    return LUMEN_OK;
+}
+
+const char *lumen_cpu_features(const lumen_context *ctx)
+{
+    return ctx && lumen_ctx_use_avx2(ctx) ? "avx2,fma" : "scalar";
+}

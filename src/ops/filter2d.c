@@ -1,0 +1,98 @@
+/* filter2d: correlation (or convolution) with an arbitrary kh x kw kernel. */
+#include "op_common.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+lumen_filter_options lumen_filter_options_default(void)
+{
+    lumen_filter_options o = {LUMEN_BORDER_REFLECT, 0.0f, -1, -1, 0, LUMEN_METHOD_AUTO};
+    return o;
+}
+
+/*
+ * Rank-1 test: k == col * row within a relative tolerance. Pivot on the
+ * largest |k|; its row and column give the factors. On success writes the
+ * row factor (kw) and column factor (kh).
+ */
+static bool factor_rank1(const float *k, int kw, int kh, float *kx, float *ky)
+{
+    int pi = 0, pj = 0;
+    double amax = 0.0;
+    for (int i = 0; i < kh; i++)
+        for (int j = 0; j < kw; j++)
+            if (fabs(k[i * kw + j]) > amax) amax = fabs(k[i * kw + j]), pi = i, pj = j;
+    if (amax == 0.0) return false;
+    double p = k[pi * kw + pj];
+    for (int j = 0; j < kw; j++) kx[j] = (float)(k[pi * kw + j] / p);
+    for (int i = 0; i < kh; i++) ky[i] = k[i * kw + pj];
+    for (int i = 0; i < kh; i++)
+        for (int j = 0; j < kw; j++)
+            if (fabs((double)ky[i] * kx[j] - k[i * kw + j]) > 1e-6 * amax) return false;
+    return true;
+}
+
+static lumen_status check_filter2d(lumen_context *ctx, const lumen_image *src,
+                                   const lumen_image *dst, const float *kernel, int kw, int kh,
+                                   const lumen_filter_options *o)
+{
+    lumen_status s = lumen_op_check_common(ctx, src, dst, o->border, o->border_value);
+    if (s || (s = lumen_op_check_ksize(kw, "kw")) || (s = lumen_op_check_ksize(kh, "kh"))) return s;
+    if ((s = lumen_op_check_kernel_values(kernel, (int64_t)kw * kh, "kernel"))) return s;
+    if ((unsigned)o->method > LUMEN_METHOD_SEPARABLE)
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "method: unknown method %d", (int)o->method);
+    return LUMEN_OK;
+}
+
+/* Runs the job directly or, when allowed and the kernel is rank 1, separably. */
+static lumen_status run_with_method(lumen_context *ctx, lumen_filter_job *job, lumen_method want,
+                                    lumen_run_info *info)
+{
+    if (want == LUMEN_METHOD_DIRECT || (job->kw == 1 && job->kh == 1))
+        return lumen_run_filter(ctx, job, LUMEN_METHOD_DIRECT, info);
+    float *kx = malloc(sizeof(float) * (size_t)(job->kw + job->kh));
+    if (!kx) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "kernel: out of memory");
+    float *ky = kx + job->kw;
+    bool rank1 = factor_rank1(job->kernel, job->kw, job->kh, kx, ky);
+    lumen_status s;
+    if (rank1) {
+        job->kx = kx, job->ky = ky, job->scale = 1.0f;
+        s = lumen_run_filter(ctx, job, LUMEN_METHOD_SEPARABLE, info);
+    } else if (want == LUMEN_METHOD_SEPARABLE) {
+        s = lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
+                            "method: the %dx%d kernel is not separable (rank > 1); use direct or auto",
+                            job->kw, job->kh);
+    } else {
+        s = lumen_run_filter(ctx, job, LUMEN_METHOD_DIRECT, info);
+    }
+    free(kx);
+    return s;
+}
+
+lumen_status lumen_filter2d(lumen_context *ctx, const lumen_image *src, const lumen_image *dst,
+                            const float *kernel, int kw, int kh, const lumen_filter_options *opt,
+                            lumen_run_info *info)
+{
+    lumen_clear_error();
+    lumen_filter_options o = opt ? *opt : lumen_filter_options_default();
+    lumen_status s = check_filter2d(ctx, src, dst, kernel, kw, kh, &o);
+    lumen_filter_job job = {src, dst, o.border, o.border_value, kw, kh, 0, 0, kernel, NULL, NULL, 1.0f};
+    if (s || (s = lumen_op_resolve_anchor(o.anchor_x, kw, "anchor_x", &job.ax)) ||
+        (s = lumen_op_resolve_anchor(o.anchor_y, kh, "anchor_y", &job.ay)))
+        return s;
+    float *flipped = NULL;
+    if (o.convolve) {
+        /* Convolution = correlation with the flipped kernel and mirrored anchor. */
+        if (!(flipped = lumen_op_reversed(kernel, (int64_t)kw * kh)))
+            return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "kernel: out of memory");
+        job.kernel = flipped, job.ax = kw - 1 - job.ax, job.ay = kh - 1 - job.ay;
+    }
+    lumen_image copy_view;
+    void *copy;
+    if (!(s = lumen_op_unalias(&job, &copy_view, &copy))) {
+        s = run_with_method(ctx, &job, o.method, info);
+        lumen_op_release_src(copy);
+    }
+    free(flipped);
+    return s;
+}

@@ -1,0 +1,95 @@
+/* Shared front-end steps of the filtering ops. */
+#include "op_common.h"
+
+#include "backends/cpu/pixel.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+lumen_status lumen_op_check_common(const lumen_context *ctx, const lumen_image *src,
+                                   const lumen_image *dst, lumen_border border, float value)
+{
+    if (!ctx) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "ctx: context is NULL");
+    lumen_status s = lumen_image_check_pair(src, dst);
+    if (s) return s;
+    if ((unsigned)border > LUMEN_BORDER_WRAP)
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "border: unknown mode %d", (int)border);
+    if (border == LUMEN_BORDER_CONSTANT && isnan(value))
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "border_value: NaN is not a value");
+    return LUMEN_OK;
+}
+
+lumen_status lumen_op_check_ksize(int k, const char *what)
+{
+    if (k < 1 || k > LUMEN_MAX_KSIZE)
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "%s: kernel size must be in 1..%d, got %d",
+                               what, LUMEN_MAX_KSIZE, k);
+    return LUMEN_OK;
+}
+
+lumen_status lumen_op_check_kernel_values(const float *k, int64_t n, const char *what)
+{
+    if (!k) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "%s: kernel is NULL", what);
+    if (n > LUMEN_MAX_KAREA)
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "%s: kernel has %lld taps, more than %d",
+                               what, (long long)n, LUMEN_MAX_KAREA);
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(k[i]))
+            return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
+                                   "%s: kernel value %lld is not finite (%g)", what, (long long)i,
+                                   (double)k[i]);
+    return LUMEN_OK;
+}
+
+lumen_status lumen_op_resolve_anchor(int anchor, int k, const char *what, int *out)
+{
+    if (anchor == -1) anchor = k / 2;
+    if (anchor < 0 || anchor >= k)
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
+                               "%s: anchor %d is outside the kernel (0..%d, or -1 for the centre)",
+                               what, anchor, k - 1);
+    *out = anchor;
+    return LUMEN_OK;
+}
+
+static bool views_overlap(const lumen_image *a, const lumen_image *b)
+{
+    uintptr_t alo, ahi, blo, bhi;
+    lumen_image_extent(a, &alo, &ahi);
+    lumen_image_extent(b, &blo, &bhi);
+    return alo < bhi && blo < ahi;
+}
+
+lumen_status lumen_op_unalias(lumen_filter_job *job, lumen_image *copy_view, void **copy)
+{
+    *copy = NULL;
+    const lumen_image *s = job->src;
+    if (!views_overlap(s, job->dst)) return LUMEN_OK;
+    size_t es = lumen_dtype_size(s->dtype);
+    size_t bytes = (size_t)(s->n * s->c * s->h * s->w) * es;
+    void *buf = malloc(bytes);
+    if (!buf)
+        return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY,
+                               "dst: overlaps src and a %zu-byte copy of src failed", bytes);
+    *copy_view = lumen_image_nchw(buf, s->dtype, s->n, s->c, s->h, s->w);
+    for (int64_t b = 0; b < s->n; b++)
+        for (int64_t c = 0; c < s->c; c++)
+            for (int64_t y = 0; y < s->h; y++)
+                for (int64_t x = 0; x < s->w; x++)
+                    memcpy(lumen_px_addr(copy_view, b, c, y, x), lumen_px_addr(s, b, c, y, x), es);
+    lumen_log(LUMEN_LOG_DEBUG, "dst overlaps src: filtering from a copy");
+    job->src = copy_view;
+    *copy = buf;
+    return LUMEN_OK;
+}
+
+void lumen_op_release_src(void *copy) { free(copy); }
+
+float *lumen_op_reversed(const float *k, int64_t n)
+{
+    float *r = malloc((size_t)n * sizeof *r);
+    if (!r) return NULL;
+    for (int64_t i = 0; i < n; i++) r[i] = k[n - 1 - i];
+    return r;
+}

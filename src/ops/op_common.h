@@ -1,0 +1,31 @@
+/* Shared front-end steps of the filtering ops: checks, anchors, aliasing. */
+#ifndef LUMEN_OP_COMMON_H
+#define LUMEN_OP_COMMON_H
+
+#include "internal.h"
+
+/* Largest kernel side and area we accept; beyond this a direct filter is absurd. */
+#define LUMEN_MAX_KSIZE (1 << 16)
+#define LUMEN_MAX_KAREA (1 << 24)
+
+/* Checks ctx, the image pair, the border mode and value. */
+lumen_status lumen_op_check_common(const lumen_context *ctx, const lumen_image *src,
+                                   const lumen_image *dst, lumen_border border, float value);
+/* Checks a kernel side length; `what` names the argument. */
+lumen_status lumen_op_check_ksize(int k, const char *what);
+/* Checks n kernel values are present and finite. */
+lumen_status lumen_op_check_kernel_values(const float *k, int64_t n, const char *what);
+/* Resolves anchor (-1 = k/2) and checks 0 <= anchor < k. */
+lumen_status lumen_op_resolve_anchor(int anchor, int k, const char *what, int *out);
+
+/*
+ * If dst overlaps src, copies src into a new contiguous buffer and points
+ * job->src at *copy_view; *copy must be freed with lumen_op_release_src.
+ */
+lumen_status lumen_op_unalias(lumen_filter_job *job, lumen_image *copy_view, void **copy);
+void lumen_op_release_src(void *copy);
+
+/* Reversed copy of n floats (true convolution flips kernels); NULL on OOM. */
+float *lumen_op_reversed(const float *k, int64_t n);
+
+#endif
