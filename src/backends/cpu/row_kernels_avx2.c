@@ -8,6 +8,9 @@
 #include <immintrin.h>
 #include <string.h>
 
+/* Row-pass taps handled with a pointer table on the stack; longer kernels use the generic loop. */
+#define LUMEN_HTAPS_MAX 4096
+
 /* Sum of one tap group for 32 outputs starting at r (load + FMA per vector). */
 #define FMA4(kv, r)                                                                                \
     do {                                                                                           \
@@ -50,77 +53,82 @@ static void direct_avx2(const float *const *rows, const float *k, int kw, int kh
     }
 }
 
-/* Symmetric taps: k[j]*(in[x+j] + in[x+kw-1-j]) halves the multiplies. */
-static inline __m256 hsum_at(const float *in, const float *k, int kw, bool sym)
+/* Pair sum of two taps for 32 outputs, then one FMA per vector (symmetric kernels). */
+#define FMA4_PAIR(kv, p, q)                                                                        \
+    do {                                                                                           \
+        a0 = _mm256_fmadd_ps(kv, _mm256_add_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(q)), a0);       \
+        a1 = _mm256_fmadd_ps(kv, _mm256_add_ps(_mm256_loadu_ps((p) + 8), _mm256_loadu_ps((q) + 8)), a1); \
+        a2 = _mm256_fmadd_ps(kv, _mm256_add_ps(_mm256_loadu_ps((p) + 16), _mm256_loadu_ps((q) + 16)), a2); \
+        a3 = _mm256_fmadd_ps(kv, _mm256_add_ps(_mm256_loadu_ps((p) + 24), _mm256_loadu_ps((q) + 24)), a3); \
+    } while (0)
+
+/*
+ * 32 outputs of a 1-D filter whose taps are at base[t] + off, t < n.
+ * Symmetric kernels add the mirrored taps first, halving the multiplies.
+ * Four independent accumulators hide the FMA latency.
+ */
+static inline void taps32(const float *const *base, int64_t off, const float *k, int n, bool sym,
+                          __m256 *out)
+{
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    const int pairs = sym ? n / 2 : 0;
+    for (int t = 0; t < pairs; t++)
+        FMA4_PAIR(_mm256_broadcast_ss(k + t), base[t] + off, base[n - 1 - t] + off);
+    for (int t = pairs; t < (sym ? n - pairs : n); t++) FMA4(_mm256_broadcast_ss(k + t), base[t] + off);
+    out[0] = a0, out[1] = a1, out[2] = a2, out[3] = a3;
+}
+
+/* 8 outputs, same taps (the tails). */
+static inline __m256 taps8(const float *const *base, int64_t off, const float *k, int n, bool sym)
 {
     __m256 a = _mm256_setzero_ps();
-    if (!sym) {
-        for (int j = 0; j < kw; j++)
-            a = _mm256_fmadd_ps(_mm256_broadcast_ss(k + j), _mm256_loadu_ps(in + j), a);
-        return a;
+    const int pairs = sym ? n / 2 : 0;
+    for (int t = 0; t < pairs; t++) {
+        __m256 s = _mm256_add_ps(_mm256_loadu_ps(base[t] + off), _mm256_loadu_ps(base[n - 1 - t] + off));
+        a = _mm256_fmadd_ps(_mm256_broadcast_ss(k + t), s, a);
     }
-    for (int j = 0; j < kw / 2; j++) {
-        __m256 s = _mm256_add_ps(_mm256_loadu_ps(in + j), _mm256_loadu_ps(in + kw - 1 - j));
-        a = _mm256_fmadd_ps(_mm256_broadcast_ss(k + j), s, a);
-    }
-    if (kw & 1) a = _mm256_fmadd_ps(_mm256_broadcast_ss(k + kw / 2), _mm256_loadu_ps(in + kw / 2), a);
+    for (int t = pairs; t < (sym ? n - pairs : n); t++)
+        a = _mm256_fmadd_ps(_mm256_broadcast_ss(k + t), _mm256_loadu_ps(base[t] + off), a);
     return a;
 }
 
-static void hfilter_avx2(const float *in, const float *k, int kw, bool sym, float *out, int64_t n)
-{
-    int64_t x = 0;
-    for (; x + 32 <= n; x += 32) {
-        __m256 a0 = hsum_at(in + x, k, kw, sym), a1 = hsum_at(in + x + 8, k, kw, sym);
-        __m256 a2 = hsum_at(in + x + 16, k, kw, sym), a3 = hsum_at(in + x + 24, k, kw, sym);
-        _mm256_storeu_ps(out + x, a0), _mm256_storeu_ps(out + x + 8, a1);
-        _mm256_storeu_ps(out + x + 16, a2), _mm256_storeu_ps(out + x + 24, a3);
-    }
-    for (; x < n; x += 8) {
-        __m256 a = hsum_at(in + x, k, kw, sym);
-        if (x + 8 <= n) _mm256_storeu_ps(out + x, a);
-        else store_partial(out + x, a, n - x);
-    }
-}
-
-static inline __m256 vsum_at(const float *const *rows, int64_t x, const float *k, int kh, bool sym)
-{
-    __m256 a = _mm256_setzero_ps();
-    if (!sym) {
-        for (int i = 0; i < kh; i++)
-            a = _mm256_fmadd_ps(_mm256_broadcast_ss(k + i), _mm256_loadu_ps(rows[i] + x), a);
-        return a;
-    }
-    for (int i = 0; i < kh / 2; i++) {
-        __m256 s = _mm256_add_ps(_mm256_loadu_ps(rows[i] + x), _mm256_loadu_ps(rows[kh - 1 - i] + x));
-        a = _mm256_fmadd_ps(_mm256_broadcast_ss(k + i), s, a);
-    }
-    if (kh & 1) a = _mm256_fmadd_ps(_mm256_broadcast_ss(k + kh / 2), _mm256_loadu_ps(rows[kh / 2] + x), a);
-    return a;
-}
-
-static void vfilter_avx2(const float *const *rows, const float *k, int kh, bool sym, float scale,
-                         float *out, int64_t n)
+/* Applies taps to x in [0, n) and scales; shared by the row and column passes. */
+static void taps_row(const float *const *base, const float *k, int nt, bool sym, float scale,
+                     float *out, int64_t n)
 {
     const __m256 sc = _mm256_set1_ps(scale);
     const bool scaled = scale != 1.0f;
     int64_t x = 0;
     for (; x + 32 <= n; x += 32) {
-        __m256 a0 = vsum_at(rows, x, k, kh, sym), a1 = vsum_at(rows, x + 8, k, kh, sym);
-        __m256 a2 = vsum_at(rows, x + 16, k, kh, sym), a3 = vsum_at(rows, x + 24, k, kh, sym);
-        if (scaled) {
-            a0 = _mm256_mul_ps(a0, sc), a1 = _mm256_mul_ps(a1, sc);
-            a2 = _mm256_mul_ps(a2, sc), a3 = _mm256_mul_ps(a3, sc);
-        }
-        _mm256_storeu_ps(out + x, a0), _mm256_storeu_ps(out + x + 8, a1);
-        _mm256_storeu_ps(out + x + 16, a2), _mm256_storeu_ps(out + x + 24, a3);
+        __m256 a[4];
+        taps32(base, x, k, nt, sym, a);
+        for (int v = 0; v < 4; v++) _mm256_storeu_ps(out + x + 8 * v, scaled ? _mm256_mul_ps(a[v], sc) : a[v]);
     }
     for (; x < n; x += 8) {
-        __m256 a = vsum_at(rows, x, k, kh, sym);
+        __m256 a = taps8(base, x, k, nt, sym);
         if (scaled) a = _mm256_mul_ps(a, sc);
         if (x + 8 <= n) _mm256_storeu_ps(out + x, a);
         else store_partial(out + x, a, n - x);
     }
+}
+
+/* The row pass: tap t of output x reads in[x + t]. */
+static void hfilter_avx2(const float *in, const float *k, int kw, bool sym, float *out, int64_t n)
+{
+    const float *base[LUMEN_HTAPS_MAX];
+    if (kw > LUMEN_HTAPS_MAX) {
+        lumen_row_kernels_generic.hfilter(in, k, kw, sym, out, n);
+        return;
+    }
+    for (int t = 0; t < kw; t++) base[t] = in + t;
+    taps_row(base, k, kw, sym, 1.0f, out, n);
+}
+
+/* The column pass: tap t of output x reads rows[t][x]. */
+static void vfilter_avx2(const float *const *rows, const float *k, int kh, bool sym, float scale,
+                         float *out, int64_t n)
+{
+    taps_row(rows, k, kh, sym, scale, out, n);
 }
 
 /* cvtps rounds to nearest even (MXCSR default); clamping first makes NaN 0. */
