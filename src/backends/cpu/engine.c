@@ -23,11 +23,12 @@ typedef struct engine {
     int64_t strip;   /* column strip width */
     int64_t nbands;  /* row bands per plane */
     int64_t slot;    /* floats per ring slot */
+    int64_t ring_len; /* slots: kh, or kh + 1 for two-row direct steps */
 } engine;
 
 typedef struct scratch {
     float *ring;       /* kh slots */
-    const float **rows;
+    const float **rows; /* ring_len pointers */
     float *seg;        /* padded source segment (separable) */
     float *out;        /* one output row segment */
 } scratch;
@@ -90,7 +91,7 @@ static void load_ring_row(const engine *e, scratch *sc, int64_t b, int64_t ch, i
                           int64_t x0, int64_t n)
 {
     const lumen_filter_job *job = e->job;
-    float *slot = sc->ring + lumen_mod(r, job->kh) * e->slot;
+    float *slot = sc->ring + lumen_mod(r, e->ring_len) * e->slot;
     int64_t yy = lumen_border_index(r, job->src->h, job->border);
     int64_t padded = n + job->kw - 1;
     if (!e->separable) {
@@ -118,25 +119,54 @@ static void store_segment(const engine *e, const float *in, char *p, int64_t n)
 
 /* ---- tiles ------------------------------------------------------------- */
 
+/* Makes logical rows up to `last` resident and points rows[i] at row first + i. */
+static void ring_rows(const engine *e, scratch *sc, int64_t b, int64_t ch, int64_t *next,
+                      int64_t first, int64_t count, int64_t x0, int64_t n)
+{
+    for (; *next < first + count; (*next)++) load_ring_row(e, sc, b, ch, *next, x0, n);
+    for (int64_t i = 0; i < count; i++)
+        sc->rows[i] = sc->ring + lumen_mod(first + i, e->ring_len) * e->slot;
+}
+
+/* Where output row y's segment goes: straight into dst when it is contiguous f32. */
+static float *out_row(const engine *e, float *buf, int64_t b, int64_t ch, int64_t y, int64_t x0)
+{
+    const lumen_image *d = e->job->dst;
+    if (d->dtype == LUMEN_F32 && d->stride_w == 1) return (float *)lumen_px_addr(d, b, ch, y, x0);
+    return buf;
+}
+
+static void finish_row(const engine *e, const float *out, int64_t b, int64_t ch, int64_t y,
+                       int64_t x0, int64_t n)
+{
+    char *dp = lumen_px_addr(e->job->dst, b, ch, y, x0);
+    if ((const char *)out != dp) store_segment(e, out, dp, n);
+}
+
 static void process_tile(const engine *e, scratch *sc, int64_t b, int64_t ch, int64_t y0,
                          int64_t y1, int64_t x0, int64_t x1)
 {
     const lumen_filter_job *job = e->job;
-    const lumen_image *d = job->dst;
     const int64_t n = x1 - x0, kh = job->kh;
-    const bool direct_out = d->dtype == LUMEN_F32 && d->stride_w == 1;
     int64_t next = y0 - job->ay; /* next logical source row to load */
-    for (int64_t y = y0; y < y1; y++) {
-        const int64_t first = y - job->ay;
-        for (; next < first + kh; next++) load_ring_row(e, sc, b, ch, next, x0, n);
-        for (int64_t i = 0; i < kh; i++) sc->rows[i] = sc->ring + lumen_mod(first + i, kh) * e->slot;
-        char *dp = lumen_px_addr(d, b, ch, y, x0);
-        float *out = direct_out ? (float *)dp : sc->out;
+    int64_t y = y0;
+    /* Direct: two rows per step share their source loads (kh+1 rows in the ring). */
+    for (; !e->separable && y + 2 <= y1; y += 2) {
+        ring_rows(e, sc, b, ch, &next, y - job->ay, kh + 1, x0, n);
+        float *o0 = out_row(e, sc->out, b, ch, y, x0);
+        float *o1 = out_row(e, sc->out + e->slot, b, ch, y + 1, x0);
+        e->rk->direct2(sc->rows, job->kernel, job->kw, kh, o0, o1, n);
+        finish_row(e, o0, b, ch, y, x0, n);
+        finish_row(e, o1, b, ch, y + 1, x0, n);
+    }
+    for (; y < y1; y++) {
+        ring_rows(e, sc, b, ch, &next, y - job->ay, kh, x0, n);
+        float *out = out_row(e, sc->out, b, ch, y, x0);
         if (e->separable)
-            e->rk->vfilter(sc->rows, job->ky, job->kh, e->sym_y, job->scale, out, n);
+            e->rk->vfilter(sc->rows, job->ky, kh, e->sym_y, job->scale, out, n);
         else
-            e->rk->direct(sc->rows, job->kernel, job->kw, job->kh, out, n);
-        if (!direct_out) store_segment(e, out, dp, n);
+            e->rk->direct(sc->rows, job->kernel, job->kw, kh, out, n);
+        finish_row(e, out, b, ch, y, x0, n);
     }
 }
 
@@ -157,10 +187,10 @@ static bool scratch_alloc(const engine *e, scratch *sc)
     const lumen_filter_job *job = e->job;
     const size_t seg = (size_t)(e->strip + job->kw - 1 + LUMEN_ROW_SLACK);
     /* calloc: kernels may read the (never used) slack past a row's end. */
-    sc->ring = calloc((size_t)(job->kh * e->slot), sizeof(float));
-    sc->rows = malloc(sizeof(float *) * (size_t)job->kh);
+    sc->ring = calloc((size_t)(e->ring_len * e->slot), sizeof(float));
+    sc->rows = malloc(sizeof(float *) * (size_t)e->ring_len);
     sc->seg = e->separable ? calloc(seg, sizeof(float)) : NULL;
-    sc->out = calloc((size_t)(e->strip + LUMEN_ROW_SLACK), sizeof(float));
+    sc->out = calloc((size_t)(2 * e->slot), sizeof(float)); /* two output rows */
     return sc->ring && sc->rows && sc->out && (sc->seg || !e->separable);
 }
 
@@ -173,7 +203,7 @@ static void scratch_free(scratch *sc)
 static int64_t choose_strip(const lumen_filter_job *job, bool separable)
 {
     int64_t pad = separable ? 0 : job->kw - 1;
-    int64_t strip = (int64_t)RING_BYTES / (int64_t)sizeof(float) / job->kh - pad;
+    int64_t strip = (int64_t)RING_BYTES / (int64_t)sizeof(float) / (job->kh + 1) - pad;
     if (strip < 256) strip = 256;
     strip = (strip + 31) / 32 * 32;
     return strip < job->src->w ? strip : job->src->w;
@@ -190,11 +220,12 @@ static int64_t choose_bands(const lumen_context *ctx, const lumen_image *s)
 static lumen_status run_engine(const lumen_context *ctx, const lumen_filter_job *job, bool separable)
 {
     engine e = {job, lumen_ctx_use_avx2(ctx) ? &lumen_row_kernels_avx2 : &lumen_row_kernels_generic,
-                separable, false, false, 0, 0, 0};
+                separable, false, false, 0, 0, 0, 0};
     if (separable) e.sym_x = is_symmetric(job->kx, job->kw), e.sym_y = is_symmetric(job->ky, job->kh);
     e.strip = choose_strip(job, separable);
     e.nbands = choose_bands(ctx, job->src);
     e.slot = e.strip + (separable ? 0 : job->kw - 1) + LUMEN_ROW_SLACK;
+    e.ring_len = separable ? job->kh : job->kh + 1;
     const int64_t items = job->src->n * job->src->c * e.nbands;
     int failed = 0;
 #pragma omp parallel num_threads(ctx->threads) reduction(| : failed)

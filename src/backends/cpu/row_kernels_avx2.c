@@ -28,10 +28,11 @@ static inline void store_partial(float *out, __m256 v, int64_t m)
     memcpy(out, tmp, (size_t)m * sizeof(float));
 }
 
-static void direct_avx2(const float *const *rows, const float *k, int kw, int kh, float *out,
-                        int64_t n)
+/* Outputs x0 <= x < n of one row. */
+static void direct_from(const float *const *rows, const float *k, int kw, int kh, float *out,
+                        int64_t x0, int64_t n)
 {
-    int64_t x = 0;
+    int64_t x = x0;
     for (; x + 32 <= n; x += 32) {
         __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
         for (int i = 0; i < kh; i++) {
@@ -51,6 +52,52 @@ static void direct_avx2(const float *const *rows, const float *k, int kw, int kh
         if (x + 8 <= n) _mm256_storeu_ps(out + x, a);
         else store_partial(out + x, a, n - x);
     }
+}
+
+static void direct_avx2(const float *const *rows, const float *k, int kw, int kh, float *out,
+                        int64_t n)
+{
+    direct_from(rows, k, kw, kh, out, 0, n);
+}
+
+/*
+ * Two output rows: source row r feeds row 0 with kernel row r and row 1 with
+ * kernel row r-1, so each load serves two FMAs (the single-row loop is bound
+ * by loads, this one by FMAs).
+ */
+static void direct2_avx2(const float *const *rows, const float *k, int kw, int kh, float *out0,
+                         float *out1, int64_t n)
+{
+    int64_t x = 0;
+    for (; x + 32 <= n; x += 32) {
+        __m256 p0 = _mm256_setzero_ps(), p1 = p0, p2 = p0, p3 = p0;
+        __m256 q0 = p0, q1 = p0, q2 = p0, q3 = p0;
+        for (int r = 0; r <= kh; r++) {
+            const float *src = rows[r] + x;
+            const float *kt = r < kh ? k + (int64_t)r * kw : NULL;
+            const float *kb = r > 0 ? k + (int64_t)(r - 1) * kw : NULL;
+            for (int j = 0; j < kw; j++) {
+                __m256 v0 = _mm256_loadu_ps(src + j), v1 = _mm256_loadu_ps(src + j + 8);
+                __m256 v2 = _mm256_loadu_ps(src + j + 16), v3 = _mm256_loadu_ps(src + j + 24);
+                if (kt) {
+                    __m256 kv = _mm256_broadcast_ss(kt + j);
+                    p0 = _mm256_fmadd_ps(kv, v0, p0), p1 = _mm256_fmadd_ps(kv, v1, p1);
+                    p2 = _mm256_fmadd_ps(kv, v2, p2), p3 = _mm256_fmadd_ps(kv, v3, p3);
+                }
+                if (kb) {
+                    __m256 kv = _mm256_broadcast_ss(kb + j);
+                    q0 = _mm256_fmadd_ps(kv, v0, q0), q1 = _mm256_fmadd_ps(kv, v1, q1);
+                    q2 = _mm256_fmadd_ps(kv, v2, q2), q3 = _mm256_fmadd_ps(kv, v3, q3);
+                }
+            }
+        }
+        _mm256_storeu_ps(out0 + x, p0), _mm256_storeu_ps(out0 + x + 8, p1);
+        _mm256_storeu_ps(out0 + x + 16, p2), _mm256_storeu_ps(out0 + x + 24, p3);
+        _mm256_storeu_ps(out1 + x, q0), _mm256_storeu_ps(out1 + x + 8, q1);
+        _mm256_storeu_ps(out1 + x + 16, q2), _mm256_storeu_ps(out1 + x + 24, q3);
+    }
+    direct_from(rows, k, kw, kh, out0, x, n);
+    direct_from(rows + 1, k, kw, kh, out1, x, n);
 }
 
 /* Pair sum of two taps for 32 outputs, then one FMA per vector (symmetric kernels). */
@@ -167,5 +214,5 @@ static void store_u16_avx2(const float *in, uint16_t *out, int64_t n)
 }
 
 const lumen_row_kernels lumen_row_kernels_avx2 = {
-    "avx2+fma", direct_avx2, hfilter_avx2, vfilter_avx2, store_u8_avx2, store_u16_avx2,
+    "avx2+fma", direct_avx2, direct2_avx2, hfilter_avx2, vfilter_avx2, store_u8_avx2, store_u16_avx2,
 };

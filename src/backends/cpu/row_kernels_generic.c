@@ -13,6 +13,13 @@ static void direct_generic(const float *const *rows, const float *k, int kw, int
         }
 }
 
+static void direct2_generic(const float *const *rows, const float *k, int kw, int kh, float *out0,
+                            float *out1, int64_t n)
+{
+    direct_generic(rows, k, kw, kh, out0, n);
+    direct_generic(rows + 1, k, kw, kh, out1, n);
+}
+
 static void hfilter_generic(const float *in, const float *k, int kw, bool symmetric, float *out,
                             int64_t n)
 {
@@ -48,5 +55,5 @@ static void store_u16_generic(const float *in, uint16_t *out, int64_t n)
 }
 
 const lumen_row_kernels lumen_row_kernels_generic = {
-    "generic", direct_generic, hfilter_generic, vfilter_generic, store_u8_generic, store_u16_generic,
+    "generic", direct_generic, direct2_generic, hfilter_generic, vfilter_generic, store_u8_generic, store_u16_generic,
 };
