@@ -1,0 +1,316 @@
+/* Flag parsing and strict number parsing for the `lumen` tool. */
+#include "args.h"
+
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <float.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- structure: flags and positionals ---------------------------------- */
+
+/* One flag occurrence found by the structural pass. */
+typedef struct cli_token {
+    const cli_flag *flag;
+    const char *value;
+} cli_token;
+
+static const cli_flag *find_long(const cli_flag *flags, const char *name, size_t len)
+{
+    for (const cli_flag *f = flags; f->name; f++)
+        if (strlen(f->name) == len && !strncmp(f->name, name, len)) return f;
+    return NULL;
+}
+
+static const cli_flag *find_short(const cli_flag *flags, char c)
+{
+    for (const cli_flag *f = flags; f->name; f++)
+        if (f->short_name && f->short_name == c) return f;
+    return NULL;
+}
+
+static int is_help(const char *arg) { return !strcmp(arg, "-h") || !strcmp(arg, "--help"); }
+
+/* Help wins over any other mistake on the line, so look for it before complaining. */
+static int help_requested(int argc, char **argv)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+        if (is_help(argv[i])) return 1;
+    return 0;
+}
+
+/* Scans a flag at argv[*i]: fills tok and advances *i past a separate value. */
+static int scan_flag(const cli_command *cmd, int argc, char **argv, int *i, cli_token *tok)
+{
+    const char *arg = argv[*i];
+    const char *eq = NULL;
+    const cli_flag *f;
+    if (arg[1] == '-') {
+        eq = strchr(arg + 2, '=');
+        size_t len = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
+        f = find_long(cmd->flags, arg + 2, len);
+    } else {
+        f = arg[2] == '\0' ? find_short(cmd->flags, arg[1]) : NULL;
+    }
+    if (!f) {
+        cli_error(arg, "unknown flag (see 'lumen %s --help')", cmd->name);
+        return CLI_EXIT_USAGE;
+    }
+    tok->flag = f;
+    tok->value = NULL;
+    if (!f->takes_value) {
+        if (eq) cli_error(arg, "flag takes no value");
+        return eq ? CLI_EXIT_USAGE : 0;
+    }
+    if (eq) {
+        tok->value = eq + 1;
+        return 0;
+    }
+    /* "--sigma --verbose" is a forgotten value; "--value -5" is a negative number. */
+    if (*i + 1 >= argc || !strncmp(argv[*i + 1], "--", 2)) {
+        cli_error(arg, "missing value (see 'lumen %s --help')", cmd->name);
+        return CLI_EXIT_USAGE;
+    }
+    tok->value = argv[++*i];
+    return 0;
+}
+
+static int add_positional(const cli_command *cmd, const char *arg, const char **pos, int *npos)
+{
+    if (*npos >= cmd->npositional) {
+        cli_error(cmd->name, "unexpected argument '%s' (see 'lumen %s --help')", arg, cmd->name);
+        return CLI_EXIT_USAGE;
+    }
+    pos[(*npos)++] = arg;
+    return 0;
+}
+
+/* First pass: split argv into flag tokens and positionals without judging values. */
+static int scan(const cli_command *cmd, int argc, char **argv, cli_token *toks, int *ntok,
+                const char **pos)
+{
+    int npos = 0, flags_done = 0, rc;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (!flags_done && !strcmp(arg, "--")) {
+            flags_done = 1;
+            continue;
+        }
+        /* A lone "-" is a positional, as in most tools. */
+        if (!flags_done && arg[0] == '-' && arg[1] != '\0')
+            rc = scan_flag(cmd, argc, argv, &i, &toks[(*ntok)++]);
+        else
+            rc = add_positional(cmd, arg, pos, &npos);
+        if (rc) return rc;
+    }
+    if (npos < cmd->npositional) {
+        cli_error(cmd->name, "missing %s (see 'lumen %s --help')",
+                  cmd->positional_names[npos], cmd->name);
+        return CLI_EXIT_USAGE;
+    }
+    return 0;
+}
+
+int cli_parse(const cli_command *cmd, int argc, char **argv, void *state, const char **pos)
+{
+    if (help_requested(argc, argv)) return CLI_HELP;
+    cli_token *toks = calloc((size_t)(argc > 0 ? argc : 1), sizeof *toks);
+    if (!toks) {
+        cli_error(cmd->name, "out of memory");
+        return CLI_EXIT_FAIL;
+    }
+    int ntok = 0;
+    int rc = scan(cmd, argc, argv, toks, &ntok, pos);
+    for (int i = 0; !rc && i < ntok; i++) {
+        char spelled[64]; /* messages name flags as typed: "--sigma" */
+        snprintf(spelled, sizeof spelled, "--%s", toks[i].flag->name);
+        rc = cmd->on_flag(state, toks[i].flag->id, spelled, toks[i].value);
+    }
+    free(toks);
+    return rc;
+}
+
+/* ---- common flags ------------------------------------------------------- */
+
+int cli_common_flag(cli_common *co, int id, const char *name, const char *value)
+{
+    switch (id) {
+    case CLI_FLAG_THREADS: return cli_arg_int(name, value, 1, CLI_MAX_THREADS, &co->threads);
+    case CLI_FLAG_VERBOSE: co->verbose = 1; return 0;
+    case CLI_FLAG_NO_SIMD: co->no_simd = 1; return 0;
+    default: return -1;
+    }
+}
+
+int cli_context_create(const cli_common *co, lumen_context **out)
+{
+    lumen_context *ctx = NULL;
+    lumen_status s = lumen_context_create(&ctx);
+    if (s) return cli_lib_error("context", s);
+    if (co->threads > 0 && (s = lumen_context_set_threads(ctx, co->threads)))
+        goto fail;
+    if (co->no_simd && (s = lumen_context_set_simd(ctx, 0))) goto fail;
+    *out = ctx;
+    return 0;
+fail:
+    cli_lib_error("context", s);
+    lumen_context_destroy(ctx);
+    return CLI_EXIT_FAIL;
+}
+
+/* ---- numbers -------------------------------------------------------------- */
+
+/* Base-10 integer, optional sign, nothing else (no spaces, no trailing text). */
+static int parse_long(const char *s, long *out)
+{
+    if (!s || !*s || (*s != '-' && *s != '+' && (*s < '0' || *s > '9'))) return -1;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end) return -1;
+    *out = v;
+    return 0;
+}
+
+/* Finite decimal number; hex, "inf", "nan" and trailing text are refused. */
+static int parse_double(const char *s, double *out)
+{
+    if (!s || !*s || strspn(s, "0123456789+-.eE") != strlen(s)) return -1;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno == ERANGE || *end || !isfinite(v)) return -1;
+    *out = v;
+    return 0;
+}
+
+int cli_arg_int(const char *name, const char *value, long lo, long hi, int *out)
+{
+    long v;
+    if (parse_long(value, &v) || v < lo || v > hi) {
+        cli_error(name, "expected an integer from %ld to %ld, got '%s'", lo, hi, value);
+        return CLI_EXIT_USAGE;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+int cli_arg_positive(const char *name, const char *value, double max, double *out)
+{
+    double v;
+    if (parse_double(value, &v) || !(v > 0) || v > max) {
+        cli_error(name, "expected a positive number up to %g, got '%s'", max, value);
+        return CLI_EXIT_USAGE;
+    }
+    *out = v;
+    return 0;
+}
+
+int cli_arg_float(const char *name, const char *value, float *out)
+{
+    double v;
+    if (parse_double(value, &v) || fabs(v) > FLT_MAX) {
+        cli_error(name, "expected a finite number, got '%s'", value);
+        return CLI_EXIT_USAGE;
+    }
+    *out = (float)v;
+    return 0;
+}
+
+int cli_arg_border(const char *name, const char *value, lumen_border *out)
+{
+    if (lumen_border_parse(value, out) == LUMEN_OK) return 0;
+    cli_error(name, "unknown border '%s' (valid: reflect, constant, replicate, reflect101, wrap)",
+              value);
+    return CLI_EXIT_USAGE;
+}
+
+int cli_arg_choice(const char *name, const char *value, const char *const *choices, int n,
+                   int *out)
+{
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(value, choices[i])) {
+            *out = i;
+            return 0;
+        }
+    }
+    char list[256] = "";
+    for (int i = 0; i < n; i++) {
+        if (i) strncat(list, ", ", sizeof list - strlen(list) - 1);
+        strncat(list, choices[i], sizeof list - strlen(list) - 1);
+    }
+    cli_error(name, "unknown value '%s' (valid: %s)", value, list);
+    return CLI_EXIT_USAGE;
+}
+
+/* ---- pairs: "K,KY", "X,Y", "WxH" ---------------------------------------- */
+
+/* Splits "a<sep>b" into two strict integers; b is optional when b_optional. */
+static int parse_pair(const char *s, char sep, int b_optional, long *a, long *b, int *has_b)
+{
+    char buf[64];
+    if (!s || strlen(s) >= sizeof buf) return -1;
+    strcpy(buf, s);
+    char *mid = strchr(buf, sep);
+    *has_b = mid != NULL;
+    if (!mid) return b_optional ? parse_long(buf, a) : -1;
+    *mid = '\0';
+    return parse_long(buf, a) || parse_long(mid + 1, b) ? -1 : 0;
+}
+
+static int ksize_ok(long k, int lo, int odd_only)
+{
+    if (odd_only && k == 0) return 1;
+    return k >= lo && k <= CLI_MAX_KSIZE && (!odd_only || k % 2 == 1);
+}
+
+int cli_arg_ksize(const char *name, const char *value, int lo, int odd_only, int *kx, int *ky)
+{
+    long a = 0, b = 0;
+    int has_b;
+    if (parse_pair(value, ',', 1, &a, &b, &has_b) == 0) {
+        if (!has_b) b = a;
+        if (ksize_ok(a, lo, odd_only) && ksize_ok(b, lo, odd_only)) {
+            *kx = (int)a;
+            *ky = (int)b;
+            return 0;
+        }
+    }
+    if (odd_only)
+        cli_error(name, "expected K or K,KY with odd sizes up to %d (0: derive from sigma), got '%s'",
+                  CLI_MAX_KSIZE, value);
+    else
+        cli_error(name, "expected K or K,KY with sizes from %d to %d, got '%s'", lo, CLI_MAX_KSIZE,
+                  value);
+    return CLI_EXIT_USAGE;
+}
+
+int cli_arg_xy(const char *name, const char *value, long lo, long hi, int *x, int *y)
+{
+    long a = 0, b = 0;
+    int has_b;
+    if (parse_pair(value, ',', 0, &a, &b, &has_b) || a < lo || a > hi || b < lo || b > hi) {
+        cli_error(name, "expected X,Y with integers from %ld to %ld, got '%s'", lo, hi, value);
+        return CLI_EXIT_USAGE;
+    }
+    *x = (int)a;
+    *y = (int)b;
+    return 0;
+}
+
+int cli_arg_size(const char *name, const char *value, int max_side, int *w, int *h)
+{
+    long a = 0, b = 0;
+    int has_b;
+    if (parse_pair(value, 'x', 0, &a, &b, &has_b) || a < 1 || a > max_side || b < 1 ||
+        b > max_side) {
+        cli_error(name, "expected WxH with sizes from 1 to %d, got '%s'", max_side, value);
+        return CLI_EXIT_USAGE;
+    }
+    *w = (int)a;
+    *h = (int)b;
+    return 0;
+}

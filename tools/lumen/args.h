@@ -1,0 +1,84 @@
+/* Command-line parsing for `lumen`: a small table-driven flag parser and strict value parsers. */
+#ifndef LUMEN_CLI_ARGS_H
+#define LUMEN_CLI_ARGS_H
+
+#include "lumen.h"
+
+/* Largest kernel side accepted anywhere on the command line. */
+#define CLI_MAX_KSIZE 4095
+/* Largest --threads value. */
+#define CLI_MAX_THREADS 1024
+
+/* Returned by cli_parse when -h/--help was given (print usage, exit 0). */
+#define CLI_HELP (-1)
+
+typedef struct cli_flag {
+    const char *name;  /* long form without the leading "--"; NULL ends a table */
+    char short_name;   /* one-letter alias, 0 if none */
+    int takes_value;
+    int id;
+} cli_flag;
+
+/* Ids of the flags every op subcommand shares; commands number theirs from CLI_FLAG_CMD. */
+enum {
+    CLI_FLAG_THREADS = 1,
+    CLI_FLAG_VERBOSE,
+    CLI_FLAG_NO_SIMD,
+    CLI_FLAG_CMD = 100
+};
+
+#define CLI_COMMON_FLAGS                                                   \
+    {"threads", 0, 1, CLI_FLAG_THREADS}, {"verbose", 'v', 0, CLI_FLAG_VERBOSE}, \
+    {"no-simd", 0, 0, CLI_FLAG_NO_SIMD}
+
+/*
+ * Called once per flag, in command-line order, after the whole line was
+ * checked for structure. `name` is spelled "--name"; value is NULL for switches.
+ * Returns 0, or CLI_EXIT_USAGE after printing why.
+ */
+typedef int (*cli_flag_handler)(void *state, int id, const char *name, const char *value);
+
+typedef struct cli_command {
+    const char *name;                     /* "blur": used in messages */
+    const cli_flag *flags;                /* ends with {NULL} */
+    cli_flag_handler on_flag;
+    const char *const *positional_names;  /* e.g. {"IN", "OUT"}: all are required */
+    int npositional;
+} cli_command;
+
+/*
+ * Parses argv[1..argc) (argv[0] is the subcommand). "--name value",
+ * "--name=value", "-x", and "--" (end of flags) are understood; flags and
+ * positionals may be mixed. Fills pos[0..npositional). Returns 0, CLI_HELP,
+ * or CLI_EXIT_USAGE after printing why.
+ */
+int cli_parse(const cli_command *cmd, int argc, char **argv, void *state, const char **pos);
+
+/* Flags shared by op subcommands. */
+typedef struct cli_common {
+    int threads;  /* 0: library default ($LUMEN_NUM_THREADS or all processors) */
+    int verbose;
+    int no_simd;
+} cli_common;
+
+/* Handles a common flag id: 0 or CLI_EXIT_USAGE; -1 when id is not a common flag. */
+int cli_common_flag(cli_common *co, int id, const char *name, const char *value);
+/* Creates a context configured by co; prints the reason and returns CLI_EXIT_FAIL on failure. */
+int cli_context_create(const cli_common *co, lumen_context **out);
+
+/* Value parsers: 0 on success, else CLI_EXIT_USAGE after "lumen: --name: expected ..., got 'v'". */
+int cli_arg_int(const char *name, const char *value, long lo, long hi, int *out);
+int cli_arg_positive(const char *name, const char *value, double max, double *out);
+int cli_arg_float(const char *name, const char *value, float *out);
+int cli_arg_border(const char *name, const char *value, lumen_border *out);
+/* "K" or "K,KY" (KY = K when absent), each in [lo, CLI_MAX_KSIZE]; odd_only also allows 0. */
+int cli_arg_ksize(const char *name, const char *value, int lo, int odd_only, int *kx, int *ky);
+/* "X,Y" integers, each in [lo, hi]. */
+int cli_arg_xy(const char *name, const char *value, long lo, long hi, int *x, int *y);
+/* "WxH" positive sizes up to max_side each. */
+int cli_arg_size(const char *name, const char *value, int max_side, int *w, int *h);
+/* One of choices[0..n) exactly: index into *out. */
+int cli_arg_choice(const char *name, const char *value, const char *const *choices, int n,
+                   int *out);
+
+#endif
