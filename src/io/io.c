@@ -55,22 +55,29 @@ static lumen_status unsupported_extension(const char *path)
 
 /* ---- shared helpers ------------------------------------------------------ */
 
-lumen_status lumen_io_alloc_image(const char *path, lumen_image *out, lumen_dtype dtype,
-                                  uint64_t h, uint64_t w, uint64_t c)
+lumen_status lumen_io_check_size(const char *path, uint64_t h, uint64_t w, uint64_t c)
 {
-    memset(out, 0, sizeof *out);
     if (h == 0 || w == 0 || c == 0)
         return lumen_set_error(LUMEN_ERR_CORRUPT, "%s: image has zero size (%llu x %llu x %llu)",
                                path, (unsigned long long)w, (unsigned long long)h,
                                (unsigned long long)c);
-    /* Checked one factor at a time so the products below cannot overflow. */
+    /* Checked one factor at a time so the products callers form cannot overflow. */
     if (h > LUMEN_IO_MAX_PIXELS || w > LUMEN_IO_MAX_PIXELS / h)
         return lumen_set_error(LUMEN_ERR_UNSUPPORTED,
-                               "%s: image too large (%llu x %llu pixels; the limit is 2^31)",
-                               path, (unsigned long long)w, (unsigned long long)h);
+                               "%s: image too large (%llu x %llu pixels; the limit is 2^31)", path,
+                               (unsigned long long)w, (unsigned long long)h);
     if (c > LUMEN_IO_MAX_CHANNELS)
         return lumen_set_error(LUMEN_ERR_UNSUPPORTED, "%s: too many channels (%llu; at most %d)",
                                path, (unsigned long long)c, LUMEN_IO_MAX_CHANNELS);
+    return LUMEN_OK;
+}
+
+lumen_status lumen_io_alloc_image(const char *path, lumen_image *out, lumen_dtype dtype, uint64_t h,
+                                  uint64_t w, uint64_t c)
+{
+    memset(out, 0, sizeof *out);
+    lumen_status s = lumen_io_check_size(path, h, w, c);
+    if (s) return s;
     const uint64_t es = lumen_dtype_size(dtype);
     const uint64_t bytes = h * w * c * es; /* <= 2^31 * 2^12 * 4 = 2^45 */
     if (bytes > SIZE_MAX)
@@ -90,13 +97,13 @@ size_t lumen_io_row_bytes(const lumen_image *img)
 }
 
 /* Gathers one row element by element; only the element size matters here. */
-#define IO_GATHER_ROW(T)                                                              \
-    do {                                                                              \
-        const T *src = (const T *)base;                                               \
-        T *dst = (T *)row;                                                            \
-        for (int64_t x = 0; x < img->w; x++)                                          \
-            for (int64_t ch = 0; ch < img->c; ch++)                                   \
-                *dst++ = src[x * img->stride_w + ch * img->stride_c];                 \
+#define IO_GATHER_ROW(T)                                                                           \
+    do {                                                                                           \
+        const T *src = (const T *)base;                                                            \
+        T *dst = (T *)row;                                                                         \
+        for (int64_t x = 0; x < img->w; x++)                                                       \
+            for (int64_t ch = 0; ch < img->c; ch++)                                                \
+                *dst++ = src[x * img->stride_w + ch * img->stride_c];                              \
     } while (0)
 
 void lumen_io_pack_row(const lumen_image *img, int64_t y, void *row)
@@ -108,10 +115,17 @@ void lumen_io_pack_row(const lumen_image *img, int64_t y, void *row)
         memcpy(row, base, lumen_io_row_bytes(img));
         return;
     }
-    switch (es) {
-    case 1: IO_GATHER_ROW(uint8_t); break;
-    case 2: IO_GATHER_ROW(uint16_t); break;
-    default: IO_GATHER_ROW(uint32_t); break;
+    switch (img->dtype) {
+    case LUMEN_U8: IO_GATHER_ROW(uint8_t); break;
+    case LUMEN_U16: IO_GATHER_ROW(uint16_t); break;
+    case LUMEN_F32: {
+        /* memcpy, not a float copy: keeps NaN payloads bit-exact on any FPU. */
+        unsigned char *dst = row;
+        for (int64_t x = 0; x < img->w; x++)
+            for (int64_t ch = 0; ch < img->c; ch++, dst += 4)
+                memcpy(dst, base + (x * img->stride_w + ch * img->stride_c) * 4, 4);
+        break;
+    }
     }
 }
 
@@ -181,8 +195,7 @@ void lumen_image_free(lumen_image *img)
 /* Six characters that differ between processes, threads and attempts. */
 static void temp_suffix(char out[7])
 {
-    static const char alphabet[] =
-        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    static const char alphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     static atomic_uint_fast64_t counter;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -192,7 +205,8 @@ static void temp_suffix(char out[7])
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     z ^= z >> 31;
-    for (int i = 0; i < 6; i++, z /= 62) out[i] = alphabet[z % 62];
+    for (int i = 0; i < 6; i++, z /= 62)
+        out[i] = alphabet[z % 62];
     out[6] = '\0';
 }
 
@@ -226,8 +240,9 @@ static lumen_status create_temp(const char *path, char **tmp_out, int *fd_out)
             return LUMEN_OK;
         }
         if (errno != EEXIST) {
-            lumen_status s = lumen_set_error(LUMEN_ERR_IO, "%s: cannot create a temporary file %s: %s",
-                                             path, tmp, strerror(errno));
+            lumen_status s = lumen_set_error(
+                LUMEN_ERR_IO, "%s: cannot create a temporary file in '%.*s': %s", path,
+                dir_len ? (int)dir_len : 1, dir_len ? path : ".", strerror(errno));
             free(tmp);
             return s;
         }

@@ -28,13 +28,16 @@
 /* Largest channel count any reader accepts (NPY may carry many channels). */
 #define LUMEN_IO_MAX_CHANNELS 4096
 
+/* h, w, c > 0, h*w <= LUMEN_IO_MAX_PIXELS, c <= LUMEN_IO_MAX_CHANNELS (CORRUPT/UNSUPPORTED). */
+lumen_status lumen_io_check_size(const char *path, uint64_t h, uint64_t w, uint64_t c);
+
 /*
- * Validates h, w, c (all > 0, h*w <= LUMEN_IO_MAX_PIXELS, c <= max_c, byte
+ * Validates h, w, c (all > 0, h*w <= LUMEN_IO_MAX_PIXELS, c <= LUMEN_IO_MAX_CHANNELS, byte
  * size fits size_t) and mallocs a contiguous n=1 HWC image into `out`.
  * Fails with CORRUPT (zero size), UNSUPPORTED (too large) or OUT_OF_MEMORY.
  */
-lumen_status lumen_io_alloc_image(const char *path, lumen_image *out, lumen_dtype dtype,
-                                  uint64_t h, uint64_t w, uint64_t c);
+lumen_status lumen_io_alloc_image(const char *path, lumen_image *out, lumen_dtype dtype, uint64_t h,
+                                  uint64_t w, uint64_t c);
 
 /* Copies row y of a strided n=1 view into `row` as w*c interleaved elements. */
 void lumen_io_pack_row(const lumen_image *img, int64_t y, void *row);

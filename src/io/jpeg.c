@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include <jpeglib.h>
+/* After jpeglib.h, which it extends. */
 #include <jerror.h>
 
 typedef struct jpeg_err {
@@ -54,7 +55,10 @@ static void on_jpeg_message(j_common_ptr cinfo, int level)
 }
 
 /* libjpeg's default prints to stderr; messages are formatted where needed instead. */
-static void on_jpeg_output(j_common_ptr cinfo) { (void)cinfo; }
+static void on_jpeg_output(j_common_ptr cinfo)
+{
+    (void)cinfo;
+}
 
 static void jpeg_err_init(jpeg_err *e, const char *path)
 {
@@ -84,8 +88,9 @@ static lumen_status jpeg_decode(jpeg_err *e, struct jpeg_decompress_struct *cinf
     } else if (cinfo->num_components == 3) {
         cinfo->out_color_space = JCS_RGB;
     } else {
-        return lumen_set_error(LUMEN_ERR_UNSUPPORTED, "%s: JPEG with %d components is not supported",
-                               e->path, cinfo->num_components);
+        return lumen_set_error(LUMEN_ERR_UNSUPPORTED,
+                               "%s: JPEG with %d components is not supported", e->path,
+                               cinfo->num_components);
     }
     const int c = cinfo->num_components;
     lumen_status s = lumen_io_alloc_image(e->path, out, LUMEN_U8, cinfo->image_height,

@@ -18,7 +18,7 @@ typedef struct png_state {
     FILE *f;
     lumen_status status; /* set by the I/O callbacks before png_error */
     char msg[256];
-    void *row;           /* writer's row buffer */
+    void *row; /* writer's row buffer */
 } png_state;
 
 static void on_png_error(png_structp png, png_const_charp msg)
@@ -88,6 +88,9 @@ static lumen_status png_decode(png_state *st, png_structp png, png_infop info, l
 
     png_set_read_fn(png, st, on_png_read);
     png_set_sig_bytes(png, 8);
+    /* libpng's default 1e6-pixel side limit would call large images corrupt;
+       lumen_io_alloc_image applies our own limit with a clear message. */
+    png_set_user_limits(png, 0x7fffffff, 0x7fffffff);
     png_read_info(png, info);
     const int color = png_get_color_type(png, info);
     const int depth = png_get_bit_depth(png, info);
@@ -103,10 +106,11 @@ static lumen_status png_decode(png_state *st, png_structp png, png_infop info, l
     const int c = png_get_channels(png, info);
     const int out_depth = png_get_bit_depth(png, info);
     if ((out_depth != 8 && out_depth != 16) || c < 1 || c > 4)
-        return lumen_set_error(LUMEN_ERR_UNSUPPORTED, "%s: unsupported PNG layout (%d-bit, %d channels)",
-                               st->path, out_depth, c);
-    lumen_status s =
-        lumen_io_alloc_image(st->path, out, out_depth == 16 ? LUMEN_U16 : LUMEN_U8, h, w, (uint64_t)c);
+        return lumen_set_error(LUMEN_ERR_UNSUPPORTED,
+                               "%s: unsupported PNG layout (%d-bit, %d channels)", st->path,
+                               out_depth, c);
+    lumen_status s = lumen_io_alloc_image(st->path, out, out_depth == 16 ? LUMEN_U16 : LUMEN_U8, h,
+                                          w, (uint64_t)c);
     if (s) return s;
     const size_t row_bytes = lumen_io_row_bytes(out);
     if (png_get_rowbytes(png, info) != row_bytes) {
@@ -132,7 +136,8 @@ lumen_status lumen_io_read_png(const char *path, FILE *f, lumen_image *out)
     if (got < sizeof sig) return lumen_io_short_read(path, f);
 
     png_state st = {.path = path, .f = f, .status = LUMEN_OK};
-    png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &st, on_png_error, on_png_warning);
+    png_structp png =
+        png_create_read_struct(PNG_LIBPNG_VER_STRING, &st, on_png_error, on_png_warning);
     png_infop info = png ? png_create_info_struct(png) : NULL;
     if (!info) {
         png_destroy_read_struct(&png, NULL, NULL);

@@ -4,6 +4,8 @@
  * row is converted from its dtype and padded by the border rule once, as it
  * enters the ring, so u8/u16 data is never converted whole-image and the
  * image is never copied with padding. The strip width keeps the ring in L2.
+ * Interleaved images (HWC) are filtered with all channels in one row, taps
+ * c floats apart, so their loads and stores stay contiguous.
  */
 #include "border.h"
 #include "internal.h"
@@ -20,7 +22,8 @@ typedef struct engine {
     const lumen_filter_job *job;
     const lumen_row_kernels *rk;
     bool separable, sym_x, sym_y;
-    int64_t strip;   /* column strip width */
+    int64_t cp;      /* channels packed in a row: c for interleaved views, else 1 */
+    int64_t strip;   /* column strip width in pixels */
     int64_t nbands;  /* row bands per plane */
     int64_t slot;    /* floats per ring slot */
     int64_t ring_len; /* slots: kh, or kh + 1 for two-row direct steps */
@@ -42,48 +45,61 @@ static bool is_symmetric(const float *k, int n)
 
 /* ---- loading: source row segment -> padded f32 ------------------------- */
 
+/* Typed loops keep the dtype switch out of the per-pixel path; a literal step 1 vectorises. */
+#define CONVERT_LOOP(T, step)                                                                      \
+    do {                                                                                           \
+        const T *q = (const T *)p;                                                                 \
+        for (int64_t i = 0; i < m; i++) out[i] = (float)q[i * (step)];                             \
+    } while (0)
+
 static void convert_run(const char *p, int64_t sw, lumen_dtype t, float *out, int64_t m)
 {
-    if (t == LUMEN_F32 && sw == 1) {
-        memcpy(out, p, (size_t)m * sizeof(float));
-    } else if (t == LUMEN_U8 && sw == 1) {
-        const uint8_t *q = (const uint8_t *)p;
-        for (int64_t i = 0; i < m; i++) out[i] = (float)q[i];
-    } else if (t == LUMEN_U16 && sw == 1) {
-        const uint16_t *q = (const uint16_t *)p;
-        for (int64_t i = 0; i < m; i++) out[i] = (float)q[i];
-    } else {
-        const int64_t step = sw * (int64_t)lumen_dtype_size(t);
-        for (int64_t i = 0; i < m; i++) out[i] = lumen_load_px(p + i * step, t);
-    }
+    if (t == LUMEN_F32 && sw == 1) memcpy(out, p, (size_t)m * sizeof(float));
+    else if (t == LUMEN_F32) CONVERT_LOOP(float, sw);
+    else if (t == LUMEN_U8 && sw == 1) CONVERT_LOOP(uint8_t, 1);
+    else if (t == LUMEN_U8) CONVERT_LOOP(uint8_t, sw);
+    else if (sw == 1) CONVERT_LOOP(uint16_t, 1);
+    else CONVERT_LOOP(uint16_t, sw);
 }
 
-/* out[i] = src(yy, xs + i) for 0 <= i < count, with the border rule applied in x. */
-static void load_segment(const lumen_filter_job *job, int64_t b, int64_t ch, int64_t yy,
-                         int64_t xs, int64_t count, float *out)
+/* The cp channels of pixel xx (or the constant when xx < 0) into out[0..cp). */
+static void load_pixel(const engine *e, const char *row, int64_t xx, float *out)
 {
+    const lumen_image *s = e->job->src;
+    const int64_t es = (int64_t)lumen_dtype_size(s->dtype);
+    for (int64_t k = 0; k < e->cp; k++)
+        out[k] = xx < 0 ? e->job->border_value
+                        : lumen_load_px(row + (xx * s->stride_w + k * s->stride_c) * es, s->dtype);
+}
+
+/*
+ * Pixels xs .. xs+count-1 of source row yy (channels ch .. ch+cp-1) as f32,
+ * the border rule applied in x; yy < 0 is a row of the constant.
+ */
+static void load_segment(const engine *e, int64_t b, int64_t ch, int64_t yy, int64_t xs,
+                         int64_t count, float *out)
+{
+    const lumen_filter_job *job = e->job;
     const lumen_image *s = job->src;
+    const int64_t cp = e->cp;
     if (yy < 0) {
-        for (int64_t i = 0; i < count; i++) out[i] = job->border_value;
+        for (int64_t i = 0; i < count * cp; i++) out[i] = job->border_value;
         return;
     }
     const char *row = lumen_px_addr(s, b, ch, yy, 0);
-    const int64_t step = s->stride_w * (int64_t)lumen_dtype_size(s->dtype);
     int64_t i = 0;
-    for (; i < count && xs + i < 0; i++) {
-        int64_t xx = lumen_border_index(xs + i, s->w, job->border);
-        out[i] = xx < 0 ? job->border_value : lumen_load_px(row + xx * step, s->dtype);
-    }
+    for (; i < count && xs + i < 0; i++)
+        load_pixel(e, row, lumen_border_index(xs + i, s->w, job->border), out + i * cp);
     int64_t m = s->w - (xs + i);
     if (m > count - i) m = count - i;
-    if (m > 0) {
-        convert_run(row + (xs + i) * step, s->stride_w, s->dtype, out + i, m);
+    if (m > 0) { /* the interior: one run, contiguous when channels are packed */
+        const int64_t es = (int64_t)lumen_dtype_size(s->dtype);
+        convert_run(row + (xs + i) * s->stride_w * es, cp > 1 ? 1 : s->stride_w, s->dtype,
+                    out + i * cp, m * cp);
         i += m;
     }
-    for (; i < count; i++) {
-        int64_t xx = lumen_border_index(xs + i, s->w, job->border);
-        out[i] = xx < 0 ? job->border_value : lumen_load_px(row + xx * step, s->dtype);
-    }
+    for (; i < count; i++)
+        load_pixel(e, row, lumen_border_index(xs + i, s->w, job->border), out + i * cp);
 }
 
 /* Brings logical source row r (may lie outside the image) into its ring slot. */
@@ -93,27 +109,44 @@ static void load_ring_row(const engine *e, scratch *sc, int64_t b, int64_t ch, i
     const lumen_filter_job *job = e->job;
     float *slot = sc->ring + lumen_mod(r, e->ring_len) * e->slot;
     int64_t yy = lumen_border_index(r, job->src->h, job->border);
-    int64_t padded = n + job->kw - 1;
+    int64_t padded = n + job->kw - 1; /* pixels */
     if (!e->separable) {
-        load_segment(job, b, ch, yy, x0 - job->ax, padded, slot);
+        load_segment(e, b, ch, yy, x0 - job->ax, padded, slot);
         return;
     }
-    load_segment(job, b, ch, yy, x0 - job->ax, padded, sc->seg);
-    e->rk->hfilter(sc->seg, job->kx, job->kw, e->sym_x, slot, n);
+    load_segment(e, b, ch, yy, x0 - job->ax, padded, sc->seg);
+    e->rk->hfilter(sc->seg, job->kx, job->kw, (int)e->cp, e->sym_x, slot, n * e->cp);
 }
 
 /* ---- storing: f32 row segment -> dst dtype ----------------------------- */
 
+/* Strided integer outputs: round and saturate contiguously (SIMD), then scatter. */
+#define SCATTER_LOOP(T, store)                                                                     \
+    do {                                                                                           \
+        T tmp[256];                                                                                \
+        for (int64_t i0 = 0; i0 < n; i0 += 256) {                                                  \
+            int64_t m = n - i0 < 256 ? n - i0 : 256;                                               \
+            store(in + i0, tmp, m);                                                                \
+            T *q = (T *)p + i0 * sw;                                                               \
+            for (int64_t i = 0; i < m; i++) q[i * sw] = tmp[i];                                    \
+        }                                                                                          \
+    } while (0)
+
 static void store_segment(const engine *e, const float *in, char *p, int64_t n)
 {
     const lumen_image *d = e->job->dst;
-    if (d->stride_w == 1 && d->dtype == LUMEN_U8) {
+    const int64_t sw = e->cp > 1 ? 1 : d->stride_w; /* packed rows are contiguous */
+    if (d->dtype == LUMEN_U8 && sw == 1) {
         e->rk->store_u8(in, (uint8_t *)p, n);
-    } else if (d->stride_w == 1 && d->dtype == LUMEN_U16) {
+    } else if (d->dtype == LUMEN_U16 && sw == 1) {
         e->rk->store_u16(in, (uint16_t *)p, n);
+    } else if (d->dtype == LUMEN_U8) {
+        SCATTER_LOOP(uint8_t, e->rk->store_u8);
+    } else if (d->dtype == LUMEN_U16) {
+        SCATTER_LOOP(uint16_t, e->rk->store_u16);
     } else {
-        const int64_t step = d->stride_w * (int64_t)lumen_dtype_size(d->dtype);
-        for (int64_t i = 0; i < n; i++) lumen_store_px(p + i * step, d->dtype, in[i]);
+        float *q = (float *)p;
+        for (int64_t i = 0; i < n; i++) q[i * sw] = in[i];
     }
 }
 
@@ -132,7 +165,8 @@ static void ring_rows(const engine *e, scratch *sc, int64_t b, int64_t ch, int64
 static float *out_row(const engine *e, float *buf, int64_t b, int64_t ch, int64_t y, int64_t x0)
 {
     const lumen_image *d = e->job->dst;
-    if (d->dtype == LUMEN_F32 && d->stride_w == 1) return (float *)lumen_px_addr(d, b, ch, y, x0);
+    if (d->dtype == LUMEN_F32 && (e->cp > 1 || d->stride_w == 1))
+        return (float *)lumen_px_addr(d, b, ch, y, x0);
     return buf;
 }
 
@@ -147,7 +181,8 @@ static void process_tile(const engine *e, scratch *sc, int64_t b, int64_t ch, in
                          int64_t y1, int64_t x0, int64_t x1)
 {
     const lumen_filter_job *job = e->job;
-    const int64_t n = x1 - x0, kh = job->kh;
+    const int64_t n = x1 - x0, ne = n * e->cp, kh = job->kh;
+    const int ts = (int)e->cp;
     int64_t next = y0 - job->ay; /* next logical source row to load */
     int64_t y = y0;
     /* Direct: two rows per step share their source loads (kh+1 rows in the ring). */
@@ -155,18 +190,18 @@ static void process_tile(const engine *e, scratch *sc, int64_t b, int64_t ch, in
         ring_rows(e, sc, b, ch, &next, y - job->ay, kh + 1, x0, n);
         float *o0 = out_row(e, sc->out, b, ch, y, x0);
         float *o1 = out_row(e, sc->out + e->slot, b, ch, y + 1, x0);
-        e->rk->direct2(sc->rows, job->kernel, job->kw, kh, o0, o1, n);
-        finish_row(e, o0, b, ch, y, x0, n);
-        finish_row(e, o1, b, ch, y + 1, x0, n);
+        e->rk->direct2(sc->rows, job->kernel, job->kw, kh, ts, o0, o1, ne);
+        finish_row(e, o0, b, ch, y, x0, ne);
+        finish_row(e, o1, b, ch, y + 1, x0, ne);
     }
     for (; y < y1; y++) {
         ring_rows(e, sc, b, ch, &next, y - job->ay, kh, x0, n);
         float *out = out_row(e, sc->out, b, ch, y, x0);
         if (e->separable)
-            e->rk->vfilter(sc->rows, job->ky, kh, e->sym_y, job->scale, out, n);
+            e->rk->vfilter(sc->rows, job->ky, kh, e->sym_y, job->scale, out, ne);
         else
-            e->rk->direct(sc->rows, job->kernel, job->kw, kh, out, n);
-        finish_row(e, out, b, ch, y, x0, n);
+            e->rk->direct(sc->rows, job->kernel, job->kw, kh, ts, out, ne);
+        finish_row(e, out, b, ch, y, x0, ne);
     }
 }
 
@@ -174,7 +209,8 @@ static void process_item(const engine *e, scratch *sc, int64_t item)
 {
     const lumen_image *s = e->job->src;
     const int64_t plane = item / e->nbands, band = item % e->nbands;
-    const int64_t b = plane / s->c, ch = plane % s->c;
+    const int64_t groups = s->c / e->cp; /* channel groups per image */
+    const int64_t b = plane / groups, ch = plane % groups * e->cp;
     const int64_t y0 = s->h * band / e->nbands, y1 = s->h * (band + 1) / e->nbands;
     for (int64_t x0 = 0; x0 < s->w; x0 += e->strip) {
         int64_t x1 = x0 + e->strip < s->w ? x0 + e->strip : s->w;
@@ -185,7 +221,7 @@ static void process_item(const engine *e, scratch *sc, int64_t item)
 static bool scratch_alloc(const engine *e, scratch *sc)
 {
     const lumen_filter_job *job = e->job;
-    const size_t seg = (size_t)(e->strip + job->kw - 1 + LUMEN_ROW_SLACK);
+    const size_t seg = (size_t)((e->strip + job->kw - 1) * e->cp + LUMEN_ROW_SLACK);
     /* calloc: kernels may read the (never used) slack past a row's end. */
     sc->ring = calloc((size_t)(e->ring_len * e->slot), sizeof(float));
     sc->rows = malloc(sizeof(float *) * (size_t)e->ring_len);
@@ -199,34 +235,47 @@ static void scratch_free(scratch *sc)
     free(sc->ring), free(sc->rows), free(sc->seg), free(sc->out);
 }
 
-/* Strip width: the ring (kh rows) fits RING_BYTES, but never under 256 columns. */
-static int64_t choose_strip(const lumen_filter_job *job, bool separable)
+/* Interleaved src and dst (channel stride 1, pixel stride c) are filtered packed. */
+static int64_t choose_packing(const lumen_filter_job *job)
+{
+    const lumen_image *s = job->src, *d = job->dst;
+    const int64_t c = s->c;
+    if (c > 1 && c <= 16 && s->stride_c == 1 && s->stride_w == c && d->stride_c == 1 &&
+        d->stride_w == c)
+        return c;
+    return 1;
+}
+
+/* Strip width in pixels: the ring (kh+1 rows) fits RING_BYTES, but never under 256 columns. */
+static int64_t choose_strip(const lumen_filter_job *job, bool separable, int64_t cp)
 {
     int64_t pad = separable ? 0 : job->kw - 1;
-    int64_t strip = (int64_t)RING_BYTES / (int64_t)sizeof(float) / (job->kh + 1) - pad;
+    int64_t strip = (int64_t)RING_BYTES / (int64_t)sizeof(float) / (job->kh + 1) / cp - pad;
     if (strip < 256) strip = 256;
     strip = (strip + 31) / 32 * 32;
     return strip < job->src->w ? strip : job->src->w;
 }
 
 /* Bands: whole planes per thread when planes divide evenly, else one band per thread. */
-static int64_t choose_bands(const lumen_context *ctx, const lumen_image *s)
+static int64_t choose_bands(const lumen_context *ctx, int64_t planes, int64_t h)
 {
-    int64_t planes = s->n * s->c, t = ctx->threads;
+    int64_t t = ctx->threads;
     if (t == 1 || planes % t == 0) return 1;
-    return t < s->h ? t : s->h;
+    return t < h ? t : h;
 }
 
 static lumen_status run_engine(const lumen_context *ctx, const lumen_filter_job *job, bool separable)
 {
     engine e = {job, lumen_ctx_use_avx2(ctx) ? &lumen_row_kernels_avx2 : &lumen_row_kernels_generic,
-                separable, false, false, 0, 0, 0, 0};
+                separable, false, false, 1, 0, 0, 0, 0};
     if (separable) e.sym_x = is_symmetric(job->kx, job->kw), e.sym_y = is_symmetric(job->ky, job->kh);
-    e.strip = choose_strip(job, separable);
-    e.nbands = choose_bands(ctx, job->src);
-    e.slot = e.strip + (separable ? 0 : job->kw - 1) + LUMEN_ROW_SLACK;
+    e.cp = choose_packing(job);
+    e.strip = choose_strip(job, separable, e.cp);
+    const int64_t planes = job->src->n * (job->src->c / e.cp);
+    e.nbands = choose_bands(ctx, planes, job->src->h);
+    e.slot = (e.strip + (separable ? 0 : job->kw - 1)) * e.cp + LUMEN_ROW_SLACK;
     e.ring_len = separable ? job->kh : job->kh + 1;
-    const int64_t items = job->src->n * job->src->c * e.nbands;
+    const int64_t items = planes * e.nbands;
     int failed = 0;
 #pragma omp parallel num_threads(ctx->threads) reduction(| : failed)
     {

@@ -14,13 +14,18 @@
 
 typedef struct lumen_row_kernels {
     const char *isa;
-    /* out[x] = sum_i sum_j k[i*kw + j] * rows[i][x + j], 0 <= x < n */
-    void (*direct)(const float *const *rows, const float *k, int kw, int kh, float *out, int64_t n);
+    /*
+     * out[x] = sum_i sum_j k[i*kw + j] * rows[i][x + j*ts], 0 <= x < n. The tap
+     * stride ts is the channel count of interleaved rows (1 for planar ones).
+     */
+    void (*direct)(const float *const *rows, const float *k, int kw, int kh, int ts, float *out,
+                   int64_t n);
     /* Two output rows at once: out0 from rows[0..kh), out1 from rows[1..kh]; shares loads. */
-    void (*direct2)(const float *const *rows, const float *k, int kw, int kh, float *out0,
+    void (*direct2)(const float *const *rows, const float *k, int kw, int kh, int ts, float *out0,
                     float *out1, int64_t n);
-    /* out[x] = sum_j k[j] * in[x + j]; symmetric: k[j] == k[kw-1-j] */
-    void (*hfilter)(const float *in, const float *k, int kw, bool symmetric, float *out, int64_t n);
+    /* out[x] = sum_j k[j] * in[x + j*ts]; symmetric: k[j] == k[kw-1-j] */
+    void (*hfilter)(const float *in, const float *k, int kw, int ts, bool symmetric, float *out,
+                    int64_t n);
     /* out[x] = scale * sum_i k[i] * rows[i][x] */
     void (*vfilter)(const float *const *rows, const float *k, int kh, bool symmetric, float scale,
                     float *out, int64_t n);

@@ -29,15 +29,15 @@ static inline void store_partial(float *out, __m256 v, int64_t m)
 }
 
 /* Outputs x0 <= x < n of one row. */
-static void direct_from(const float *const *rows, const float *k, int kw, int kh, float *out,
-                        int64_t x0, int64_t n)
+static void direct_from(const float *const *rows, const float *k, int kw, int kh, int ts,
+                        float *out, int64_t x0, int64_t n)
 {
     int64_t x = x0;
     for (; x + 32 <= n; x += 32) {
         __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
         for (int i = 0; i < kh; i++) {
             const float *r = rows[i] + x, *ki = k + (int64_t)i * kw;
-            for (int j = 0; j < kw; j++) FMA4(_mm256_broadcast_ss(ki + j), r + j);
+            for (int j = 0; j < kw; j++) FMA4(_mm256_broadcast_ss(ki + j), r + (int64_t)j * ts);
         }
         _mm256_storeu_ps(out + x, a0), _mm256_storeu_ps(out + x + 8, a1);
         _mm256_storeu_ps(out + x + 16, a2), _mm256_storeu_ps(out + x + 24, a3);
@@ -47,17 +47,17 @@ static void direct_from(const float *const *rows, const float *k, int kw, int kh
         for (int i = 0; i < kh; i++) {
             const float *r = rows[i] + x, *ki = k + (int64_t)i * kw;
             for (int j = 0; j < kw; j++)
-                a = _mm256_fmadd_ps(_mm256_broadcast_ss(ki + j), _mm256_loadu_ps(r + j), a);
+                a = _mm256_fmadd_ps(_mm256_broadcast_ss(ki + j), _mm256_loadu_ps(r + (int64_t)j * ts), a);
         }
         if (x + 8 <= n) _mm256_storeu_ps(out + x, a);
         else store_partial(out + x, a, n - x);
     }
 }
 
-static void direct_avx2(const float *const *rows, const float *k, int kw, int kh, float *out,
-                        int64_t n)
+static void direct_avx2(const float *const *rows, const float *k, int kw, int kh, int ts,
+                        float *out, int64_t n)
 {
-    direct_from(rows, k, kw, kh, out, 0, n);
+    direct_from(rows, k, kw, kh, ts, out, 0, n);
 }
 
 /*
@@ -65,8 +65,8 @@ static void direct_avx2(const float *const *rows, const float *k, int kw, int kh
  * kernel row r-1, so each load serves two FMAs (the single-row loop is bound
  * by loads, this one by FMAs).
  */
-static void direct2_avx2(const float *const *rows, const float *k, int kw, int kh, float *out0,
-                         float *out1, int64_t n)
+static void direct2_avx2(const float *const *rows, const float *k, int kw, int kh, int ts,
+                         float *out0, float *out1, int64_t n)
 {
     int64_t x = 0;
     for (; x + 32 <= n; x += 32) {
@@ -77,8 +77,9 @@ static void direct2_avx2(const float *const *rows, const float *k, int kw, int k
             const float *kt = r < kh ? k + (int64_t)r * kw : NULL;
             const float *kb = r > 0 ? k + (int64_t)(r - 1) * kw : NULL;
             for (int j = 0; j < kw; j++) {
-                __m256 v0 = _mm256_loadu_ps(src + j), v1 = _mm256_loadu_ps(src + j + 8);
-                __m256 v2 = _mm256_loadu_ps(src + j + 16), v3 = _mm256_loadu_ps(src + j + 24);
+                const float *t = src + (int64_t)j * ts;
+                __m256 v0 = _mm256_loadu_ps(t), v1 = _mm256_loadu_ps(t + 8);
+                __m256 v2 = _mm256_loadu_ps(t + 16), v3 = _mm256_loadu_ps(t + 24);
                 if (kt) {
                     __m256 kv = _mm256_broadcast_ss(kt + j);
                     p0 = _mm256_fmadd_ps(kv, v0, p0), p1 = _mm256_fmadd_ps(kv, v1, p1);
@@ -96,8 +97,8 @@ static void direct2_avx2(const float *const *rows, const float *k, int kw, int k
         _mm256_storeu_ps(out1 + x, q0), _mm256_storeu_ps(out1 + x + 8, q1);
         _mm256_storeu_ps(out1 + x + 16, q2), _mm256_storeu_ps(out1 + x + 24, q3);
     }
-    direct_from(rows, k, kw, kh, out0, x, n);
-    direct_from(rows + 1, k, kw, kh, out1, x, n);
+    direct_from(rows, k, kw, kh, ts, out0, x, n);
+    direct_from(rows + 1, k, kw, kh, ts, out1, x, n);
 }
 
 /* Pair sum of two taps for 32 outputs, then one FMA per vector (symmetric kernels). */
@@ -159,15 +160,16 @@ static void taps_row(const float *const *base, const float *k, int nt, bool sym,
     }
 }
 
-/* The row pass: tap t of output x reads in[x + t]. */
-static void hfilter_avx2(const float *in, const float *k, int kw, bool sym, float *out, int64_t n)
+/* The row pass: tap t of output x reads in[x + t*ts]. */
+static void hfilter_avx2(const float *in, const float *k, int kw, int ts, bool sym, float *out,
+                         int64_t n)
 {
     const float *base[LUMEN_HTAPS_MAX];
     if (kw > LUMEN_HTAPS_MAX) {
-        lumen_row_kernels_generic.hfilter(in, k, kw, sym, out, n);
+        lumen_row_kernels_generic.hfilter(in, k, kw, ts, sym, out, n);
         return;
     }
-    for (int t = 0; t < kw; t++) base[t] = in + t;
+    for (int t = 0; t < kw; t++) base[t] = in + (int64_t)t * ts;
     taps_row(base, k, kw, sym, 1.0f, out, n);
 }
 

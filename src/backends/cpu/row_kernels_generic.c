@@ -2,31 +2,31 @@
 #include "pixel.h"
 #include "row_kernels.h"
 
-static void direct_generic(const float *const *rows, const float *k, int kw, int kh, float *out,
-                           int64_t n)
+static void direct_generic(const float *const *rows, const float *k, int kw, int kh, int ts,
+                           float *out, int64_t n)
 {
     for (int64_t x = 0; x < n; x++) out[x] = 0.0f;
     for (int i = 0; i < kh; i++)
         for (int j = 0; j < kw; j++) {
-            const float kv = k[i * kw + j], *r = rows[i] + j;
+            const float kv = k[i * kw + j], *r = rows[i] + (int64_t)j * ts;
             for (int64_t x = 0; x < n; x++) out[x] += kv * r[x];
         }
 }
 
-static void direct2_generic(const float *const *rows, const float *k, int kw, int kh, float *out0,
-                            float *out1, int64_t n)
+static void direct2_generic(const float *const *rows, const float *k, int kw, int kh, int ts,
+                            float *out0, float *out1, int64_t n)
 {
-    direct_generic(rows, k, kw, kh, out0, n);
-    direct_generic(rows + 1, k, kw, kh, out1, n);
+    direct_generic(rows, k, kw, kh, ts, out0, n);
+    direct_generic(rows + 1, k, kw, kh, ts, out1, n);
 }
 
-static void hfilter_generic(const float *in, const float *k, int kw, bool symmetric, float *out,
-                            int64_t n)
+static void hfilter_generic(const float *in, const float *k, int kw, int ts, bool symmetric,
+                            float *out, int64_t n)
 {
     (void)symmetric;
     for (int64_t x = 0; x < n; x++) out[x] = 0.0f;
     for (int j = 0; j < kw; j++) {
-        const float kv = k[j], *r = in + j;
+        const float kv = k[j], *r = in + (int64_t)j * ts;
         for (int64_t x = 0; x < n; x++) out[x] += kv * r[x];
     }
 }
