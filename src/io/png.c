@@ -187,6 +187,10 @@ static lumen_status png_encode(png_state *st, png_structp png, png_infop info,
     png_set_IHDR(png, info, (png_uint_32)img->w, (png_uint_32)img->h, depth,
                  color_types[img->c - 1], PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
                  PNG_FILTER_TYPE_DEFAULT);
+    /* As OpenCV's default: fast deflate with the cheap SUB filter. The default
+     * (level 6, adaptive filters) takes ~5x longer on large photos for ~10% smaller files. */
+    png_set_compression_level(png, 1);
+    png_set_filter(png, PNG_FILTER_TYPE_BASE, PNG_FILTER_SUB);
     png_write_info(png, info);
     if (depth == 16 && lumen_io_host_is_le()) png_set_swap(png);
     for (int64_t y = 0; y < img->h; y++) {
