@@ -10,10 +10,34 @@ lumen_filter_options lumen_filter_options_default(void)
     return o;
 }
 
+/* kx = row pi of k, ky = column pj divided by the pivot k[pi][pj]. */
+static void factor_at(const float *k, int kw, int kh, int pi, int pj, float *kx, float *ky)
+{
+    double p = k[pi * kw + pj];
+    for (int j = 0; j < kw; j++) kx[j] = k[pi * kw + j];
+    for (int i = 0; i < kh; i++) ky[i] = (float)(k[i * kw + pj] / p);
+}
+
+/* Largest |ky[i]*kx[j] - k[i][j]| of a factorisation. */
+static double factor_error(const float *k, int kw, int kh, const float *kx, const float *ky)
+{
+    double err = 0.0;
+    for (int i = 0; i < kh; i++)
+        for (int j = 0; j < kw; j++) err = fmax(err, fabs((double)ky[i] * kx[j] - k[i * kw + j]));
+    return err;
+}
+
+static bool is_power_of_two(float v)
+{
+    int e;
+    return v != 0.0f && fabs(frexp(v, &e)) == 0.5;
+}
+
 /*
- * Rank-1 test: k == col * row within a relative tolerance. Pivot on the
- * largest |k|; its row and column give the factors. On success writes the
- * row factor (kw) and column factor (kh).
+ * Rank-1 test: k == ky (x) kx within 1e-6 of max|k|. Pivot on the largest |k|;
+ * when that division is inexact, a power-of-two pivot in the same row gives an
+ * exact factorisation of dyadic kernels such as binomials, so integer images
+ * round exact .5 ties as the direct sum does.
  */
 static bool factor_rank1(const float *k, int kw, int kh, float *kx, float *ky)
 {
@@ -23,12 +47,15 @@ static bool factor_rank1(const float *k, int kw, int kh, float *kx, float *ky)
         for (int j = 0; j < kw; j++)
             if (fabs(k[i * kw + j]) > amax) amax = fabs(k[i * kw + j]), pi = i, pj = j;
     if (amax == 0.0) return false;
-    double p = k[pi * kw + pj];
-    for (int j = 0; j < kw; j++) kx[j] = (float)(k[pi * kw + j] / p);
-    for (int i = 0; i < kh; i++) ky[i] = k[i * kw + pj];
-    for (int i = 0; i < kh; i++)
-        for (int j = 0; j < kw; j++)
-            if (fabs((double)ky[i] * kx[j] - k[i * kw + j]) > 1e-6 * amax) return false;
+    factor_at(k, kw, kh, pi, pj, kx, ky);
+    double err = factor_error(k, kw, kh, kx, ky);
+    if (err > 1e-6 * amax) return false;
+    for (int j = 0; j < kw && err > 0.0; j++) {
+        if (!is_power_of_two(k[pi * kw + j])) continue;
+        factor_at(k, kw, kh, pi, j, kx, ky);
+        err = factor_error(k, kw, kh, kx, ky);
+    }
+    if (err > 1e-6 * amax) factor_at(k, kw, kh, pi, pj, kx, ky);
     return true;
 }
 
@@ -48,7 +75,8 @@ static lumen_status check_filter2d(lumen_context *ctx, const lumen_image *src,
 static lumen_status run_with_method(lumen_context *ctx, lumen_filter_job *job, lumen_method want,
                                     lumen_run_info *info)
 {
-    if (want == LUMEN_METHOD_DIRECT || (job->kw == 1 && job->kh == 1))
+    /* 1-D kernels gain nothing from a second pass: they run direct, exactly. */
+    if (want == LUMEN_METHOD_DIRECT || (want == LUMEN_METHOD_AUTO && (job->kw == 1 || job->kh == 1)))
         return lumen_run_filter(ctx, job, LUMEN_METHOD_DIRECT, info);
     float *kx = malloc(sizeof(float) * (size_t)(job->kw + job->kh));
     if (!kx) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "kernel: out of memory");

@@ -4,20 +4,28 @@
 #include <math.h>
 #include <stdlib.h>
 
-/* OpenCV's fixed kernels for odd n <= 7 when sigma <= 0 (getGaussianKernel). */
-static const float small_gaussian[4][7] = {
+/*
+ * OpenCV's fixed kernels for odd n <= 9 when sigma <= 0 (getGaussianKernel in
+ * OpenCV 4.x: 1, 3, 5 and 7 taps from the old small table, 9 taps as x/256).
+ */
+static const float small_gaussian[5][9] = {
     {1.0f},
     {0.25f, 0.5f, 0.25f},
     {0.0625f, 0.25f, 0.375f, 0.25f, 0.0625f},
     {0.03125f, 0.109375f, 0.21875f, 0.28125f, 0.21875f, 0.109375f, 0.03125f},
+    {4 / 256.0f, 13 / 256.0f, 30 / 256.0f, 51 / 256.0f, 60 / 256.0f, 51 / 256.0f, 30 / 256.0f,
+     13 / 256.0f, 4 / 256.0f},
 };
 
 lumen_status lumen_gaussian_kernel(int n, double sigma, float *out)
 {
-    if (n < 1 || n > LUMEN_MAX_KSIZE || !out || isnan(sigma))
-        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "ksize: expected 1..%d and a kernel buffer, got %d",
+    lumen_clear_error();
+    if (n < 1 || n > LUMEN_MAX_KSIZE)
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "ksize: expected 1..%d, got %d",
                                LUMEN_MAX_KSIZE, n);
-    if (n % 2 == 1 && n <= 7 && sigma <= 0) {
+    if (!out) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "out: kernel buffer is NULL");
+    if (isnan(sigma)) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "sigma: NaN is not a sigma");
+    if (n % 2 == 1 && n <= 9 && sigma <= 0) {
         for (int i = 0; i < n; i++) out[i] = small_gaussian[n / 2][i];
         return LUMEN_OK;
     }
@@ -68,7 +76,7 @@ lumen_status lumen_gaussian_blur(lumen_context *ctx, const lumen_image *src,
     lumen_clear_error();
     lumen_status s = lumen_op_check_common(ctx, src, dst, border, border_value);
     if (s) return s;
-    if (!(sigma_y > 0)) sigma_y = sigma_x;
+    if (sigma_y <= 0) sigma_y = sigma_x; /* NaN stays NaN and is refused below */
     if ((s = resolve_axis(&ksize_x, &sigma_x, src->dtype, "ksize_x", "sigma_x")) ||
         (s = resolve_axis(&ksize_y, &sigma_y, src->dtype, "ksize_y", "sigma_y")))
         return s;

@@ -1,5 +1,5 @@
 """Shared pieces of lumen's reference tests: the CLI runner, border-mode maps, and float64
-references built on numpy.pad (a peer, independent of lumen's own border code).
+references built on cv2.copyMakeBorder (a peer, independent of lumen's own border code).
 
 Every test runs the real `lumen` binary on .npy files in a temporary folder. The binary is
 $LUMEN_BIN (the Makefile sets it), else <repo>/build/lumen. A missing binary is an error, not
@@ -32,7 +32,8 @@ CV2_BORDER = {
 }
 CV2_BORDERS = tuple(CV2_BORDER)
 
-#: numpy.pad modes (DESIGN.md's table). numpy's 'reflect' is lumen's reflect101.
+#: numpy.pad modes (DESIGN.md's table). numpy's 'reflect' is lumen's reflect101. Used only to
+#: check the table (test_peer_facts.py): numpy 1.24 pads wrongly far out, see pad().
 NUMPY_PAD_MODE = {
     "constant": "constant",
     "replicate": "edge",
@@ -194,17 +195,31 @@ def dyadic_kernel(rng, kh, kw, nonzero=12):
     return (k / 16).reshape(kh, kw).astype(np.float32)
 
 
-# ---- float64 references (numpy.pad based) -----------------------------------------------------
+# ---- float64 references (cv2.copyMakeBorder based) -------------------------------------------
+
+
+#: cv2.copyMakeBorder codes, BORDER_WRAP included (copyMakeBorder accepts it; the filters don't).
+PAD_BORDER = dict(CV2_BORDER, wrap=cv2.BORDER_WRAP)
 
 
 def pad(src, top, bottom, left, right, border, value=0.0):
-    """src (H x W or H x W x C) as float64, extended by numpy.pad in lumen's border mode."""
+    """src (H x W or H x W x C) as float64, extended in lumen's border mode.
+
+    cv2.copyMakeBorder, not numpy.pad: numpy 1.24's pad is wrong in 'wrap', 'symmetric' and
+    'reflect' modes when a pad is wider than the array and the two sides differ (numpy
+    issues 22464, 24436, 28575) - exactly the 'kernel larger than the image' case with an
+    off-centre anchor. test_peer_facts.py checks copyMakeBorder against DESIGN.md's rule.
+    """
     a = np.asarray(src, dtype=np.float64)
-    widths = [(top, bottom), (left, right)] + [(0, 0)] * (a.ndim - 2)
-    mode = NUMPY_PAD_MODE[border]
-    if mode == "constant":
-        return np.pad(a, widths, mode="constant", constant_values=float(value))
-    return np.pad(a, widths, mode=mode)
+    chans = 1 if a.ndim == 2 else a.shape[2]
+    if chans > 4:
+        return np.stack([pad(a[..., c], top, bottom, left, right, border, value)
+                         for c in range(chans)], axis=-1)
+    out = cv2.copyMakeBorder(a, top, bottom, left, right, PAD_BORDER[border],
+                             value=(float(value),) * 4)
+    if a.ndim == 3 and out.ndim == 2:   # cv2 drops a trailing axis of 1
+        out = out[..., None]
+    return out
 
 
 def ref_correlate(src, kernel, anchor=None, border="reflect", value=0.0):

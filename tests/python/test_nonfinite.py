@@ -2,7 +2,7 @@
 output whose window covers a NaN is NaN, zero taps included (0 * NaN = NaN, 0 * Inf = NaN).
 
 The peers do not: cv2.filter2D and scipy.ndimage.correlate skip zero kernel taps, cv2's DFT
-path (kernels from 11x11 up) spreads one NaN over the whole image, and cv2.blur's running
+path (kernels of 130 taps or more) spreads one NaN over the whole image, and cv2.blur's running
 sums smear it along rows and columns (test_peer_facts.py pins each). So lumen is compared with
 a float64 numpy reference here, which multiplies every tap.
 """
