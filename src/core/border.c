@@ -8,7 +8,8 @@ static const char *const border_names[] = {"reflect", "constant", "replicate", "
 lumen_status lumen_border_parse(const char *name, lumen_border *out)
 {
     lumen_clear_error();
-    if (!name || !out) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "border: name is NULL");
+    if (!name) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "border: name is NULL");
+    if (!out) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "out: pointer is NULL");
     for (int i = 0; i < 5; i++) {
         if (!strcmp(name, border_names[i])) {
             *out = (lumen_border)i;

@@ -39,8 +39,6 @@ lumen_status lumen_image_check_pair(const lumen_image *src, const lumen_image *d
 /* Byte range [lo, hi) a view touches. */
 void lumen_image_extent(const lumen_image *img, uintptr_t *lo, uintptr_t *hi);
 
-#endif
-
 /* ---- filtering jobs: what ops hand to a backend ------------------------ */
 
 /*
@@ -75,3 +73,5 @@ extern const lumen_backend lumen_cpu_fast_backend;
 /* Runs job on the context's device with method DIRECT or SEPARABLE, fills info. */
 lumen_status lumen_run_filter(lumen_context *ctx, const lumen_filter_job *job, lumen_method method,
                               lumen_run_info *info);
+
+#endif

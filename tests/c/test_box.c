@@ -27,7 +27,7 @@ static void test_matrix(void **state)
     int idx = 0;
     for (int d = 0; d < TS_COUNT(dtype_pairs); d++)
         for (int l = 0; l < TS_LAYOUT_COUNT; l++, idx++) {
-            const int kw = ksizes[idx % 8][0], kh = ksizes[idx % 8][1];
+            const int ks = (l + 3 * d + b) % TS_COUNT(ksizes), kw = ksizes[ks][0], kh = ksizes[ks][1];
             ts_op op = ts_with_border(ts_op_box(kw, kh, idx % 3 != 2), b,
                                       dtype_pairs[d][0] == LUMEN_F32 ? 300.0f : 17.0f);
             ts_case cs = ts_case_make((ts_layout)l, dtype_pairs[d][0], dtype_pairs[d][1],

@@ -41,10 +41,10 @@ static void test_matrix(void **state)
     int idx = 0;
     for (int d = 0; d < TS_COUNT(dtype_pairs); d++)
         for (int l = 0; l < TS_LAYOUT_COUNT; l++, idx++) {
-            const int kw = ksizes[idx % 7][0], kh = ksizes[idx % 7][1];
+            const int ks = (l + 2 * d) % TS_COUNT(ksizes), kw = ksizes[ks][0], kh = ksizes[ks][1];
             ts_random_kernel(k, kw * kh, 100 + idx);
             ts_op op = ts_with_border(ts_op_filter2d(k, kw, kh), b, border_value(dtype_pairs[d][0]));
-            set_anchor(&op, (idx / 7) % 3);
+            set_anchor(&op, (l + d + b) % 3);
             op.opt.convolve = idx % 4 == 3;
             const int64_t h = idx % 2 ? 17 : 33, w = idx % 2 ? 31 : 40;
             ts_case cs = ts_case_make((ts_layout)l, dtype_pairs[d][0], dtype_pairs[d][1], h, w,

@@ -15,20 +15,22 @@ static const lumen_border borders[] = {LUMEN_BORDER_REFLECT, LUMEN_BORDER_CONSTA
 
 /* ---- lumen_gaussian_kernel ---------------------------------------------- */
 
-/* OpenCV's small_gaussian_tab for odd n <= 7 and sigma <= 0. */
+/* OpenCV 4's small_gaussian_tab for odd n <= 9 and sigma <= 0 (9 taps in 1/256ths). */
 static void test_kernel_tables(void **state)
 {
     (void)state;
-    static const float tab[4][7] = {
+    static const float tab[5][9] = {
         {1.0f},
         {0.25f, 0.5f, 0.25f},
         {0.0625f, 0.25f, 0.375f, 0.25f, 0.0625f},
         {0.03125f, 0.109375f, 0.21875f, 0.28125f, 0.21875f, 0.109375f, 0.03125f},
+        {0.015625f, 0.05078125f, 0.1171875f, 0.19921875f, 0.234375f, 0.19921875f, 0.1171875f,
+         0.05078125f, 0.015625f},
     };
     const double sigmas[] = {0.0, -1.0, -0.0};
     for (int s = 0; s < TS_COUNT(sigmas); s++)
-        for (int t = 0; t < 4; t++) {
-            float out[7];
+        for (int t = 0; t < 5; t++) {
+            float out[9];
             const int n = 2 * t + 1;
             assert_int_equal(lumen_gaussian_kernel(n, sigmas[s], out), LUMEN_OK);
             for (int i = 0; i < n; i++) assert_float_equal(out[i], tab[t][i], 0.0f);
@@ -71,7 +73,7 @@ static void test_kernel_formula(void **state)
     for (int i = 0; i < TS_COUNT(sizes); i++)
         for (int j = 0; j < TS_COUNT(sigmas); j++) check_formula(sizes[i], sigmas[j], sigmas[j]);
     /* sigma <= 0 outside the tables: sigma = 0.3*((n-1)/2 - 1) + 0.8. */
-    const int derived[] = {2, 4, 6, 9, 11, 25};
+    const int derived[] = {2, 4, 6, 8, 10, 11, 25};
     for (int i = 0; i < TS_COUNT(derived); i++) {
         const int n = derived[i];
         check_formula(n, 0.0, 0.3 * ((n - 1) * 0.5 - 1) + 0.8);
@@ -237,7 +239,7 @@ static void test_matrix(void **state)
     int idx = 0;
     for (int d = 0; d < TS_COUNT(dtype_pairs); d++)
         for (int l = 0; l < TS_LAYOUT_COUNT; l++, idx++) {
-            const int p = idx % TS_COUNT(params);
+            const int p = (l + 2 * d + b) % TS_COUNT(params);
             ts_op op = ts_op_gaussian(params[p].kx, params[p].ky, params[p].sx, params[p].sy);
             op = ts_with_border(op, b, dtype_pairs[d][0] == LUMEN_F32 ? -20.0f : 77.0f);
             ts_case cs = ts_case_make((ts_layout)l, dtype_pairs[d][0], dtype_pairs[d][1],

@@ -79,13 +79,15 @@ void ts_random_kernel(float *k, int n, uint64_t seed)
 
 const char *ts_layout_name(ts_layout l)
 {
-    static const char *names[] = {"planar", "interleaved", "strided", "flipped", "batch"};
+    static const char *names[] = {"planar", "interleaved", "strided", "flipped",
+                                  "batch",  "strided-hwc", "flipped-hwc"};
     return (unsigned)l < TS_LAYOUT_COUNT ? names[l] : "?";
 }
 
 void ts_layout_shape(ts_layout l, int64_t *n, int64_t *c)
 {
-    static const int64_t shapes[TS_LAYOUT_COUNT][2] = {{1, 1}, {1, 3}, {1, 2}, {1, 2}, {2, 2}};
+    static const int64_t shapes[TS_LAYOUT_COUNT][2] = {{1, 1}, {1, 3}, {1, 2}, {1, 2},
+                                                       {2, 2}, {2, 4}, {1, 2}};
     *n = shapes[l][0], *c = shapes[l][1];
 }
 
@@ -106,6 +108,13 @@ static int64_t layout_strides(ts_layout l, lumen_image *v, int64_t *base)
         *base = (c - 1) * h * w + (h - 1) * w + (w - 1);
     } else if (l == TS_BATCH) {
         s[0] = c * h * w + 13, elems = n * s[0];
+    } else if (l == TS_STRIDED_HWC) {
+        const int64_t row = (w + 7) * c + 2; /* 3 rows above, 4 pixels left */
+        s[0] = (h + 5) * row + 9, s[1] = 1, s[2] = row, s[3] = c;
+        *base = 3 * row + 4 * c, elems = n * s[0];
+    } else if (l == TS_FLIPPED_HWC) {
+        s[0] = h * w * c, s[1] = 1, s[2] = -w * c, s[3] = c;
+        *base = (h - 1) * w * c;
     }
     v->stride_n = s[0], v->stride_c = s[1], v->stride_h = s[2], v->stride_w = s[3];
     return elems;

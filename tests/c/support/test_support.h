@@ -74,12 +74,14 @@ typedef enum ts_layout {
     TS_STRIDED,     /* planar window inside a padded buffer (rows, planes and images padded) */
     TS_FLIPPED,     /* planar with negative strides in c, h and w */
     TS_BATCH,       /* planar with a gap between images (used with n = 2) */
+    TS_STRIDED_HWC, /* interleaved window inside a padded buffer (rows and images padded) */
+    TS_FLIPPED_HWC, /* interleaved, rows bottom-up (negative row stride) */
     TS_LAYOUT_COUNT
 } ts_layout;
 
 const char *ts_layout_name(ts_layout l);
 /* The (n, c) a layout is tested with by default: planar 1x1, interleaved 1x3, strided 1x2,
- * flipped 1x2, batch 2x2. */
+ * flipped 1x2, batch 2x2, strided-hwc 2x4, flipped-hwc 1x2. */
 void ts_layout_shape(ts_layout l, int64_t *n, int64_t *c);
 
 /* A view and the buffer it lives in; buffer bytes outside the view hold TS_GUARD_BYTE. */
