@@ -1,0 +1,95 @@
+/* Moving pixel rows between images of any dtype/stride and f32 row buffers. */
+#include "rows.h"
+
+#include "border.h"
+#include "pixel.h"
+
+#include <string.h>
+
+/* Typed loops keep the dtype switch out of the per-pixel path; a literal step 1 vectorises. */
+#define CONVERT_LOOP(T, step)                                                                      \
+    do {                                                                                           \
+        const T *q = (const T *)p;                                                                 \
+        for (int64_t i = 0; i < m; i++) out[i] = (float)q[i * (step)];                             \
+    } while (0)
+
+static void convert_run(const char *p, int64_t sw, lumen_dtype t, float *out, int64_t m)
+{
+    if (t == LUMEN_F32 && sw == 1) memcpy(out, p, (size_t)m * sizeof(float));
+    else if (t == LUMEN_F32) CONVERT_LOOP(float, sw);
+    else if (t == LUMEN_U8 && sw == 1) CONVERT_LOOP(uint8_t, 1);
+    else if (t == LUMEN_U8) CONVERT_LOOP(uint8_t, sw);
+    else if (sw == 1) CONVERT_LOOP(uint16_t, 1);
+    else CONVERT_LOOP(uint16_t, sw);
+}
+
+/* The cp channels of pixel xx (or the constant when xx < 0) into out[0..cp). */
+static void load_pixel(const lumen_filter_job *job, int64_t cp, const char *row, int64_t xx,
+                       float *out)
+{
+    const lumen_image *s = job->src;
+    const int64_t es = (int64_t)lumen_dtype_size(s->dtype);
+    for (int64_t k = 0; k < cp; k++)
+        out[k] = xx < 0 ? job->border_value
+                        : lumen_load_px(row + (xx * s->stride_w + k * s->stride_c) * es, s->dtype);
+}
+
+/*
+ * Pixels xs .. xs+count-1 of source row yy (channels ch .. ch+cp-1) as f32,
+ * the border rule applied in x; yy < 0 is a row of the constant.
+ */
+void lumen_rows_load(const lumen_filter_job *job, int64_t cp, int64_t b, int64_t ch, int64_t yy,
+                     int64_t xs, int64_t count, float *out)
+{
+    const lumen_image *s = job->src;
+    if (yy < 0) {
+        for (int64_t i = 0; i < count * cp; i++) out[i] = job->border_value;
+        return;
+    }
+    const char *row = lumen_px_addr(s, b, ch, yy, 0);
+    int64_t i = 0;
+    for (; i < count && xs + i < 0; i++)
+        load_pixel(job, cp, row, lumen_border_index(xs + i, s->w, job->border), out + i * cp);
+    int64_t m = s->w - (xs + i);
+    if (m > count - i) m = count - i;
+    if (m > 0) { /* the interior: one run, contiguous when channels are packed */
+        const int64_t es = (int64_t)lumen_dtype_size(s->dtype);
+        convert_run(row + (xs + i) * s->stride_w * es, cp > 1 ? 1 : s->stride_w, s->dtype,
+                    out + i * cp, m * cp);
+        i += m;
+    }
+    for (; i < count; i++)
+        load_pixel(job, cp, row, lumen_border_index(xs + i, s->w, job->border), out + i * cp);
+}
+
+
+/* Strided integer outputs: round and saturate contiguously (SIMD), then scatter. */
+#define SCATTER_LOOP(T, store)                                                                     \
+    do {                                                                                           \
+        T tmp[256];                                                                                \
+        for (int64_t i0 = 0; i0 < n; i0 += 256) {                                                  \
+            int64_t m = n - i0 < 256 ? n - i0 : 256;                                               \
+            store(in + i0, tmp, m);                                                                \
+            T *q = (T *)p + i0 * sw;                                                               \
+            for (int64_t i = 0; i < m; i++) q[i * sw] = tmp[i];                                    \
+        }                                                                                          \
+    } while (0)
+
+void lumen_rows_store(const lumen_row_kernels *rk, const lumen_image *d, int64_t cp,
+                      const float *in, char *p, int64_t n)
+{
+    const int64_t sw = cp > 1 ? 1 : d->stride_w; /* packed rows are contiguous */
+    if (d->dtype == LUMEN_U8 && sw == 1) {
+        rk->store_u8(in, (uint8_t *)p, n);
+    } else if (d->dtype == LUMEN_U16 && sw == 1) {
+        rk->store_u16(in, (uint16_t *)p, n);
+    } else if (d->dtype == LUMEN_U8) {
+        SCATTER_LOOP(uint8_t, rk->store_u8);
+    } else if (d->dtype == LUMEN_U16) {
+        SCATTER_LOOP(uint16_t, rk->store_u16);
+    } else {
+        float *q = (float *)p;
+        for (int64_t i = 0; i < n; i++) q[i * sw] = in[i];
+    }
+}
+
