@@ -91,6 +91,20 @@ lumen_status lumen_context_set_simd(lumen_context *ctx, int enabled);
 /* Comma-separated CPU features the fast path uses now, e.g. "avx2,fma" or "scalar". */
 const char *lumen_cpu_features(const lumen_context *ctx);
 
+/*
+ * FFT planning policy. ESTIMATE (default) plans in microseconds; MEASURE times
+ * candidate algorithms once per size (seconds) and is faster afterwards. FFTW
+ * wisdom persists in $XDG_CACHE_HOME/lumen/ (or ~/.cache/lumen/), so a later
+ * process does not plan again.
+ */
+typedef enum lumen_fft_planning {
+    LUMEN_FFT_ESTIMATE = 0,
+    LUMEN_FFT_MEASURE = 1
+} lumen_fft_planning;
+lumen_status lumen_context_set_fft_planning(lumen_context *ctx, lumen_fft_planning p);
+/* Drops cached plans and kernel spectra (they are also freed with the context). */
+void lumen_context_clear_plans(lumen_context *ctx);
+
 /* ---- options ----------------------------------------------------------- */
 
 typedef enum lumen_border {
@@ -106,12 +120,16 @@ lumen_status lumen_border_parse(const char *name, lumen_border *out);
 const char *lumen_border_name(lumen_border b);
 
 typedef enum lumen_method {
-    LUMEN_METHOD_AUTO = 0,
-    LUMEN_METHOD_DIRECT = 1,
-    LUMEN_METHOD_SEPARABLE = 2
+    LUMEN_METHOD_AUTO = 0,      /* cheapest by the machine's calibrated cost model */
+    LUMEN_METHOD_DIRECT = 1,    /* sum over every tap */
+    LUMEN_METHOD_SEPARABLE = 2, /* row pass then column pass (rank-1 kernels) */
+    LUMEN_METHOD_FFT = 3,       /* tiled overlap-save FFT (FFTW), cost independent of k */
+    LUMEN_METHOD_RECURSIVE = 4  /* reported only: the fast Gaussian's recursive filter */
 } lumen_method;
 
 const char *lumen_method_name(lumen_method m);
+/* Parses "auto", "direct", "separable", "fft". */
+lumen_status lumen_method_parse(const char *name, lumen_method *out);
 
 typedef struct lumen_filter_options {
     lumen_border border;  /* default LUMEN_BORDER_REFLECT */
@@ -126,7 +144,7 @@ lumen_filter_options lumen_filter_options_default(void);
 
 /* What an op actually did: filled when the `info` argument is non-NULL. */
 typedef struct lumen_run_info {
-    lumen_method method; /* DIRECT or SEPARABLE */
+    lumen_method method; /* DIRECT, SEPARABLE, FFT or RECURSIVE */
     const char *device;  /* "cpu" */
     const char *isa;     /* "avx2+fma" or "scalar" */
     int threads;
@@ -143,7 +161,8 @@ lumen_status lumen_filter2d(lumen_context *ctx, const lumen_image *src, const lu
                             const float *kernel, int kw, int kh, const lumen_filter_options *opt,
                             lumen_run_info *info);
 
-/* Row kernel kx (length kw) then column kernel ky (length kh), anchors as filter2d. */
+/* Row kernel kx (length kw) then column kernel ky (length kh), anchors as filter2d;
+ * opt->method may be AUTO, SEPARABLE or FFT. */
 lumen_status lumen_sep_filter2d(lumen_context *ctx, const lumen_image *src,
                                 const lumen_image *dst, const float *kx, int kw, const float *ky,
                                 int kh, const lumen_filter_options *opt, lumen_run_info *info);
@@ -158,6 +177,26 @@ lumen_status lumen_gaussian_blur(lumen_context *ctx, const lumen_image *src,
                                  const lumen_image *dst, int ksize_x, int ksize_y, double sigma_x,
                                  double sigma_y, lumen_border border, float border_value,
                                  lumen_run_info *info);
+
+typedef enum lumen_precision {
+    LUMEN_PRECISION_EXACT = 0, /* OpenCV's kernel, by the fastest exact route */
+    LUMEN_PRECISION_FAST = 1   /* recursive approximation, cost independent of sigma */
+} lumen_precision;
+
+typedef struct lumen_gaussian_options {
+    int ksize_x, ksize_y;      /* as lumen_gaussian_blur; FAST ignores them */
+    double sigma_x, sigma_y;
+    lumen_border border;
+    float border_value;
+    lumen_precision precision;
+    lumen_method method;       /* EXACT: AUTO, SEPARABLE or FFT */
+} lumen_gaussian_options;
+
+lumen_gaussian_options lumen_gaussian_options_default(void);
+/* Gaussian blur with every option; FAST's error bound is in docs/semantics.md. */
+lumen_status lumen_gaussian_blur_ex(lumen_context *ctx, const lumen_image *src,
+                                    const lumen_image *dst, const lumen_gaussian_options *opt,
+                                    lumen_run_info *info);
 
 /* kw x kh box; normalize != 0 divides by kw*kh (cv2.blur), else plain sums (cv2.boxFilter). */
 lumen_status lumen_box_blur(lumen_context *ctx, const lumen_image *src, const lumen_image *dst,

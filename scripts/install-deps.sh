@@ -2,7 +2,7 @@
 # Installs the Debian packages lumen needs that are not installed yet.
 # Usage: scripts/install-deps.sh [build|test]
 set -euo pipefail
-pkgs=(gcc make cmake ninja-build pkg-config libpng-dev libjpeg-dev libtiff-dev)
+pkgs=(gcc make cmake ninja-build pkg-config libpng-dev libjpeg-dev libtiff-dev libfftw3-dev)
 if [ "${1:-build}" = test ]; then
   pkgs+=(libcmocka-dev python3 python3-numpy python3-opencv python3-scipy python3-pytest time)
 fi

@@ -4,6 +4,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+/* Plans and kernel spectra kept per context; spectra of big kernels are a few MB each. */
+#define PLAN_CACHE_BYTES ((size_t)256 << 20)
+
 static int default_threads(void)
 {
     const char *v = getenv("LUMEN_NUM_THREADS");
@@ -37,11 +40,38 @@ lumen_status lumen_context_create(lumen_context **out)
     ctx->threads = default_threads();
     ctx->simd = true;
     ctx->cpu_avx2 = cpu_has_avx2_fma();
+    ctx->fft_planning = LUMEN_FFT_ESTIMATE;
+    ctx->plans = lumen_plan_cache_create(PLAN_CACHE_BYTES);
+    if (!ctx->plans) {
+        free(ctx);
+        return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "context: out of memory");
+    }
     *out = ctx;
     return LUMEN_OK;
 }
 
-void lumen_context_destroy(lumen_context *ctx) { free(ctx); }
+void lumen_context_destroy(lumen_context *ctx)
+{
+    if (!ctx) return;
+    lumen_plan_cache_destroy(ctx->plans);
+    free(ctx);
+}
+
+lumen_status lumen_context_set_fft_planning(lumen_context *ctx, lumen_fft_planning p)
+{
+    lumen_clear_error();
+    if (!ctx) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "ctx: context is NULL");
+    if (p != LUMEN_FFT_ESTIMATE && p != LUMEN_FFT_MEASURE)
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "fft_planning: unknown policy %d", (int)p);
+    if (p != ctx->fft_planning) lumen_plan_cache_clear(ctx->plans); /* plans differ by policy */
+    ctx->fft_planning = p;
+    return LUMEN_OK;
+}
+
+void lumen_context_clear_plans(lumen_context *ctx)
+{
+    if (ctx) lumen_plan_cache_clear(ctx->plans);
+}
 
 lumen_status lumen_context_set_threads(lumen_context *ctx, int n)
 {

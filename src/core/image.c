@@ -44,7 +44,7 @@ lumen_status lumen_image_check(const lumen_image *img, const char *what)
 {
     if (!img) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "%s: image is NULL", what);
     if (lumen_dtype_size(img->dtype) == 0)
-        return lumen_set_error(LUMEN_ERR_UNSUPPORTED, "%s: unknown dtype %d", what, (int)img->dtype);
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "%s: unknown dtype %d", what, (int)img->dtype);
     const int64_t dims[4] = {img->n, img->c, img->h, img->w};
     const char *names[4] = {"n", "c", "h", "w"};
     for (int i = 0; i < 4; i++) {

@@ -27,7 +27,28 @@ struct lumen_context {
     int threads;      /* >= 1 */
     bool simd;        /* user allows SIMD */
     bool cpu_avx2;    /* CPU has AVX2 + FMA and the OS saves YMM state */
+    lumen_fft_planning fft_planning;
+    struct lumen_plan_cache *plans; /* FFT plans, kernel spectra (one thread at a time) */
 };
+
+/* ---- plan cache: expensive set-up kept per context, keyed by bytes ----- */
+
+typedef struct lumen_plan_cache lumen_plan_cache;
+lumen_plan_cache *lumen_plan_cache_create(size_t budget_bytes);
+void lumen_plan_cache_destroy(lumen_plan_cache *c);
+void lumen_plan_cache_clear(lumen_plan_cache *c);
+/* The value cached under key, or NULL; a hit makes the entry most recently used. */
+void *lumen_plan_cache_get(lumen_plan_cache *c, const void *key, size_t len);
+/*
+ * Caches value under key, taking ownership (destroy frees it, also on
+ * failure, when NULL is returned). Least recently used entries beyond the
+ * budget are destroyed, never the one just added.
+ */
+void *lumen_plan_cache_put(lumen_plan_cache *c, const void *key, size_t len, void *value,
+                           void (*destroy)(void *), size_t bytes);
+
+/* $XDG_CACHE_HOME/lumen/<name> or ~/.cache/lumen/<name> into buf; creates the folder. */
+bool lumen_cache_path(const char *name, char *buf, size_t size);
 
 /* True when the fast AVX2+FMA kernels may run in this context. */
 static inline bool lumen_ctx_use_avx2(const lumen_context *ctx) { return ctx->simd && ctx->cpu_avx2; }
@@ -58,11 +79,27 @@ typedef struct lumen_filter_job {
     float scale;
 } lumen_filter_job;
 
+/* The fast Gaussian: an approximation whose cost does not grow with sigma. */
+typedef struct lumen_gauss_job {
+    const lumen_image *src;
+    const lumen_image *dst;
+    double sigma_x, sigma_y;
+    lumen_border border;
+    float border_value;
+} lumen_gauss_job;
+
 /* A backend: a table of kernel entries (NULL = not supported). */
 typedef struct lumen_backend {
     const char *name;
-    lumen_status (*filter2d)(const lumen_context *ctx, const lumen_filter_job *job);
-    lumen_status (*sep_filter)(const lumen_context *ctx, const lumen_filter_job *job);
+    /* direct: job->kernel */
+    lumen_status (*filter2d)(lumen_context *ctx, const lumen_filter_job *job);
+    /* separable: job->kx, job->ky, job->scale */
+    lumen_status (*sep_filter)(lumen_context *ctx, const lumen_filter_job *job);
+    /* FFT: job->kernel, or kx (x) ky * scale when kernel is NULL */
+    lumen_status (*fft_filter)(lumen_context *ctx, const lumen_filter_job *job);
+    lumen_status (*gaussian_fast)(lumen_context *ctx, const lumen_gauss_job *job);
+    /* Estimated seconds for job by method; < 0 when the method is not available. */
+    double (*cost)(lumen_context *ctx, const lumen_filter_job *job, lumen_method method);
 } lumen_backend;
 
 /* The scalar oracle, kept forever; computes in double. */
@@ -70,8 +107,13 @@ extern const lumen_backend lumen_cpu_reference_backend;
 /* The fast CPU path: AVX2/FMA or portable C, threads, tiles. */
 extern const lumen_backend lumen_cpu_fast_backend;
 
-/* Runs job on the context's device with method DIRECT or SEPARABLE, fills info. */
+/* Runs job on the context's device with method DIRECT, SEPARABLE or FFT, fills info. */
 lumen_status lumen_run_filter(lumen_context *ctx, const lumen_filter_job *job, lumen_method method,
                               lumen_run_info *info);
+/* The cheapest of the allowed methods (bit mask of 1 << method) for job on this context. */
+lumen_method lumen_choose_method(lumen_context *ctx, const lumen_filter_job *job, unsigned allowed);
+/* Runs the fast Gaussian on the context's device, fills info. */
+lumen_status lumen_run_gaussian_fast(lumen_context *ctx, const lumen_gauss_job *job,
+                                     lumen_run_info *info);
 
 #endif

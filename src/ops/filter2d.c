@@ -66,33 +66,48 @@ static lumen_status check_filter2d(lumen_context *ctx, const lumen_image *src,
     lumen_status s = lumen_op_check_common(ctx, src, dst, o->border, o->border_value);
     if (s || (s = lumen_op_check_ksize(kw, "kw")) || (s = lumen_op_check_ksize(kh, "kh"))) return s;
     if ((s = lumen_op_check_kernel_values(kernel, (int64_t)kw * kh, "kernel"))) return s;
-    if ((unsigned)o->method > LUMEN_METHOD_SEPARABLE)
+    if ((unsigned)o->method > LUMEN_METHOD_FFT)
         return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "method: unknown method %d", (int)o->method);
     return LUMEN_OK;
 }
 
-/* Runs the job directly or, when allowed and the kernel is rank 1, separably. */
+/* Below this many taps the FFT never pays; auto does not even weigh it. */
+#define FFT_MIN_TAPS 16
+
+/*
+ * The methods auto may use: direct always, separable for rank-1 2-D kernels
+ * (1-D ones gain nothing from a second pass and run direct, exactly), FFT
+ * for kernels big enough.
+ */
+static unsigned auto_methods(const lumen_filter_job *job, bool rank1)
+{
+    unsigned m = 1u << LUMEN_METHOD_DIRECT;
+    if (rank1 && job->kw > 1 && job->kh > 1) m |= 1u << LUMEN_METHOD_SEPARABLE;
+    if ((int64_t)job->kw * job->kh >= FFT_MIN_TAPS) m |= 1u << LUMEN_METHOD_FFT;
+    return m;
+}
+
+/* Runs the job by the wanted method; auto weighs direct, separable (rank 1) and FFT. */
 static lumen_status run_with_method(lumen_context *ctx, lumen_filter_job *job, lumen_method want,
                                     lumen_run_info *info)
 {
-    /* 1-D kernels gain nothing from a second pass: they run direct, exactly. */
-    if (want == LUMEN_METHOD_DIRECT || (want == LUMEN_METHOD_AUTO && (job->kw == 1 || job->kh == 1)))
-        return lumen_run_filter(ctx, job, LUMEN_METHOD_DIRECT, info);
+    if (want == LUMEN_METHOD_DIRECT || want == LUMEN_METHOD_FFT)
+        return lumen_run_filter(ctx, job, want, info);
     float *kx = malloc(sizeof(float) * (size_t)(job->kw + job->kh));
     if (!kx) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "kernel: out of memory");
     float *ky = kx + job->kw;
     bool rank1 = factor_rank1(job->kernel, job->kw, job->kh, kx, ky);
     lumen_status s;
-    if (rank1) {
-        job->kx = kx, job->ky = ky, job->scale = 1.0f;
-        s = lumen_run_filter(ctx, job, LUMEN_METHOD_SEPARABLE, info);
-    } else if (want == LUMEN_METHOD_SEPARABLE) {
+    if (rank1) job->kx = kx, job->ky = ky, job->scale = 1.0f;
+    if (want == LUMEN_METHOD_SEPARABLE && !rank1)
         s = lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
-                            "method: the %dx%d kernel is not separable (rank > 1); use direct or auto",
+                            "method: the %dx%d kernel is not separable (rank > 1); use direct, fft "
+                            "or auto",
                             job->kw, job->kh);
-    } else {
-        s = lumen_run_filter(ctx, job, LUMEN_METHOD_DIRECT, info);
-    }
+    else if (want == LUMEN_METHOD_SEPARABLE)
+        s = lumen_run_filter(ctx, job, LUMEN_METHOD_SEPARABLE, info);
+    else
+        s = lumen_run_filter(ctx, job, lumen_choose_method(ctx, job, auto_methods(job, rank1)), info);
     free(kx);
     return s;
 }

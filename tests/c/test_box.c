@@ -15,8 +15,8 @@ static const lumen_border borders[] = {LUMEN_BORDER_REFLECT, LUMEN_BORDER_CONSTA
                                        LUMEN_BORDER_WRAP};
 
 static const lumen_dtype dtype_pairs[][2] = {
-    {LUMEN_U8, LUMEN_U8},   {LUMEN_U16, LUMEN_U16}, {LUMEN_F32, LUMEN_F32},
-    {LUMEN_U8, LUMEN_F32},  {LUMEN_U8, LUMEN_U16},  {LUMEN_F32, LUMEN_U8},
+    {LUMEN_U8, LUMEN_U8},  {LUMEN_U16, LUMEN_U16}, {LUMEN_F32, LUMEN_F32},
+    {LUMEN_U8, LUMEN_F32}, {LUMEN_U8, LUMEN_U16},  {LUMEN_F32, LUMEN_U8},
 };
 
 static const int ksizes[][2] = {{3, 3}, {2, 2}, {1, 1}, {4, 3}, {5, 1}, {1, 6}, {15, 15}, {2, 9}};
@@ -27,11 +27,13 @@ static void test_matrix(void **state)
     int idx = 0;
     for (int d = 0; d < TS_COUNT(dtype_pairs); d++)
         for (int l = 0; l < TS_LAYOUT_COUNT; l++, idx++) {
-            const int ks = (l + 3 * d + b) % TS_COUNT(ksizes), kw = ksizes[ks][0], kh = ksizes[ks][1];
+            const int ks = (l + 3 * d + b) % TS_COUNT(ksizes), kw = ksizes[ks][0],
+                      kh = ksizes[ks][1];
             ts_op op = ts_with_border(ts_op_box(kw, kh, idx % 3 != 2), b,
                                       dtype_pairs[d][0] == LUMEN_F32 ? 300.0f : 17.0f);
-            ts_case cs = ts_case_make((ts_layout)l, dtype_pairs[d][0], dtype_pairs[d][1],
-                                      idx % 2 ? 17 : 33, idx % 2 ? 31 : 40, 1 + idx % 3, 29 * idx + b);
+            ts_case cs =
+                ts_case_make((ts_layout)l, dtype_pairs[d][0], dtype_pairs[d][1], idx % 2 ? 17 : 33,
+                             idx % 2 ? 31 : 40, 1 + idx % 3, 29 * idx + b);
             ts_check(&op, &cs);
         }
 }
@@ -46,8 +48,8 @@ static void test_wide_image(void **state)
             ts_op op = ts_with_border(big ? ts_op_box(3, 301, 1) : ts_op_box(4, 4, threads != 2),
                                       borders[bi], 250.0f);
             const lumen_dtype t = threads == 2 ? LUMEN_U16 : LUMEN_U8;
-            ts_case cs = ts_case_make(threads == 3 ? TS_STRIDED : TS_PLANAR, t,
-                                      big ? t : LUMEN_F32, 9, 700, threads, 31 * bi + threads);
+            ts_case cs = ts_case_make(threads == 3 ? TS_STRIDED : TS_PLANAR, t, big ? t : LUMEN_F32,
+                                      9, 700, threads, 31 * bi + threads);
             cs.c = 1;
             cs.no_oracle = big && threads != 1;
             ts_check(&op, &cs);
@@ -57,7 +59,8 @@ static void test_wide_image(void **state)
 /* ---- integer exactness ---------------------------------------------------- */
 
 /* Exact window sum of integer data with the oracle's border rule. */
-static int64_t window_sum(const lumen_image *s, int kw, int kh, lumen_border b, int v, int64_t y, int64_t x)
+static int64_t window_sum(const lumen_image *s, int kw, int kh, lumen_border b, int v, int64_t y,
+                          int64_t x)
 {
     int64_t sum = 0;
     for (int i = 0; i < kh; i++)
@@ -96,11 +99,13 @@ static void check_exact(ts_engine e, lumen_dtype t, int kw, int kh, lumen_border
             const int64_t sum = window_sum(&src.v, kw, kh, b, v, y, x), want = round_div(sum, area);
             const double got = ts_get(&dst.v, 0, 0, y, x), got_sum = ts_get(&sums.v, 0, 0, y, x);
             const bool tie = 2 * (sum % area) == area && (area & (area - 1));
-            if ((double)sum != got_sum || !(got == want || (tie && fabs(got - want) == 1)) || got > maxv)
+            if ((double)sum != got_sum || !(got == want || (tie && fabs(got - want) == 1)) ||
+                got > maxv)
                 fail_msg("box %dx%d %s %s [%s, threads %d] at (%lld, %lld): sum %g (want %lld), "
-                         "mean %g (want %lld)", kw, kh, lumen_dtype_name(t), lumen_border_name(b),
-                         ts_engine_name(e), threads, (long long)y, (long long)x, got_sum,
-                         (long long)sum, got, (long long)want);
+                         "mean %g (want %lld)",
+                         kw, kh, lumen_dtype_name(t), lumen_border_name(b), ts_engine_name(e),
+                         threads, (long long)y, (long long)x, got_sum, (long long)sum, got,
+                         (long long)want);
         }
     ts_image_free(&src), ts_image_free(&dst), ts_image_free(&sums);
     lumen_context_destroy(ctx);
@@ -109,14 +114,17 @@ static void check_exact(ts_engine e, lumen_dtype t, int kw, int kh, lumen_border
 static void test_integer_exact(void **state)
 {
     (void)state;
-    static const int sizes[][2] = {{3, 3}, {5, 5}, {3, 5}, {4, 4}, {2, 3}, {2, 2}, {7, 1}, {1, 1}, {31, 15}};
+    static const int sizes[][2] = {{3, 3}, {5, 5}, {3, 5}, {4, 4},  {2, 3},
+                                   {2, 2}, {7, 1}, {1, 1}, {31, 15}};
     int idx = 0;
     for (int s = 0; s < TS_COUNT(sizes); s++)
         for (int b = 0; b < 5; b++, idx++)
             for (int e = 0; e < TS_ENGINE_COUNT; e++) {
-                check_exact((ts_engine)e, LUMEN_U8, sizes[s][0], sizes[s][1], (lumen_border)b, 1 + idx % 3);
+                check_exact((ts_engine)e, LUMEN_U8, sizes[s][0], sizes[s][1], (lumen_border)b,
+                            1 + idx % 3);
                 if (65535 * sizes[s][0] * sizes[s][1] < (1 << 24)) /* sums exact in f32 */
-                    check_exact((ts_engine)e, LUMEN_U16, sizes[s][0], sizes[s][1], (lumen_border)b, 1 + idx % 2);
+                    check_exact((ts_engine)e, LUMEN_U16, sizes[s][0], sizes[s][1], (lumen_border)b,
+                                1 + idx % 2);
             }
 }
 
@@ -134,14 +142,17 @@ static void test_integer_bit_identical(void **state)
             ts_image_alloc(&fast, TS_FLIPPED, t, 1, 3, 11, 70);
             ts_image_fill_random(&src, 60 + kw);
             lumen_context *rc = ts_context(TS_REF, 1);
-            assert_int_equal(lumen_box_blur(rc, &src.v, &ref.v, kw, 7 - kw, 1, b, 9.0f, NULL), LUMEN_OK);
+            assert_int_equal(lumen_box_blur(rc, &src.v, &ref.v, kw, 7 - kw, 1, b, 9.0f, NULL),
+                             LUMEN_OK);
             for (int e = TS_GENERIC; e < TS_ENGINE_COUNT; e++) {
                 lumen_context *ctx = ts_context((ts_engine)e, 2);
                 if (!ctx) continue;
-                assert_int_equal(lumen_box_blur(ctx, &src.v, &fast.v, kw, 7 - kw, 1, b, 9.0f, NULL), LUMEN_OK);
+                assert_int_equal(lumen_box_blur(ctx, &src.v, &fast.v, kw, 7 - kw, 1, b, 9.0f, NULL),
+                                 LUMEN_OK);
                 char label[96];
-                snprintf(label, sizeof label, "box %dx%d %s %s [%s]", kw, 7 - kw, lumen_dtype_name(t),
-                         lumen_border_name((lumen_border)b), ts_engine_name((ts_engine)e));
+                snprintf(label, sizeof label, "box %dx%d %s %s [%s]", kw, 7 - kw,
+                         lumen_dtype_name(t), lumen_border_name((lumen_border)b),
+                         ts_engine_name((ts_engine)e));
                 ts_assert_equal_images(&fast.v, &ref.v, label);
                 lumen_context_destroy(ctx);
             }
@@ -155,7 +166,8 @@ static void test_unnormalised_saturates(void **state)
 {
     (void)state;
     double src[12], sums[12], means[12];
-    for (int i = 0; i < 12; i++) src[i] = 200, sums[i] = 1800, means[i] = 200;
+    for (int i = 0; i < 12; i++)
+        src[i] = 200, sums[i] = 1800, means[i] = 200;
     ts_op op = ts_op_box(3, 3, 0);
     ts_expect(&op, LUMEN_U8, 3, 4, src, sums, 0.0, "box 3x3 sums of 200 into f32");
     op.normalize = 1;
@@ -165,9 +177,12 @@ static void test_unnormalised_saturates(void **state)
         if (!ctx) continue;
         uint8_t s[12], d[12];
         memset(s, 200, sizeof s);
-        lumen_image si = lumen_image_nchw(s, LUMEN_U8, 1, 1, 3, 4), di = lumen_image_nchw(d, LUMEN_U8, 1, 1, 3, 4);
-        assert_int_equal(lumen_box_blur(ctx, &si, &di, 3, 3, 0, LUMEN_BORDER_REFLECT, 0.0f, NULL), LUMEN_OK);
-        for (int i = 0; i < 12; i++) assert_int_equal(d[i], 255);
+        lumen_image si = lumen_image_nchw(s, LUMEN_U8, 1, 1, 3, 4),
+                    di = lumen_image_nchw(d, LUMEN_U8, 1, 1, 3, 4);
+        assert_int_equal(lumen_box_blur(ctx, &si, &di, 3, 3, 0, LUMEN_BORDER_REFLECT, 0.0f, NULL),
+                         LUMEN_OK);
+        for (int i = 0; i < 12; i++)
+            assert_int_equal(d[i], 255);
         lumen_context_destroy(ctx);
     }
 }
@@ -181,7 +196,8 @@ static void test_equals_filter2d(void **state)
         for (int norm = 0; norm < 2; norm++) {
             const int kw = sizes[s][0], kh = sizes[s][1];
             float k[36];
-            for (int i = 0; i < kw * kh; i++) k[i] = norm ? 1.0f / (float)(kw * kh) : 1.0f;
+            for (int i = 0; i < kw * kh; i++)
+                k[i] = norm ? 1.0f / (float)(kw * kh) : 1.0f;
             ts_op box = ts_with_border(ts_op_box(kw, kh, norm), (lumen_border)(s + norm), 5.0f);
             ts_op f2d = ts_with_border(ts_op_filter2d(k, kw, kh), (lumen_border)(s + norm), 5.0f);
             f2d.opt.method = LUMEN_METHOD_DIRECT;

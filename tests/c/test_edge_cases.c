@@ -52,13 +52,15 @@ static void test_tiny_images(void **state)
             for (int b = 0; b < 5; b++, idx++) {
                 const lumen_dtype t = dtypes[idx % 3];
                 ts_op op = ts_with_border(small_op(o), borders[b], t == LUMEN_F32 ? 2.5f : 100.0f);
-                ts_case cs = ts_case_make((ts_layout)(idx % TS_LAYOUT_COUNT), t, dtypes[(idx / 3) % 3],
-                                          shapes[s][0], shapes[s][1], 1 + idx % 3, idx);
+                ts_case cs =
+                    ts_case_make((ts_layout)(idx % TS_LAYOUT_COUNT), t, dtypes[(idx / 3) % 3],
+                                 shapes[s][0], shapes[s][1], 1 + idx % 3, idx);
                 ts_check(&op, &cs);
             }
 }
 
-/* 1x1 image p: every tap sees p, except the constant border's v; so sum(k) p or k_a p + (sum(k) - k_a) v. */
+/* 1x1 image p: every tap sees p, except the constant border's v; so sum(k) p or k_a p + (sum(k) -
+ * k_a) v. */
 static void test_1x1_by_hand(void **state)
 {
     (void)state;
@@ -166,13 +168,15 @@ static void test_nan_inf_agree(void **state)
 {
     (void)state;
     static const lumen_dtype dsts[] = {LUMEN_F32, LUMEN_U8, LUMEN_U16};
-    static const float pos[9] = {1, 2, 1, 2, 4, 2, 1, 2, 1.5f}, rank1[9] = {1, 2, 1, 2, 4, 2, 1, 2, 1};
+    static const float pos[9] = {1, 2, 1, 2, 4, 2, 1, 2, 1.5f},
+                       rank1[9] = {1, 2, 1, 2, 4, 2, 1, 2, 1};
     for (int o = 0; o < 5; o++)
         for (int d = 0; d < 3; d++) {
-            /* direct, separable (rank 1 under auto), sep, Gaussian, box: all taps positive */
-            ts_op op = o == 0 ? ts_op_filter2d(pos, 3, 3) : o == 1 ? ts_op_filter2d(rank1, 3, 3)
-                                                           : small_op(o == 4 ? 1 : o);
-            if (o == 4) op = ts_op_sep(pos, 3, pos + 3, 3);
+            /* direct, rank 1 (separable under auto), sep, Gaussian, box: all taps positive */
+            ts_op op = o == 0   ? ts_op_filter2d(pos, 3, 3)
+                       : o == 1 ? ts_op_filter2d(rank1, 3, 3)
+                       : o == 2 ? ts_op_sep(pos, 3, pos + 3, 3)
+                                : small_op(o - 1);
             op = ts_with_border(op, borders[(o + d) % 5], 1.0f);
             ts_case cs = ts_case_make((ts_layout)((o + d) % TS_LAYOUT_COUNT), LUMEN_F32, dsts[d],
                                       SPECIAL_H, SPECIAL_W, 1 + d, 90 + o);
@@ -187,7 +191,8 @@ static double special_class(const float *k, int kw, int kh, int ax, int ay, int 
     double acc = 0.0; /* finite data contribute 0 here: only the class matters */
     for (int i = 0; i < TS_COUNT(specials); i++) {
         const int ti = specials[i].y - y + ay, tj = specials[i].x - x + ax;
-        if (ti >= 0 && ti < kh && tj >= 0 && tj < kw) acc += (double)k[ti * kw + tj] * specials[i].v;
+        if (ti >= 0 && ti < kh && tj >= 0 && tj < kw)
+            acc += (double)k[ti * kw + tj] * specials[i].v;
     }
     return acc;
 }
@@ -210,9 +215,14 @@ static void test_nan_inf_direct_exact(void **state)
         assert_int_equal(lumen_filter2d(ctx, &src.v, &dst.v, k, 4, 3, &o, NULL), LUMEN_OK);
         for (int y = 0; y < SPECIAL_H; y++)
             for (int x = 0; x < SPECIAL_W; x++) {
-                const double want = special_class(k, 4, 3, 2, 1, y, x), got = ts_get(&dst.v, 0, 0, y, x);
-                const bool ok = isnan(want) ? isnan(got) : isinf(want) ? got == want : isfinite(got);
-                if (!ok) fail_msg("[%s] at (y=%d, x=%d): got %g, want class of %g", ts_engine_name((ts_engine)e), y, x, got, want);
+                const double want = special_class(k, 4, 3, 2, 1, y, x),
+                             got = ts_get(&dst.v, 0, 0, y, x);
+                const bool ok = isnan(want)   ? isnan(got)
+                                : isinf(want) ? got == want
+                                              : isfinite(got);
+                if (!ok)
+                    fail_msg("[%s] at (y=%d, x=%d): got %g, want class of %g",
+                             ts_engine_name((ts_engine)e), y, x, got, want);
             }
         ts_image_free(&src), ts_image_free(&dst);
         lumen_context_destroy(ctx);
@@ -275,11 +285,13 @@ static void test_overlapping_views(void **state)
             lumen_image src = lumen_image_nchw(buf, LUMEN_F32, 1, 1, h, w);
             lumen_image dst = lumen_image_nchw(buf + w, LUMEN_F32, 1, 1, h, w);
             ts_rng r = ts_rng_make(9);
-            for (int64_t i = 0; i < (h + 1) * w; i++) buf[i] = (float)ts_rng_uniform(&r, 0, 100);
+            for (int64_t i = 0; i < (h + 1) * w; i++)
+                buf[i] = (float)ts_rng_uniform(&r, 0, 100);
             assert_int_equal(ts_op_run(ctx, &op, &src, &ref.v, NULL), LUMEN_OK);
             assert_int_equal(ts_op_run(ctx, &op, &src, &dst, NULL), LUMEN_OK);
             char label[64];
-            snprintf(label, sizeof label, "overlapping views, op %d [%s]", o, ts_engine_name((ts_engine)e));
+            snprintf(label, sizeof label, "overlapping views, op %d [%s]", o,
+                     ts_engine_name((ts_engine)e));
             ts_assert_equal_images(&dst, &ref.v, label);
             free(buf);
             ts_image_free(&ref);
@@ -300,14 +312,15 @@ static void expect_everywhere(lumen_dtype t, lumen_dtype dt, const float *k, int
         ts_image_alloc(&src, TS_PLANAR, t, 1, 1, 9, 40);
         ts_image_alloc(&dst, TS_PLANAR, dt, 1, 1, 9, 40);
         for (int y = 0; y < 9; y++)
-            for (int x = 0; x < 40; x++) ts_set(&src.v, 0, 0, y, x, fill);
+            for (int x = 0; x < 40; x++)
+                ts_set(&src.v, 0, 0, y, x, fill);
         assert_int_equal(lumen_filter2d(ctx, &src.v, &dst.v, k, kw, kh, NULL, NULL), LUMEN_OK);
         for (int y = 0; y < 9; y++)
             for (int x = 0; x < 40; x++)
                 if (ts_get(&dst.v, 0, 0, y, x) != want)
-                    fail_msg("%s -> %s, fill %g [%s] at (%d, %d): got %g, want %g", lumen_dtype_name(t),
-                             lumen_dtype_name(dt), fill, ts_engine_name((ts_engine)e), y, x,
-                             ts_get(&dst.v, 0, 0, y, x), want);
+                    fail_msg("%s -> %s, fill %g [%s] at (%d, %d): got %g, want %g",
+                             lumen_dtype_name(t), lumen_dtype_name(dt), fill,
+                             ts_engine_name((ts_engine)e), y, x, ts_get(&dst.v, 0, 0, y, x), want);
         ts_image_free(&src), ts_image_free(&dst);
         lumen_context_destroy(ctx);
     }
@@ -316,8 +329,10 @@ static void expect_everywhere(lumen_dtype t, lumen_dtype dt, const float *k, int
 static void test_saturation(void **state)
 {
     (void)state;
-    static const float three[9] = {1.0f / 3, 1.0f / 3, 1.0f / 3, 1.0f / 3, 1.0f / 3, 1.0f / 3, 1.0f / 3, 1.0f / 3, 1.0f / 3};
-    static const float neg[9] = {0, 0, 0, 0, -1, 0, 0, 0, 0}, big[1] = {1e10f}, minus_big[1] = {-1e10f};
+    static const float three[9] = {1.0f / 3, 1.0f / 3, 1.0f / 3, 1.0f / 3, 1.0f / 3,
+                                   1.0f / 3, 1.0f / 3, 1.0f / 3, 1.0f / 3};
+    static const float neg[9] = {0, 0, 0, 0, -1, 0, 0, 0, 0}, big[1] = {1e10f},
+                       minus_big[1] = {-1e10f};
     expect_everywhere(LUMEN_U8, LUMEN_U8, three, 3, 3, 200, 255);
     expect_everywhere(LUMEN_U8, LUMEN_U8, neg, 3, 3, 200, 0);
     expect_everywhere(LUMEN_U16, LUMEN_U16, three, 3, 3, 30000, 65535);
@@ -347,9 +362,12 @@ static void test_rounding_ties_even(void **state)
         float s8[64], s16[64];
         uint8_t d8[64];
         uint16_t d16[64];
-        for (int i = 0; i < 64; i++) s8[i] = (float)in[i % 8], s16[i] = (float)in16[i % 8];
-        lumen_image a = lumen_image_nchw(s8, LUMEN_F32, 1, 1, 1, 64), b = lumen_image_nchw(d8, LUMEN_U8, 1, 1, 1, 64);
-        lumen_image c = lumen_image_nchw(s16, LUMEN_F32, 1, 1, 1, 64), d = lumen_image_nchw(d16, LUMEN_U16, 1, 1, 1, 64);
+        for (int i = 0; i < 64; i++)
+            s8[i] = (float)in[i % 8], s16[i] = (float)in16[i % 8];
+        lumen_image a = lumen_image_nchw(s8, LUMEN_F32, 1, 1, 1, 64),
+                    b = lumen_image_nchw(d8, LUMEN_U8, 1, 1, 1, 64);
+        lumen_image c = lumen_image_nchw(s16, LUMEN_F32, 1, 1, 1, 64),
+                    d = lumen_image_nchw(d16, LUMEN_U16, 1, 1, 1, 64);
         assert_int_equal(lumen_filter2d(ctx, &a, &b, one, 1, 1, NULL, NULL), LUMEN_OK);
         assert_int_equal(lumen_filter2d(ctx, &c, &d, one, 1, 1, NULL, NULL), LUMEN_OK);
         for (int i = 0; i < 64; i++)

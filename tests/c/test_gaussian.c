@@ -33,7 +33,8 @@ static void test_kernel_tables(void **state)
             float out[9];
             const int n = 2 * t + 1;
             assert_int_equal(lumen_gaussian_kernel(n, sigmas[s], out), LUMEN_OK);
-            for (int i = 0; i < n; i++) assert_float_equal(out[i], tab[t][i], 0.0f);
+            for (int i = 0; i < n; i++)
+                assert_float_equal(out[i], tab[t][i], 0.0f);
         }
 }
 
@@ -46,7 +47,8 @@ static void formula(int n, double sigma, double *g)
         g[i] = exp(-x * x / (2 * sigma * sigma));
         sum += g[i];
     }
-    for (int i = 0; i < n; i++) g[i] /= sum;
+    for (int i = 0; i < n; i++)
+        g[i] /= sum;
 }
 
 /* out equals the formula to float precision, sums to 1 and is exactly symmetric. */
@@ -59,7 +61,8 @@ static void check_formula(int n, double sigma, double want_sigma)
     for (int i = 0; i < n; i++) {
         if (fabs(out[i] - g[i]) > 2.5e-7 * g[i] + 1e-12)
             fail_msg("gaussian_kernel(%d, %g)[%d] = %.9g, want %.9g", n, sigma, i, out[i], g[i]);
-        if (out[i] != out[n - 1 - i]) fail_msg("gaussian_kernel(%d, %g) is not symmetric at %d", n, sigma, i);
+        if (out[i] != out[n - 1 - i])
+            fail_msg("gaussian_kernel(%d, %g) is not symmetric at %d", n, sigma, i);
         sum += out[i];
     }
     if (fabs(sum - 1.0) > 1e-6) fail_msg("gaussian_kernel(%d, %g) sums to %.9g", n, sigma, sum);
@@ -71,7 +74,8 @@ static void test_kernel_formula(void **state)
     const int sizes[] = {1, 2, 3, 4, 5, 7, 9, 11, 31, 61};
     const double sigmas[] = {0.3, 0.5, 1.0, 1.5, 3.0, 10.0, 100.0};
     for (int i = 0; i < TS_COUNT(sizes); i++)
-        for (int j = 0; j < TS_COUNT(sigmas); j++) check_formula(sizes[i], sigmas[j], sigmas[j]);
+        for (int j = 0; j < TS_COUNT(sigmas); j++)
+            check_formula(sizes[i], sigmas[j], sigmas[j]);
     /* sigma <= 0 outside the tables: sigma = 0.3*((n-1)/2 - 1) + 0.8. */
     const int derived[] = {2, 4, 6, 8, 10, 11, 25};
     for (int i = 0; i < TS_COUNT(derived); i++) {
@@ -106,9 +110,9 @@ static void test_ksize_rule(void **state)
         double sigma;
         int f32, u16, u8;
     } rows[] = {
-        {1.0, 9, 9, 7},    {1.5, 13, 13, 11}, {0.5, 5, 5, 5},    {2.0, 17, 17, 13},
-        {0.3, 3, 3, 3},    {0.8, 7, 7, 7},    {3.3, 27, 27, 21}, {0.25, 3, 3, 3},
-        {10.0, 81, 81, 61}, {0.1, 3, 3, 3},   {37.4, 301, 301, 225},
+        {1.0, 9, 9, 7},     {1.5, 13, 13, 11}, {0.5, 5, 5, 5},        {2.0, 17, 17, 13},
+        {0.3, 3, 3, 3},     {0.8, 7, 7, 7},    {3.3, 27, 27, 21},     {0.25, 3, 3, 3},
+        {10.0, 81, 81, 61}, {0.1, 3, 3, 3},    {37.4, 301, 301, 225},
     };
     for (int i = 0; i < TS_COUNT(rows); i++) {
         const double s = rows[i].sigma;
@@ -149,7 +153,8 @@ static void check_blur_is_sep(int ksx, int ksy, double sx, double sy, int kx, do
         assert_int_equal(ts_op_run(ctx, &sep, &src.v, &b.v, NULL), LUMEN_OK);
         char label[160];
         snprintf(label, sizeof label, "blur(%d, %d, %g, %g) %s vs sep(g(%d, %g), g(%d, %g)) [%s]",
-                 ksx, ksy, sx, sy, lumen_dtype_name(t), kx, gx, ky, gy, ts_engine_name((ts_engine)e));
+                 ksx, ksy, sx, sy, lumen_dtype_name(t), kx, gx, ky, gy,
+                 ts_engine_name((ts_engine)e));
         ts_assert_equal_images(&a.v, &b.v, label);
         ts_image_free(&src), ts_image_free(&a), ts_image_free(&b);
         lumen_context_destroy(ctx);
@@ -194,12 +199,13 @@ static void expect_blur_error(int kx, int ky, double sx, double sy, const char *
     ts_image_alloc(&dst, TS_PLANAR, LUMEN_F32, 1, 1, 4, 5);
     ts_image_fill_random(&src, 1);
     ts_image_fill_bytes(&dst, 0x42);
-    const lumen_status s = lumen_gaussian_blur(ctx, &src.v, &dst.v, kx, ky, sx, sy,
-                                               LUMEN_BORDER_REFLECT, 0.0f, NULL);
+    const lumen_status s =
+        lumen_gaussian_blur(ctx, &src.v, &dst.v, kx, ky, sx, sy, LUMEN_BORDER_REFLECT, 0.0f, NULL);
     if (s != LUMEN_ERR_INVALID_ARGUMENT || !strstr(lumen_last_error(), name))
         fail_msg("blur(%d, %d, %g, %g): status %d, message '%s'; want invalid argument naming %s",
                  kx, ky, sx, sy, (int)s, lumen_last_error(), name);
-    for (size_t i = 0; i < 20 * sizeof(float); i++) assert_int_equal(((unsigned char *)dst.v.data)[i], 0x42);
+    for (size_t i = 0; i < 20 * sizeof(float); i++)
+        assert_int_equal(((unsigned char *)dst.v.data)[i], 0x42);
     ts_image_free(&src), ts_image_free(&dst);
     lumen_context_destroy(ctx);
 }
@@ -223,14 +229,14 @@ static void test_blur_errors(void **state)
 /* ---- fast vs reference --------------------------------------------------- */
 
 static const lumen_dtype dtype_pairs[][2] = {
-    {LUMEN_U8, LUMEN_U8},   {LUMEN_U16, LUMEN_U16}, {LUMEN_F32, LUMEN_F32},
-    {LUMEN_U8, LUMEN_F32},  {LUMEN_U16, LUMEN_U8},  {LUMEN_F32, LUMEN_U8},
+    {LUMEN_U8, LUMEN_U8},  {LUMEN_U16, LUMEN_U16}, {LUMEN_F32, LUMEN_F32},
+    {LUMEN_U8, LUMEN_F32}, {LUMEN_U16, LUMEN_U8},  {LUMEN_F32, LUMEN_U8},
 };
 
 static const struct {
     int kx, ky;
     double sx, sy;
-} params[] = {{0, 0, 1.0, 0.0}, {3, 3, 0.0, 0.0}, {5, 9, 1.0, 2.0}, {0, 0, 2.5, 0.7},
+} params[] = {{0, 0, 1.0, 0.0}, {3, 3, 0.0, 0.0},  {5, 9, 1.0, 2.0}, {0, 0, 2.5, 0.7},
               {7, 1, 0.0, 0.0}, {1, 15, 0.0, 3.0}, {0, 0, 4.0, 0.0}};
 
 static void test_matrix(void **state)
@@ -242,8 +248,9 @@ static void test_matrix(void **state)
             const int p = (l + 2 * d + b) % TS_COUNT(params);
             ts_op op = ts_op_gaussian(params[p].kx, params[p].ky, params[p].sx, params[p].sy);
             op = ts_with_border(op, b, dtype_pairs[d][0] == LUMEN_F32 ? -20.0f : 77.0f);
-            ts_case cs = ts_case_make((ts_layout)l, dtype_pairs[d][0], dtype_pairs[d][1],
-                                      idx % 2 ? 17 : 33, idx % 2 ? 31 : 40, 1 + idx % 3, 19 * idx + b);
+            ts_case cs =
+                ts_case_make((ts_layout)l, dtype_pairs[d][0], dtype_pairs[d][1], idx % 2 ? 17 : 33,
+                             idx % 2 ? 31 : 40, 1 + idx % 3, 19 * idx + b);
             ts_check(&op, &cs);
         }
 }
@@ -258,8 +265,8 @@ static void test_wide_image(void **state)
             ts_op op = big ? ts_op_gaussian(5, 301, 1.0, 50.0) : ts_op_gaussian(0, 0, 1.3, 0.0);
             op = ts_with_border(op, borders[bi], 100.0f);
             const lumen_dtype t = threads == 2 ? LUMEN_F32 : LUMEN_U8;
-            ts_case cs = ts_case_make(threads == 3 ? TS_FLIPPED : TS_PLANAR, t, t, 9, 700,
-                                      threads, 23 * bi + threads);
+            ts_case cs = ts_case_make(threads == 3 ? TS_FLIPPED : TS_PLANAR, t, t, 9, 700, threads,
+                                      23 * bi + threads);
             cs.c = 1;
             cs.no_oracle = big && threads != 1;
             ts_check(&op, &cs);

@@ -14,20 +14,24 @@ static const lumen_border borders[] = {LUMEN_BORDER_REFLECT, LUMEN_BORDER_CONSTA
                                        LUMEN_BORDER_WRAP};
 
 static const lumen_dtype dtype_pairs[][2] = {
-    {LUMEN_U8, LUMEN_U8},   {LUMEN_U16, LUMEN_U16}, {LUMEN_F32, LUMEN_F32},
-    {LUMEN_U8, LUMEN_F32},  {LUMEN_U16, LUMEN_U8},  {LUMEN_F32, LUMEN_U16},
+    {LUMEN_U8, LUMEN_U8},  {LUMEN_U16, LUMEN_U16}, {LUMEN_F32, LUMEN_F32},
+    {LUMEN_U8, LUMEN_F32}, {LUMEN_U16, LUMEN_U8},  {LUMEN_F32, LUMEN_U16},
 };
 
 /* (kw, kh) pairs: 1, even, odd, unequal, larger than a 17-row image. */
 static const int ksizes[][2] = {{1, 1}, {2, 2}, {3, 3}, {4, 3}, {5, 1}, {1, 7}, {15, 15}, {7, 21}};
 
-static float border_value(lumen_dtype t) { return t == LUMEN_F32 ? 12.25f : t == LUMEN_U8 ? 3.0f : 65000.0f; }
+static float border_value(lumen_dtype t)
+{
+    return t == LUMEN_F32 ? 12.25f : t == LUMEN_U8 ? 3.0f : 65000.0f;
+}
 
 /* A symmetric kernel of n taps (k[i] == k[n-1-i] exactly) summing to 1. */
 static void symmetric_kernel(float *k, int n, uint64_t seed)
 {
     ts_random_kernel(k, n, seed);
-    for (int i = 0; i < n / 2; i++) k[i] = k[n - 1 - i] = (k[i] + k[n - 1 - i]) / 2;
+    for (int i = 0; i < n / 2; i++)
+        k[i] = k[n - 1 - i] = (k[i] + k[n - 1 - i]) / 2;
 }
 
 static void make_kernels(float *kx, int kw, float *ky, int kh, int idx)
@@ -55,9 +59,11 @@ static void test_matrix(void **state)
     int idx = 0;
     for (int d = 0; d < TS_COUNT(dtype_pairs); d++)
         for (int l = 0; l < TS_LAYOUT_COUNT; l++, idx++) {
-            const int ks = (l + 3 * d + b) % TS_COUNT(ksizes), kw = ksizes[ks][0], kh = ksizes[ks][1];
+            const int ks = (l + 3 * d + b) % TS_COUNT(ksizes), kw = ksizes[ks][0],
+                      kh = ksizes[ks][1];
             make_kernels(kx, kw, ky, kh, idx);
-            ts_op op = ts_with_border(ts_op_sep(kx, kw, ky, kh), b, border_value(dtype_pairs[d][0]));
+            ts_op op =
+                ts_with_border(ts_op_sep(kx, kw, ky, kh), b, border_value(dtype_pairs[d][0]));
             set_anchor(&op, (l + d) % 3);
             op.opt.convolve = idx % 5 == 4;
             const int64_t h = idx % 2 ? 17 : 33, w = idx % 2 ? 31 : 40;
@@ -82,8 +88,8 @@ static void test_sizes_anchors(void **state)
                 ts_op op = ts_with_border(ts_op_sep(kx, kw, ky, kh), borders[bi], border_value(t));
                 set_anchor(&op, a);
                 op.opt.convolve = (idx / 3) % 2;
-                ts_case cs = ts_case_make(idx % 2 ? TS_STRIDED : TS_FLIPPED, t, t, 17, 33,
-                                          1 + idx % 3, idx);
+                ts_case cs =
+                    ts_case_make(idx % 2 ? TS_STRIDED : TS_FLIPPED, t, t, 17, 33, 1 + idx % 3, idx);
                 ts_check(&op, &cs);
             }
 }
@@ -120,10 +126,13 @@ static void test_very_long_row_kernel(void **state)
     static const int sizes[] = {4095, 4096, 4097, 4099};
     ts_random_kernel(ky, 3, 8);
     for (int i = 0; i < TS_COUNT(sizes); i++) {
-        if (i % 2) ts_random_kernel(kx, sizes[i], 9 + i);
-        else symmetric_kernel(kx, sizes[i], 9 + i);
+        if (i % 2)
+            ts_random_kernel(kx, sizes[i], 9 + i);
+        else
+            symmetric_kernel(kx, sizes[i], 9 + i);
         ts_op op = ts_with_border(ts_op_sep(kx, sizes[i], ky, 3), borders[i], 1.0f);
-        ts_case cs = ts_case_make(i % 2 ? TS_INTERLEAVED : TS_PLANAR, LUMEN_F32, LUMEN_F32, 4, 37, 2, i);
+        ts_case cs =
+            ts_case_make(i % 2 ? TS_INTERLEAVED : TS_PLANAR, LUMEN_F32, LUMEN_F32, 4, 37, 2, i);
         cs.c = 2;
         ts_check(&op, &cs);
     }
@@ -137,7 +146,8 @@ static void test_equals_filter2d_outer(void **state)
     ts_random_kernel(kx, 6, 10);
     ts_random_kernel(ky, 5, 11);
     for (int i = 0; i < 5; i++)
-        for (int j = 0; j < 6; j++) k[i * 6 + j] = ky[i] * kx[j];
+        for (int j = 0; j < 6; j++)
+            k[i * 6 + j] = ky[i] * kx[j];
     for (int b = 0; b < 5; b++)
         for (int e = 0; e < TS_ENGINE_COUNT; e++) {
             lumen_context *ctx = ts_context((ts_engine)e, 1 + b % 3);
@@ -170,8 +180,10 @@ static void test_convolve_is_flipped_correlation(void **state)
     float kx[4], ky[3], rx[4], ry[3];
     ts_random_kernel(kx, 4, 30);
     ts_random_kernel(ky, 3, 31);
-    for (int i = 0; i < 4; i++) rx[i] = kx[3 - i];
-    for (int i = 0; i < 3; i++) ry[i] = ky[2 - i];
+    for (int i = 0; i < 4; i++)
+        rx[i] = kx[3 - i];
+    for (int i = 0; i < 3; i++)
+        ry[i] = ky[2 - i];
     static const int anchors[][2] = {{-1, -1}, {0, 0}, {3, 2}, {1, 0}};
     for (int e = 0; e < TS_ENGINE_COUNT; e++)
         for (int a = 0; a < TS_COUNT(anchors); a++) {
@@ -226,7 +238,8 @@ static void test_run_info(void **state)
         if (!ctx) continue;
         lumen_run_info info;
         memset(&info, 0, sizeof info);
-        assert_int_equal(lumen_sep_filter2d(ctx, &src.v, &dst.v, k, 3, k, 3, NULL, &info), LUMEN_OK);
+        assert_int_equal(lumen_sep_filter2d(ctx, &src.v, &dst.v, k, 3, k, 3, NULL, &info),
+                         LUMEN_OK);
         assert_int_equal(info.method, LUMEN_METHOD_SEPARABLE);
         assert_string_equal(info.isa, ts_engine_isa((ts_engine)e));
         assert_string_equal(info.device, "cpu");

@@ -8,6 +8,7 @@
  * c floats apart, so their loads and stores stay contiguous.
  */
 #include "border.h"
+#include "cpu.h"
 #include "internal.h"
 #include "pixel.h"
 #include "row_kernels.h"
@@ -201,18 +202,12 @@ static lumen_status run_engine(const lumen_context *ctx, const lumen_filter_job 
     return LUMEN_OK;
 }
 
-static lumen_status fast_filter2d(const lumen_context *ctx, const lumen_filter_job *job)
+lumen_status lumen_cpu_direct(lumen_context *ctx, const lumen_filter_job *job)
 {
     return run_engine(ctx, job, false);
 }
 
-static lumen_status fast_sep_filter(const lumen_context *ctx, const lumen_filter_job *job)
+lumen_status lumen_cpu_separable(lumen_context *ctx, const lumen_filter_job *job)
 {
     return run_engine(ctx, job, true);
 }
-
-const lumen_backend lumen_cpu_fast_backend = {
-    .name = "cpu",
-    .filter2d = fast_filter2d,
-    .sep_filter = fast_sep_filter,
-};

@@ -51,13 +51,13 @@ static void run(const lumen_context *ctx, const lumen_filter_job *job,
     }
 }
 
-static lumen_status reference_filter2d(const lumen_context *ctx, const lumen_filter_job *job)
+static lumen_status reference_filter2d(lumen_context *ctx, const lumen_filter_job *job)
 {
     run(ctx, job, direct_at);
     return LUMEN_OK;
 }
 
-static lumen_status reference_sep_filter(const lumen_context *ctx, const lumen_filter_job *job)
+static lumen_status reference_sep_filter(lumen_context *ctx, const lumen_filter_job *job)
 {
     run(ctx, job, separable_at);
     return LUMEN_OK;

@@ -72,14 +72,15 @@ void ts_random_kernel(float *k, int n, uint64_t seed)
         sum += k[i];
     }
     if (fabs(sum) < 0.25) sum = sum < 0 ? -0.25 : 0.25;
-    for (int i = 0; i < n; i++) k[i] = (float)(k[i] / sum);
+    for (int i = 0; i < n; i++)
+        k[i] = (float)(k[i] / sum);
 }
 
 /* ---- images ------------------------------------------------------------- */
 
 const char *ts_layout_name(ts_layout l)
 {
-    static const char *names[] = {"planar", "interleaved", "strided", "flipped",
+    static const char *names[] = {"planar", "interleaved", "strided",    "flipped",
                                   "batch",  "strided-hwc", "flipped-hwc"};
     return (unsigned)l < TS_LAYOUT_COUNT ? names[l] : "?";
 }
@@ -227,7 +228,8 @@ bool ts_guards_intact(const ts_image *im, char *msg, size_t len)
 double ts_absmax(const lumen_image *im)
 {
     double m = 0.0;
-    TS_FOR_EACH(im, b, c, y, x) {
+    TS_FOR_EACH(im, b, c, y, x)
+    {
         const double v = fabs(ts_get(im, b, c, y, x));
         if (isfinite(v) && v > m) m = v;
     }
@@ -236,7 +238,10 @@ double ts_absmax(const lumen_image *im)
 
 /* ---- tolerance and comparison ------------------------------------------- */
 
-double ts_f32_tol(double ksum, double range) { return TS_F32_REL * ksum * range + TS_F32_ABS; }
+double ts_f32_tol(double ksum, double range)
+{
+    return TS_F32_REL * ksum * range + TS_F32_ABS;
+}
 
 double ts_quantize(double v, lumen_dtype t)
 {
@@ -265,7 +270,8 @@ int64_t ts_compare(const lumen_image *got, const lumen_image *want, const lumen_
     int64_t bad = 0;
     const bool integer = got->dtype != LUMEN_F32;
     assert_true(!integer || exact != NULL);
-    TS_FOR_EACH(got, b, c, y, x) {
+    TS_FOR_EACH(got, b, c, y, x)
+    {
         const double g = ts_get(got, b, c, y, x), w = ts_get(want, b, c, y, x);
         const double r = integer ? ts_get(exact, b, c, y, x) : w;
         if (integer ? int_ok(g, r, got->dtype, tol) : f32_ok(g, w, tol)) continue;
@@ -286,11 +292,13 @@ int64_t ts_compare(const lumen_image *got, const lumen_image *want, const lumen_
 int64_t ts_compare_exact(const lumen_image *got, const lumen_image *want, char *msg, size_t len)
 {
     int64_t bad = 0;
-    TS_FOR_EACH(got, b, c, y, x) {
+    TS_FOR_EACH(got, b, c, y, x)
+    {
         const double g = ts_get(got, b, c, y, x), w = ts_get(want, b, c, y, x);
         if (g == w || (isnan(g) && isnan(w))) continue;
         if (bad++ == 0)
-            snprintf(msg, len, "first bad element (b=%lld, c=%lld, y=%lld, x=%lld): got %.9g, want %.9g",
+            snprintf(msg, len,
+                     "first bad element (b=%lld, c=%lld, y=%lld, x=%lld): got %.9g, want %.9g",
                      (long long)b, (long long)c, (long long)y, (long long)x, g, w);
     }
     return bad;
@@ -354,7 +362,8 @@ lumen_status ts_op_run(lumen_context *ctx, const ts_op *op, const lumen_image *s
     const lumen_filter_options *o = &op->opt;
     switch (op->kind) {
     case TS_OP_FILTER2D: return lumen_filter2d(ctx, src, dst, op->kernel, op->kw, op->kh, o, info);
-    case TS_OP_SEP: return lumen_sep_filter2d(ctx, src, dst, op->kx, op->kw, op->ky, op->kh, o, info);
+    case TS_OP_SEP:
+        return lumen_sep_filter2d(ctx, src, dst, op->kx, op->kw, op->ky, op->kh, o, info);
     case TS_OP_GAUSSIAN:
         return lumen_gaussian_blur(ctx, src, dst, op->kw, op->kh, op->sigma_x, op->sigma_y,
                                    o->border, o->border_value, info);
@@ -368,7 +377,8 @@ lumen_status ts_op_run(lumen_context *ctx, const ts_op *op, const lumen_image *s
 static double abs_sum(const float *k, int n)
 {
     double s = 0.0;
-    for (int i = 0; i < n; i++) s += fabs(k[i]);
+    for (int i = 0; i < n; i++)
+        s += fabs(k[i]);
     return s;
 }
 
@@ -394,7 +404,8 @@ const char *ts_op_describe(const ts_op *op, char *buf, size_t len)
                       o->anchor_y, o->convolve ? " convolve" : "", lumen_method_name(o->method));
     if (op->kind == TS_OP_GAUSSIAN)
         n += snprintf(buf + n, len - (size_t)n, " sigma(%g,%g)", op->sigma_x, op->sigma_y);
-    if (op->kind == TS_OP_BOX) n += snprintf(buf + n, len - (size_t)n, " normalize=%d", op->normalize);
+    if (op->kind == TS_OP_BOX)
+        n += snprintf(buf + n, len - (size_t)n, " normalize=%d", op->normalize);
     snprintf(buf + n, len - (size_t)n, " border=%s value=%g", lumen_border_name(o->border),
              (double)o->border_value);
     return buf;
@@ -418,8 +429,10 @@ int64_t ts_border_interp(int64_t p, int64_t len, lumen_border b)
         return p;
     }
     case LUMEN_BORDER_WRAP:
-        while (p < 0) p += len;
-        while (p >= len) p -= len;
+        while (p < 0)
+            p += len;
+        while (p >= len)
+            p -= len;
         return p;
     }
     return -1;
@@ -441,7 +454,8 @@ static void gaussian_axes(const ts_op *op, lumen_dtype t, int *kx, int *ky, doub
 static void outer(dense *d, const float *kx, const float *ky, double scale)
 {
     for (int i = 0; i < d->kh; i++)
-        for (int j = 0; j < d->kw; j++) d->k[i * d->kw + j] = (double)ky[i] * kx[j] * scale;
+        for (int j = 0; j < d->kw; j++)
+            d->k[i * d->kw + j] = (double)ky[i] * kx[j] * scale;
 }
 
 static void dense_separable(const ts_op *op, lumen_dtype t, dense *d)
@@ -455,7 +469,8 @@ static void dense_separable(const ts_op *op, lumen_dtype t, dense *d)
     assert_non_null(fx);
     fy = fx + d->kw;
     if (op->kind == TS_OP_BOX) {
-        for (int i = 0; i < d->kw + d->kh; i++) fx[i] = 1.0f;
+        for (int i = 0; i < d->kw + d->kh; i++)
+            fx[i] = 1.0f;
         outer(d, fx, fy, op->normalize ? 1.0 / ((double)d->kw * d->kh) : 1.0);
     } else {
         int kx, ky;
@@ -478,7 +493,8 @@ static dense make_dense(const ts_op *op, lumen_dtype t)
     d.k = malloc(sizeof(double) * (size_t)d.kw * (size_t)d.kh);
     assert_non_null(d.k);
     if (op->kind == TS_OP_FILTER2D)
-        for (int i = 0; i < d.kw * d.kh; i++) d.k[i] = op->kernel[i];
+        for (int i = 0; i < d.kw * d.kh; i++)
+            d.k[i] = op->kernel[i];
     else
         dense_separable(op, t, &d);
     const bool anchored = op->kind == TS_OP_FILTER2D || op->kind == TS_OP_SEP;
@@ -495,8 +511,8 @@ static dense make_dense(const ts_op *op, lumen_dtype t)
     return d;
 }
 
-static double oracle_at(const dense *d, const ts_op *op, const lumen_image *s, int64_t b,
-                        int64_t c, int64_t y, int64_t x)
+static double oracle_at(const dense *d, const ts_op *op, const lumen_image *s, int64_t b, int64_t c,
+                        int64_t y, int64_t x)
 {
     double acc = 0.0;
     for (int i = 0; i < d->kh; i++) {
@@ -578,17 +594,20 @@ static void check_oracle(check_state *st)
     const lumen_image *r = st->cs->dst_dtype == LUMEN_F32 ? &st->ref.v : &st->exact.v;
     double *want = ts_oracle(st->op, &st->src.v);
     int64_t i = 0, bad = 0;
-    TS_FOR_EACH(r, b, c, y, x) {
+    TS_FOR_EACH(r, b, c, y, x)
+    {
         const double g = ts_get(r, b, c, y, x), w = want[i++];
         if (f32_ok(g, (float)w, st->tol)) continue;
         if (bad++ == 0)
-            snprintf(msg, sizeof msg, "reference vs oracle: first bad element (b=%lld, c=%lld, "
+            snprintf(msg, sizeof msg,
+                     "reference vs oracle: first bad element (b=%lld, c=%lld, "
                      "y=%lld, x=%lld): reference %.9g, oracle %.9g, tolerance %.3g",
                      (long long)b, (long long)c, (long long)y, (long long)x, g, w, st->tol);
     }
     free(want);
-    if (bad) fail_msg("%s: %s (%lld bad)", describe(st->op, st->cs, TS_REF, label, sizeof label),
-                      msg, (long long)bad);
+    if (bad)
+        fail_msg("%s: %s (%lld bad)", describe(st->op, st->cs, TS_REF, label, sizeof label), msg,
+                 (long long)bad);
 }
 
 static void run_reference(check_state *st)
@@ -616,12 +635,13 @@ static void run_fast(check_state *st, ts_engine e)
     lumen_context *ctx = ts_context(e, st->cs->threads);
     if (!ctx) return;
     ts_image fast;
-    ts_image_alloc(&fast, st->cs->dst_layout, st->cs->dst_dtype, st->cs->n, st->cs->c,
-                   st->cs->h, st->cs->w);
+    ts_image_alloc(&fast, st->cs->dst_layout, st->cs->dst_dtype, st->cs->n, st->cs->c, st->cs->h,
+                   st->cs->w);
     run_into(st, e, ctx, &fast, 0x3C);
     const lumen_image *exact = st->cs->dst_dtype == LUMEN_F32 ? NULL : &st->exact.v;
     if (ts_compare(&fast.v, &st->ref.v, exact, st->tol, msg, sizeof msg))
-        fail_msg("%s: fast vs reference: %s", describe(st->op, st->cs, e, label, sizeof label), msg);
+        fail_msg("%s: fast vs reference: %s", describe(st->op, st->cs, e, label, sizeof label),
+                 msg);
     ts_image_free(&fast);
     lumen_context_destroy(ctx);
 }
@@ -632,8 +652,10 @@ void ts_check(const ts_op *op, const ts_case *cs)
     memset(&st, 0, sizeof st);
     st.op = op, st.cs = cs;
     ts_image_alloc(&st.src, cs->src_layout, cs->src_dtype, cs->n, cs->c, cs->h, cs->w);
-    if (cs->fill) cs->fill(&st.src, cs->seed);
-    else ts_image_fill_random(&st.src, cs->seed);
+    if (cs->fill)
+        cs->fill(&st.src, cs->seed);
+    else
+        ts_image_fill_random(&st.src, cs->seed);
     double range = ts_absmax(&st.src.v);
     if (op->opt.border == LUMEN_BORDER_CONSTANT && fabs(op->opt.border_value) > range)
         range = fabs(op->opt.border_value);
@@ -664,14 +686,15 @@ static void expect_on(const ts_op *op, ts_engine e, int threads, const ts_image 
     ts_image_alloc(&dst, TS_PLANAR, LUMEN_F32, 1, 1, s->h, s->w);
     ts_image_fill_bytes(&dst, 0x5A);
     const lumen_status st = ts_op_run(ctx, op, s, &dst.v, NULL);
-    if (st != LUMEN_OK) fail_msg("%s [%s]: status %d (%s)", what, ts_engine_name(e), (int)st, lumen_last_error());
+    if (st != LUMEN_OK)
+        fail_msg("%s [%s]: status %d (%s)", what, ts_engine_name(e), (int)st, lumen_last_error());
     for (int64_t y = 0; y < s->h; y++)
         for (int64_t x = 0; x < s->w; x++) {
             const double g = ts_get(&dst.v, 0, 0, y, x), w = want[y * s->w + x];
             if (!f32_ok(g, w, tol))
-                fail_msg("%s [%s, %s, threads=%d]: at (y=%lld, x=%lld) got %.9g, want %.9g",
-                         what, lumen_dtype_name(s->dtype), ts_engine_name(e), threads,
-                         (long long)y, (long long)x, g, w);
+                fail_msg("%s [%s, %s, threads=%d]: at (y=%lld, x=%lld) got %.9g, want %.9g", what,
+                         lumen_dtype_name(s->dtype), ts_engine_name(e), threads, (long long)y,
+                         (long long)x, g, w);
         }
     ts_image_free(&dst);
     lumen_context_destroy(ctx);
@@ -683,7 +706,8 @@ void ts_expect(const ts_op *op, lumen_dtype t, int64_t h, int64_t w, const doubl
     ts_image s;
     ts_image_alloc(&s, TS_PLANAR, t, 1, 1, h, w);
     for (int64_t y = 0; y < h; y++)
-        for (int64_t x = 0; x < w; x++) ts_set(&s.v, 0, 0, y, x, src[y * w + x]);
+        for (int64_t x = 0; x < w; x++)
+            ts_set(&s.v, 0, 0, y, x, src[y * w + x]);
     for (int e = 0; e < TS_ENGINE_COUNT; e++)
         for (int threads = 1; threads <= 2; threads++)
             expect_on(op, (ts_engine)e, threads, &s, want, tol, what);

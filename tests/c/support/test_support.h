@@ -29,11 +29,12 @@
 #ifndef LUMEN_TEST_SUPPORT_H
 #define LUMEN_TEST_SUPPORT_H
 
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
 #include <stdint.h>
-#include <cmocka.h>
+
+#include <cmocka.h> /* after the four headers it needs */
 
 #include <lumen.h>
 #include <stdbool.h>

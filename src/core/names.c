@@ -1,4 +1,4 @@
-/* Border names. The index arithmetic lives in backends/cpu/border.h. */
+/* Border and method names. The border index arithmetic lives in backends/cpu/border.h. */
 #include "internal.h"
 
 #include <string.h>
@@ -27,12 +27,25 @@ const char *lumen_border_name(lumen_border b)
     return (unsigned)b < 5 ? border_names[b] : "?";
 }
 
+static const char *const method_names[] = {"auto", "direct", "separable", "fft", "recursive"};
+
 const char *lumen_method_name(lumen_method m)
 {
-    switch (m) {
-    case LUMEN_METHOD_AUTO: return "auto";
-    case LUMEN_METHOD_DIRECT: return "direct";
-    case LUMEN_METHOD_SEPARABLE: return "separable";
+    return (unsigned)m <= LUMEN_METHOD_RECURSIVE ? method_names[m] : "?";
+}
+
+lumen_status lumen_method_parse(const char *name, lumen_method *out)
+{
+    lumen_clear_error();
+    if (!name) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "method: name is NULL");
+    if (!out) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "out: pointer is NULL");
+    for (int i = 0; i <= LUMEN_METHOD_FFT; i++) {
+        if (!strcmp(name, method_names[i])) {
+            *out = (lumen_method)i;
+            return LUMEN_OK;
+        }
     }
-    return "?";
+    return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
+                           "method: unknown method '%s' (expected auto, direct, separable or fft)",
+                           name);
 }

@@ -1,0 +1,150 @@
+/*
+ * The CPU cost model behind --method auto: seconds = work / rate, with one
+ * rate per method measured once on this machine (a few tens of ms, the first
+ * time auto has to weigh FFT against the others) and kept beside the FFTW
+ * wisdom, so later processes just read it.
+ */
+#include "cpu.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define COST_FILE "cost-model-v1"
+
+typedef struct rates {
+    double direct;    /* taps x pixels per second, one thread */
+    double separable; /* (kw + kh) x pixels per second, symmetric kernels */
+    double fft;       /* lumen_cpu_fft_tile_work units per second */
+} rates;
+
+static pthread_mutex_t rates_lock = PTHREAD_MUTEX_INITIALIZER;
+static rates cached[2]; /* [avx2?] */
+static bool have[2];
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Best of three runs of entry on job (after one warm-up run). */
+static double time_entry(lumen_context *ctx, lumen_status (*entry)(lumen_context *, const lumen_filter_job *),
+                         const lumen_filter_job *job)
+{
+    double best = INFINITY;
+    for (int r = 0; r < 4; r++) {
+        double t0 = now_s();
+        if (entry(ctx, job) != LUMEN_OK) return INFINITY;
+        if (r > 0) best = fmin(best, now_s() - t0);
+    }
+    return best;
+}
+
+static rates measure(bool avx2)
+{
+    enum { W = 512, H = 256, KD = 15, KS = 31, KF = 63 };
+    rates r = {1e9, 1e9, 1e9}; /* used if measuring fails: favours nothing badly */
+    lumen_context *ctx = NULL;
+    float *img = malloc(sizeof(float) * 2 * W * H), *k = malloc(sizeof(float) * KF * KF);
+    if (!img || !k || lumen_context_create(&ctx) != LUMEN_OK) goto done;
+    ctx->threads = 1, ctx->simd = true, ctx->cpu_avx2 = avx2;
+    for (int i = 0; i < W * H; i++) img[i] = (float)((i * 7919) % 1000) / 1000.0f;
+    for (int i = 0; i < KF * KF; i++) k[i] = (float)((i * 31) % 17) / 17.0f - 0.4f;
+    lumen_image src = lumen_image_nchw(img, LUMEN_F32, 1, 1, H, W);
+    lumen_image dst = lumen_image_nchw(img + W * H, LUMEN_F32, 1, 1, H, W);
+    lumen_filter_job d = {&src, &dst, LUMEN_BORDER_REFLECT, 0, KD, KD, KD / 2, KD / 2, k, NULL, NULL, 1};
+    r.direct = (double)W * H * KD * KD / time_entry(ctx, lumen_cpu_direct, &d);
+    float g[KS];
+    for (int i = 0; i < KS; i++) g[i] = 1.0f / (float)(1 + abs(i - KS / 2));
+    lumen_filter_job s = {&src, &dst, LUMEN_BORDER_REFLECT, 0, KS, KS, KS / 2, KS / 2, NULL, g, g, 1};
+    r.separable = (double)W * H * 2 * KS / time_entry(ctx, lumen_cpu_separable, &s);
+    lumen_filter_job f = {&src, &dst, LUMEN_BORDER_REFLECT, 0, KF, KF, KF / 2, KF / 2, k, NULL, NULL, 1};
+    r.fft = lumen_cpu_fft_tiling(&f, 1).work / time_entry(ctx, lumen_cpu_fft, &f);
+done:
+    lumen_context_destroy(ctx);
+    free(img), free(k);
+    return r;
+}
+
+/* Reads every ISA's line of the cost file once per process. */
+static void load_rates_once(void)
+{
+    static bool loaded;
+    char path[4200], isa[32];
+    rates r;
+    if (loaded) return;
+    loaded = true;
+    FILE *f = lumen_cache_path(COST_FILE, path, sizeof path) ? fopen(path, "r") : NULL;
+    while (f && fscanf(f, "%31s %lf %lf %lf", isa, &r.direct, &r.separable, &r.fft) == 4) {
+        int i = !strcmp(isa, "avx2") ? 1 : !strcmp(isa, "generic") ? 0 : -1;
+        if (i >= 0 && r.direct > 0 && r.separable > 0 && r.fft > 0) cached[i] = r, have[i] = true;
+    }
+    if (f) fclose(f);
+}
+
+/* Both ISAs' lines, written to a temporary file and renamed. */
+static void save_rates(void)
+{
+    char path[4200], tmp[4300];
+    if (!lumen_cache_path(COST_FILE, path, sizeof path)) return;
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) return;
+    for (int i = 0; i < 2; i++)
+        if (have[i])
+            fprintf(f, "%s %.6g %.6g %.6g\n", i ? "avx2" : "generic", cached[i].direct,
+                    cached[i].separable, cached[i].fft);
+    if (fclose(f) == 0 && rename(tmp, path) == 0) return;
+    unlink(tmp);
+}
+
+static rates get_rates(bool avx2)
+{
+    pthread_mutex_lock(&rates_lock);
+    load_rates_once();
+    if (!have[avx2]) {
+        cached[avx2] = measure(avx2);
+        have[avx2] = true;
+        save_rates();
+        lumen_log(LUMEN_LOG_DEBUG, "cost model measured (%s): direct %.3g, separable %.3g, fft %.3g /s",
+                  avx2 ? "avx2" : "generic", cached[avx2].direct, cached[avx2].separable,
+                  cached[avx2].fft);
+    }
+    rates r = cached[avx2];
+    pthread_mutex_unlock(&rates_lock);
+    return r;
+}
+
+static bool is_symmetric(const float *k, int n)
+{
+    for (int i = 0; i < n / 2; i++)
+        if (k[i] != k[n - 1 - i]) return false;
+    return true;
+}
+
+double lumen_cpu_cost(lumen_context *ctx, const lumen_filter_job *job, lumen_method method)
+{
+    const lumen_image *s = job->src;
+    const double pixels = (double)(s->n * s->c * s->h * s->w) / ctx->threads;
+    const rates r = get_rates(lumen_ctx_use_avx2(ctx));
+    switch (method) {
+    case LUMEN_METHOD_DIRECT:
+        return job->kernel ? pixels * job->kw * job->kh / r.direct : -1.0;
+    case LUMEN_METHOD_SEPARABLE: {
+        if (!job->kx) return -1.0;
+        /* symmetric taps are paired, about 1.5x cheaper than the general case */
+        bool sym = is_symmetric(job->kx, job->kw) && is_symmetric(job->ky, job->kh);
+        return pixels * (job->kw + job->kh) / r.separable * (sym ? 1.0 : 1.5);
+    }
+    case LUMEN_METHOD_FFT:
+        return lumen_cpu_fft_tiling(job, ctx->threads).work / r.fft;
+    default:
+        return -1.0;
+    }
+}

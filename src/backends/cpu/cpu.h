@@ -1,0 +1,26 @@
+/* Entry points of the CPU backend's fast path (the table is in cpu_backend.c). */
+#ifndef LUMEN_CPU_H
+#define LUMEN_CPU_H
+
+#include "internal.h"
+
+/* Row-pipeline engine (engine.c): direct and separable filters. */
+lumen_status lumen_cpu_direct(lumen_context *ctx, const lumen_filter_job *job);
+lumen_status lumen_cpu_separable(lumen_context *ctx, const lumen_filter_job *job);
+
+/* Tiled overlap-save FFT filter (fft_filter.c). */
+lumen_status lumen_cpu_fft(lumen_context *ctx, const lumen_filter_job *job);
+/* FFT tile size for job and the work it costs (arbitrary units of N log N). */
+typedef struct lumen_fft_tiling {
+    int nh, nw;     /* FFT size */
+    int64_t tiles;  /* tiles over all planes */
+    double work;    /* per thread, in fft_work units */
+} lumen_fft_tiling;
+lumen_fft_tiling lumen_cpu_fft_tiling(const lumen_filter_job *job, int threads);
+/* Work of one tile of nh x nw in the units of lumen_fft_tiling.work. */
+double lumen_cpu_fft_tile_work(int nh, int nw);
+
+/* Estimated seconds for job by method on this machine (cost_model.c). */
+double lumen_cpu_cost(lumen_context *ctx, const lumen_filter_job *job, lumen_method method);
+
+#endif

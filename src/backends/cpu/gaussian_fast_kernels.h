@@ -1,0 +1,60 @@
+/*
+ * Inner loops of the fast Gaussian (gaussian_fast.c), one set per ISA. They
+ * filter m independent "lanes" (columns of the image, or rows transposed into
+ * columns) along a sequence of input rows, each row m contiguous floats.
+ */
+#ifndef LUMEN_CPU_GAUSSIAN_FAST_KERNELS_H
+#define LUMEN_CPU_GAUSSIAN_FAST_KERNELS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The most taps of the exact (small sigma) kernel: round(8 * 2 + 1) | 1. */
+#define LUMEN_GF_FIR_MAX_TAPS 17
+/* Floats of per-lane state an IIR kernel needs (its `state` argument holds m times this). */
+#define LUMEN_GF_STATE 4
+
+/*
+ * Deriche's filter as two complex one-pole sections (pole p_k, weight a_k):
+ *   causal      z_k[i] = p_k z_k[i-1] + a_k x[i]             y+[i] = Re(z_0 + z_1)
+ *   anticausal  w_k[i] = p_k w_k[i+1] + p_k a_k x[i+1]       y-[i] = Re(w_0 + w_1)
+ * and y = y+ + y-. First-order complex sections keep f32 accurate where a
+ * 4th-order direct form loses all digits (sigma > ~10).
+ *
+ * The input holds `pad` samples of border extension on each side. Causal
+ * start: periodic == false, the steady state of a constant input x[0]
+ * (g_k = a_k / (1 - p_k) per unit); periodic == true, zero, and after the
+ * left pad (one whole period of the extension) the state is multiplied by
+ * q_k = 1 / (1 - p_k^period), which sums all earlier periods exactly.
+ * Anticausal start mirrors this at the right end (h_k = p_k a_k / (1 - p_k)).
+ */
+typedef struct lumen_gf_iir {
+    bool periodic;
+    float pr[2], pi[2]; /* p_k */
+    float ar[2], ai[2]; /* a_k */
+    float br[2], bi[2]; /* p_k a_k */
+    float gr[2], gi[2]; /* g_k */
+    float hr[2], hi[2]; /* h_k */
+    float qr[2], qi[2]; /* q_k */
+} lumen_gf_iir;
+
+typedef struct lumen_gf_kernels {
+    /*
+     * x[i] + off for 0 <= i < n + 2*pad are the input rows (m floats each);
+     * output row j (0 <= j < n) is written to y + j*ys. state: LUMEN_GF_STATE*m floats.
+     */
+    void (*iir)(const lumen_gf_iir *c, const float *const *x, int64_t off, int64_t pad,
+                int64_t n, int64_t m, float *y, int64_t ys, float *state);
+    /* y[j] = sum_t k[t] * (x[j + t] + off), 0 <= j < n; x has n + taps - 1 rows. */
+    void (*fir)(const float *k, int taps, const float *const *x, int64_t off, int64_t n,
+                int64_t m, float *y, int64_t ys);
+    /* Transpose: out[i*r + j] = rows[j][i] for 0 <= j < r, 0 <= i < n. */
+    void (*to_lanes)(const float *const *rows, int r, int64_t n, float *out);
+    /* Transpose back: rows[j][i] = in[i*r + j]. */
+    void (*from_lanes)(const float *in, int r, int64_t n, float *const *rows);
+} lumen_gf_kernels;
+
+extern const lumen_gf_kernels lumen_gf_kernels_generic;
+extern const lumen_gf_kernels lumen_gf_kernels_avx2;
+
+#endif
