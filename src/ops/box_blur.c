@@ -18,7 +18,7 @@ lumen_status lumen_box_blur(lumen_context *ctx, const lumen_image *src, const lu
     lumen_filter_job job = {src, dst, border, border_value, kw, kh, kw / 2, kh / 2, NULL, ones, ones, scale};
     lumen_image copy_view;
     void *copy;
-    if (!(s = lumen_op_unalias(&job, &copy_view, &copy))) {
+    if (!(s = lumen_op_unalias(&job.src, job.dst, &copy_view, &copy))) {
         s = lumen_run_filter(ctx, &job, LUMEN_METHOD_SEPARABLE, info);
         lumen_op_release_src(copy);
     }

@@ -132,7 +132,7 @@ lumen_status lumen_filter2d(lumen_context *ctx, const lumen_image *src, const lu
     }
     lumen_image copy_view;
     void *copy;
-    if (!(s = lumen_op_unalias(&job, &copy_view, &copy))) {
+    if (!(s = lumen_op_unalias(&job.src, job.dst, &copy_view, &copy))) {
         s = run_with_method(ctx, &job, o.method, info);
         lumen_op_release_src(copy);
     }

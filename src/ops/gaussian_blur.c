@@ -68,26 +68,77 @@ static lumen_status resolve_axis(int *ksize, double *sigma, lumen_dtype dtype, c
     return LUMEN_OK;
 }
 
+lumen_gaussian_options lumen_gaussian_options_default(void)
+{
+    lumen_gaussian_options o = {0, 0, 0.0, 0.0, LUMEN_BORDER_REFLECT, 0.0f, LUMEN_PRECISION_EXACT,
+                                LUMEN_METHOD_AUTO};
+    return o;
+}
+
+/* Exact: OpenCV's kernels through sep_filter2d, which weighs separable against FFT. */
+static lumen_status blur_exact(lumen_context *ctx, const lumen_image *src, const lumen_image *dst,
+                               const lumen_gaussian_options *o, lumen_run_info *info)
+{
+    float *kx = malloc(sizeof(float) * (size_t)(o->ksize_x + o->ksize_y));
+    if (!kx) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "kernel: out of memory");
+    float *ky = kx + o->ksize_x;
+    lumen_filter_options fo = lumen_filter_options_default();
+    fo.border = o->border, fo.border_value = o->border_value, fo.method = o->method;
+    lumen_status s;
+    if (!(s = lumen_gaussian_kernel(o->ksize_x, o->sigma_x, kx)) &&
+        !(s = lumen_gaussian_kernel(o->ksize_y, o->sigma_y, ky)))
+        s = lumen_sep_filter2d(ctx, src, dst, kx, o->ksize_x, ky, o->ksize_y, &fo, info);
+    free(kx);
+    return s;
+}
+
+/* The sigma getGaussianKernel uses for an n-tap kernel when sigma <= 0. */
+static double effective_sigma(double sigma, int n)
+{
+    return sigma > 0 ? sigma : ((n - 1) * 0.5 - 1) * 0.3 + 0.8;
+}
+
+/* Fast: the backend's recursive filter; cost independent of sigma. */
+static lumen_status blur_fast(lumen_context *ctx, const lumen_image *src, const lumen_image *dst,
+                              const lumen_gaussian_options *o, lumen_run_info *info)
+{
+    lumen_gauss_job job = {src, dst, effective_sigma(o->sigma_x, o->ksize_x),
+                           effective_sigma(o->sigma_y, o->ksize_y), o->border, o->border_value};
+    lumen_image copy_view;
+    void *copy;
+    lumen_status s = lumen_op_unalias(&job.src, dst, &copy_view, &copy);
+    if (s) return s;
+    s = lumen_run_gaussian_fast(ctx, &job, info);
+    lumen_op_release_src(copy);
+    return s;
+}
+
+lumen_status lumen_gaussian_blur_ex(lumen_context *ctx, const lumen_image *src,
+                                    const lumen_image *dst, const lumen_gaussian_options *opt,
+                                    lumen_run_info *info)
+{
+    lumen_clear_error();
+    lumen_gaussian_options o = opt ? *opt : lumen_gaussian_options_default();
+    lumen_status s = lumen_op_check_common(ctx, src, dst, o.border, o.border_value);
+    if (s) return s;
+    if (o.precision != LUMEN_PRECISION_EXACT && o.precision != LUMEN_PRECISION_FAST)
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "precision: unknown value %d",
+                               (int)o.precision);
+    if (o.sigma_y <= 0) o.sigma_y = o.sigma_x; /* NaN stays NaN and is refused below */
+    if ((s = resolve_axis(&o.ksize_x, &o.sigma_x, src->dtype, "ksize_x", "sigma_x")) ||
+        (s = resolve_axis(&o.ksize_y, &o.sigma_y, src->dtype, "ksize_y", "sigma_y")))
+        return s;
+    if (o.precision == LUMEN_PRECISION_FAST) return blur_fast(ctx, src, dst, &o, info);
+    return blur_exact(ctx, src, dst, &o, info);
+}
+
 lumen_status lumen_gaussian_blur(lumen_context *ctx, const lumen_image *src,
                                  const lumen_image *dst, int ksize_x, int ksize_y, double sigma_x,
                                  double sigma_y, lumen_border border, float border_value,
                                  lumen_run_info *info)
 {
-    lumen_clear_error();
-    lumen_status s = lumen_op_check_common(ctx, src, dst, border, border_value);
-    if (s) return s;
-    if (sigma_y <= 0) sigma_y = sigma_x; /* NaN stays NaN and is refused below */
-    if ((s = resolve_axis(&ksize_x, &sigma_x, src->dtype, "ksize_x", "sigma_x")) ||
-        (s = resolve_axis(&ksize_y, &sigma_y, src->dtype, "ksize_y", "sigma_y")))
-        return s;
-    float *kx = malloc(sizeof(float) * (size_t)(ksize_x + ksize_y));
-    if (!kx) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "kernel: out of memory");
-    float *ky = kx + ksize_x;
-    lumen_filter_options o = lumen_filter_options_default();
+    lumen_gaussian_options o = lumen_gaussian_options_default();
+    o.ksize_x = ksize_x, o.ksize_y = ksize_y, o.sigma_x = sigma_x, o.sigma_y = sigma_y;
     o.border = border, o.border_value = border_value;
-    if (!(s = lumen_gaussian_kernel(ksize_x, sigma_x, kx)) &&
-        !(s = lumen_gaussian_kernel(ksize_y, sigma_y, ky)))
-        s = lumen_sep_filter2d(ctx, src, dst, kx, ksize_x, ky, ksize_y, &o, info);
-    free(kx);
-    return s;
+    return lumen_gaussian_blur_ex(ctx, src, dst, &o, info);
 }

@@ -61,11 +61,12 @@ static bool views_overlap(const lumen_image *a, const lumen_image *b)
     return alo < bhi && blo < ahi;
 }
 
-lumen_status lumen_op_unalias(lumen_filter_job *job, lumen_image *copy_view, void **copy)
+lumen_status lumen_op_unalias(const lumen_image **src, const lumen_image *dst,
+                              lumen_image *copy_view, void **copy)
 {
     *copy = NULL;
-    const lumen_image *s = job->src;
-    if (!views_overlap(s, job->dst)) return LUMEN_OK;
+    const lumen_image *s = *src;
+    if (!views_overlap(s, dst)) return LUMEN_OK;
     size_t es = lumen_dtype_size(s->dtype);
     size_t bytes = (size_t)(s->n * s->c * s->h * s->w) * es;
     void *buf = malloc(bytes);
@@ -79,7 +80,7 @@ lumen_status lumen_op_unalias(lumen_filter_job *job, lumen_image *copy_view, voi
                 for (int64_t x = 0; x < s->w; x++)
                     memcpy(lumen_px_addr(copy_view, b, c, y, x), lumen_px_addr(s, b, c, y, x), es);
     lumen_log(LUMEN_LOG_DEBUG, "dst overlaps src: filtering from a copy");
-    job->src = copy_view;
+    *src = copy_view;
     *copy = buf;
     return LUMEN_OK;
 }

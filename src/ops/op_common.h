@@ -19,10 +19,11 @@ lumen_status lumen_op_check_kernel_values(const float *k, int64_t n, const char 
 lumen_status lumen_op_resolve_anchor(int anchor, int k, const char *what, int *out);
 
 /*
- * If dst overlaps src, copies src into a new contiguous buffer and points
- * job->src at *copy_view; *copy must be freed with lumen_op_release_src.
+ * If dst overlaps *src, copies *src into a new contiguous buffer and points
+ * *src at *copy_view; *copy must be freed with lumen_op_release_src.
  */
-lumen_status lumen_op_unalias(lumen_filter_job *job, lumen_image *copy_view, void **copy);
+lumen_status lumen_op_unalias(const lumen_image **src, const lumen_image *dst,
+                              lumen_image *copy_view, void **copy);
 void lumen_op_release_src(void *copy);
 
 /* Reversed copy of n floats (true convolution flips kernels); NULL on OOM. */

@@ -36,7 +36,7 @@ lumen_status lumen_sep_filter2d(lumen_context *ctx, const lumen_image *src,
     }
     lumen_image copy_view;
     void *copy;
-    if (!(s = lumen_op_unalias(&job, &copy_view, &copy))) {
+    if (!(s = lumen_op_unalias(&job.src, job.dst, &copy_view, &copy))) {
         lumen_method m = o.method;
         if (m == LUMEN_METHOD_AUTO) /* the FFT only weighed for kernels where it can pay */
             m = (int64_t)kw * kh >= 16 ? lumen_choose_method(ctx, &job, SEP_METHODS)

@@ -1,0 +1,525 @@
+/*
+ * The fast Gaussian blur (LUMEN_PRECISION_FAST) on the CPU.
+ *
+ * Per axis: sigma >= 2 runs Deriche's 4th-order recursive Gaussian (two complex
+ * one-pole sections, causal + anticausal, normalised to unit DC gain as
+ * Farneback & Westin correct it), about 27 flops per pixel whatever sigma;
+ * sigma < 2 runs the exact OpenCV kernel (at most 17 taps), where the
+ * recursive fit is poorest and a short kernel is as cheap.
+ *
+ * Borders are exact: each row or column is extended by the border rule
+ * before filtering, and the recursion starts from a state that is exact for
+ * the extension beyond the pad:
+ *   constant, replicate   pad 1 (the extension is constant beyond it), the
+ *                         steady state of that constant;
+ *   wrap, reflect(101)    when one period of the extension (w, 2w, 2w-2) is at
+ *                         most 5 sigma: pad one period, start from zero, then
+ *                         sum all earlier periods in closed form;
+ *                         otherwise pad 5 sigma, start from the steady state of
+ *                         the outermost pad value (error <= 7e-5 x range).
+ * So a row costs O(w + 2 min(5 sigma, period)): the pad is the only part that
+ * grows with sigma, and it is bounded by the image size.
+ *
+ * Data flow per plane: rows are loaded (any dtype and stride), padded,
+ * transposed 16 at a time so the recursion runs on 16 rows at once in
+ * vector lanes, transposed back into an f32 intermediate T (dst itself when
+ * dst is f32 and can hold it, else a buffer of one plane, or of one image
+ * for interleaved dst); then column strips of T are filtered in place of
+ * lanes and stored to dst (rounding and saturating u8/u16).
+ */
+#include "gaussian_fast.h"
+
+#include "border.h"
+#include "gaussian_fast_kernels.h"
+#include "pixel.h"
+#include "rows.h"
+
+#include <complex.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Below this sigma the exact kernel runs (cheap, and Deriche's fit is least accurate there). */
+#define GF_FIR_SIGMA 2.0
+/* Pad of the recursive filter in sigmas when no exact start exists (see the header comment). */
+#define GF_PAD_SIGMAS 5.0
+/* Rows filtered together by the row pass (lanes of the transposed block). */
+#define GF_ROWS 16
+/* Column-strip buffer budget (h x strip floats), kept inside L2. */
+#define GF_STRIP_BYTES (1024 * 1024)
+
+/* ---- portable kernels --------------------------------------------------- */
+
+/* One causal step for lanes [j0, m): z = p z + a x; y = Re(z0 + z1) when y is not NULL. */
+static void causal_step(const lumen_gf_iir *c, const float *restrict x, float *restrict s,
+                        int64_t m, float *restrict y)
+{
+    float *restrict zr0 = s, *restrict zi0 = s + m, *restrict zr1 = s + 2 * m,
+                    *restrict zi1 = s + 3 * m;
+    for (int64_t j = 0; j < m; j++) {
+        float r0 = c->pr[0] * zr0[j] - c->pi[0] * zi0[j] + c->ar[0] * x[j];
+        float i0 = c->pr[0] * zi0[j] + c->pi[0] * zr0[j] + c->ai[0] * x[j];
+        float r1 = c->pr[1] * zr1[j] - c->pi[1] * zi1[j] + c->ar[1] * x[j];
+        float i1 = c->pr[1] * zi1[j] + c->pi[1] * zr1[j] + c->ai[1] * x[j];
+        zr0[j] = r0, zi0[j] = i0, zr1[j] = r1, zi1[j] = i1;
+        if (y) y[j] = r0 + r1;
+    }
+}
+
+/* One anticausal step: w = p w + p a x (x is the next sample); y += Re(w0 + w1). */
+static void anticausal_step(const lumen_gf_iir *c, const float *restrict x, float *restrict s,
+                            int64_t m, float *restrict y)
+{
+    float *restrict wr0 = s, *restrict wi0 = s + m, *restrict wr1 = s + 2 * m,
+                    *restrict wi1 = s + 3 * m;
+    for (int64_t j = 0; j < m; j++) {
+        float r0 = c->pr[0] * wr0[j] - c->pi[0] * wi0[j] + c->br[0] * x[j];
+        float i0 = c->pr[0] * wi0[j] + c->pi[0] * wr0[j] + c->bi[0] * x[j];
+        float r1 = c->pr[1] * wr1[j] - c->pi[1] * wi1[j] + c->br[1] * x[j];
+        float i1 = c->pr[1] * wi1[j] + c->pi[1] * wr1[j] + c->bi[1] * x[j];
+        wr0[j] = r0, wi0[j] = i0, wr1[j] = r1, wi1[j] = i1;
+        if (y) y[j] += r0 + r1;
+    }
+}
+
+/* State = (gr + i gi) * x per section, or zero when x is NULL. */
+static void state_init(const float *gr, const float *gi, const float *x, float *s, int64_t m)
+{
+    for (int64_t j = 0; j < m; j++)
+        for (int k = 0; k < 2; k++) {
+            s[(2 * k) * m + j] = x ? gr[k] * x[j] : 0.0f;
+            s[(2 * k + 1) * m + j] = x ? gi[k] * x[j] : 0.0f;
+        }
+}
+
+/* State *= q per section (complex), summing the periods before the pad. */
+static void state_scale(const lumen_gf_iir *c, float *s, int64_t m)
+{
+    for (int k = 0; k < 2; k++)
+        for (int64_t j = 0; j < m; j++) {
+            float re = s[(2 * k) * m + j], im = s[(2 * k + 1) * m + j];
+            s[(2 * k) * m + j] = c->qr[k] * re - c->qi[k] * im;
+            s[(2 * k + 1) * m + j] = c->qr[k] * im + c->qi[k] * re;
+        }
+}
+
+static void iir_generic(const lumen_gf_iir *c, const float *const *x, int64_t off, int64_t pad,
+                        int64_t n, int64_t m, float *y, int64_t ys, float *s)
+{
+    const int64_t len = n + 2 * pad;
+    state_init(c->gr, c->gi, c->periodic ? NULL : x[0] + off, s, m);
+    for (int64_t i = 0; i < pad; i++) causal_step(c, x[i] + off, s, m, NULL);
+    if (c->periodic) state_scale(c, s, m);
+    for (int64_t i = pad; i < pad + n; i++) causal_step(c, x[i] + off, s, m, y + (i - pad) * ys);
+
+    state_init(c->hr, c->hi, c->periodic ? NULL : x[len - 1] + off, s, m);
+    for (int64_t i = len - 2; i >= pad + n - 1; i--) anticausal_step(c, x[i + 1] + off, s, m, NULL);
+    if (c->periodic) state_scale(c, s, m);
+    for (int64_t j = 0; j < m; j++) y[(n - 1) * ys + j] += s[j] + s[2 * m + j];
+    for (int64_t i = pad + n - 2; i >= pad; i--)
+        anticausal_step(c, x[i + 1] + off, s, m, y + (i - pad) * ys);
+}
+
+static void fir_generic(const float *k, int taps, const float *const *x, int64_t off, int64_t n,
+                        int64_t m, float *y, int64_t ys)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float *restrict out = y + i * ys;
+        for (int64_t j = 0; j < m; j++) out[j] = 0.0f;
+        for (int t = 0; t < taps; t++) {
+            const float *restrict in = x[i + t] + off;
+            for (int64_t j = 0; j < m; j++) out[j] += k[t] * in[j];
+        }
+    }
+}
+
+static void to_lanes_generic(const float *const *rows, int r, int64_t n, float *out)
+{
+    for (int64_t i = 0; i < n; i++)
+        for (int j = 0; j < r; j++) out[i * r + j] = rows[j][i];
+}
+
+static void from_lanes_generic(const float *in, int r, int64_t n, float *const *rows)
+{
+    for (int j = 0; j < r; j++)
+        for (int64_t i = 0; i < n; i++) rows[j][i] = in[i * r + j];
+}
+
+const lumen_gf_kernels lumen_gf_kernels_generic = {
+    .iir = iir_generic,
+    .fir = fir_generic,
+    .to_lanes = to_lanes_generic,
+    .from_lanes = from_lanes_generic,
+};
+
+/* ---- filter design ------------------------------------------------------ */
+
+/*
+ * Deriche (1993), 4th order: h(t) = sum_k 2 Re(alpha_k exp(-lambda_k t / sigma)),
+ * his optimised constants to 10 digits (a0 + i a1, b0 + i w0, ... halved).
+ */
+static const double complex GF_ALPHA[2] = {0.8398646116180554 + 1.8674149134551790 * I,
+                                           -0.3401391750903449 - 0.1299150239479813 * I};
+static const double complex GF_LAMBDA[2] = {1.7831906544515104 + 0.6318113174569493 * I,
+                                            1.7228297663338028 + 1.9969276832487770 * I};
+
+static float complex_round(double complex v, float *im)
+{
+    *im = (float)cimag(v);
+    return (float)creal(v);
+}
+
+/*
+ * Coefficients for sigma. The poles are rounded to f32 first and the DC gain
+ * is computed from the rounded poles, so the f32 filter sums to 1 (Deriche's
+ * own normalisation omits the doubly counted h(0); Farneback & Westin).
+ */
+static void design_iir(double sigma, int64_t period, bool periodic, lumen_gf_iir *c)
+{
+    double complex p[2];
+    double sum = 0.0, h0 = 0.0;
+    for (int k = 0; k < 2; k++) {
+        double complex e = cexp(-GF_LAMBDA[k] / sigma);
+        p[k] = (double)(float)creal(e) + (double)(float)cimag(e) * I;
+        sum += 2.0 * creal(GF_ALPHA[k] / (1.0 - p[k]));
+        h0 += 2.0 * creal(GF_ALPHA[k]);
+    }
+    const double dc = 2.0 * sum - h0; /* causal sum + anticausal sum (which lacks h(0)) */
+    c->periodic = periodic;
+    for (int k = 0; k < 2; k++) {
+        double complex a = 2.0 * GF_ALPHA[k] / dc;
+        c->pr[k] = complex_round(p[k], &c->pi[k]);
+        c->ar[k] = complex_round(a, &c->ai[k]);
+        c->br[k] = complex_round(p[k] * a, &c->bi[k]);
+        c->gr[k] = complex_round(a / (1.0 - p[k]), &c->gi[k]);
+        c->hr[k] = complex_round(p[k] * a / (1.0 - p[k]), &c->hi[k]);
+        c->qr[k] = complex_round(1.0 / (1.0 - cpow(p[k], (double)period)), &c->qi[k]);
+    }
+}
+
+/* ---- planning ------------------------------------------------------------ */
+
+typedef struct gf_axis {
+    bool fir;
+    int taps; /* fir */
+    float k[LUMEN_GF_FIR_MAX_TAPS];
+    lumen_gf_iir iir;
+    int64_t n, pad, len; /* samples, pad on each side, n + 2 pad */
+} gf_axis;
+
+/* Period of the border extension of n samples (0: not periodic). */
+static int64_t border_period(lumen_border b, int64_t n)
+{
+    switch (b) {
+    case LUMEN_BORDER_WRAP: return n;
+    case LUMEN_BORDER_REFLECT: return 2 * n;
+    case LUMEN_BORDER_REFLECT101: return n > 1 ? 2 * n - 2 : 1;
+    default: return 0;
+    }
+}
+
+static lumen_status plan_axis(gf_axis *a, double sigma, int64_t n, lumen_border b)
+{
+    a->n = n;
+    a->fir = sigma < GF_FIR_SIGMA;
+    if (a->fir) {
+        a->taps = lumen_gaussian_ksize(sigma, LUMEN_F32); /* round(8 sigma + 1) | 1 <= 17 */
+        lumen_status s = lumen_gaussian_kernel(a->taps, sigma, a->k);
+        if (s) return s;
+        a->pad = a->taps / 2;
+    } else {
+        const int64_t period = border_period(b, n), far = (int64_t)ceil(GF_PAD_SIGMAS * sigma);
+        const bool periodic = period > 0 && period <= far;
+        a->pad = periodic ? period : period > 0 ? far : 1;
+        design_iir(sigma, period, periodic, &a->iir);
+    }
+    a->len = n + 2 * a->pad;
+    return LUMEN_OK;
+}
+
+typedef struct gf_plan {
+    const lumen_gauss_job *job;
+    lumen_filter_job load; /* src and border, as lumen_rows_load wants them */
+    const lumen_gf_kernels *k;
+    const lumen_row_kernels *rk;
+    gf_axis ax, ay;
+    int64_t cp;     /* planes interleaved in T: c (interleaved dst) or 1 */
+    int64_t lanes;  /* floats per row of T: w * cp */
+    int64_t strip;  /* lanes per column strip */
+    bool t_is_dst;  /* T is dst itself */
+    float *tbuf;    /* else T: h x lanes */
+    float *vrow;    /* constant border: a row of lanes border values */
+} gf_plan;
+
+static bool interleaved(const lumen_image *im)
+{
+    return im->c > 1 && im->stride_c == 1 && im->stride_w == im->c;
+}
+
+/* Strip width: a multiple of 16 lanes with h x strip floats inside GF_STRIP_BYTES. */
+static int64_t choose_strip(int64_t h, int64_t lanes)
+{
+    int64_t s = (int64_t)(GF_STRIP_BYTES / sizeof(float)) / h / 16 * 16;
+    if (s < 16) s = 16;
+    if (s > 512) s = 512;
+    int64_t all = (lanes + 7) / 8 * 8;
+    return s < all ? s : all;
+}
+
+/* Chooses T and the buffers all threads share. */
+static lumen_status plan_memory(gf_plan *p)
+{
+    const lumen_image *d = p->job->dst;
+    p->cp = interleaved(d) ? d->c : 1;
+    p->t_is_dst = d->dtype == LUMEN_F32 && (p->cp > 1 || d->stride_w == 1);
+    p->lanes = d->w * p->cp;
+    p->strip = choose_strip(d->h, p->lanes);
+    if (!p->t_is_dst) {
+        p->tbuf = malloc(sizeof(float) * (size_t)(d->h * p->lanes));
+        if (!p->tbuf) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY,
+                                             "gaussian fast: out of memory for a %lld x %lld f32 plane",
+                                             (long long)d->h, (long long)p->lanes);
+    }
+    if (p->job->border == LUMEN_BORDER_CONSTANT) {
+        p->vrow = malloc(sizeof(float) * (size_t)p->lanes);
+        if (!p->vrow) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "gaussian fast: out of memory");
+        for (int64_t i = 0; i < p->lanes; i++) p->vrow[i] = p->job->border_value;
+    }
+    return LUMEN_OK;
+}
+
+/* ---- per-thread scratch -------------------------------------------------- */
+
+typedef struct gf_scratch {
+    float *rows;       /* GF_ROWS padded source rows of ax.len */
+    float *lanes;      /* the same rows transposed: ax.len x GF_ROWS */
+    float *out;        /* filter output: w x GF_ROWS, or h x strip */
+    float *state;      /* recursion state */
+    const float **hx;  /* row pass inputs: lanes + i * GF_ROWS */
+    const float **vx;  /* column pass inputs: rows of T (or vrow) for padded row i */
+    float **orow;      /* row pass outputs */
+} gf_scratch;
+
+static bool scratch_alloc(const gf_plan *p, gf_scratch *sc)
+{
+    const int64_t lx = p->ax.len, n_out_h = p->ax.n * GF_ROWS, n_out_v = p->ay.n * p->strip;
+    const int64_t wide = GF_ROWS > p->strip ? GF_ROWS : p->strip;
+    sc->rows = malloc(sizeof(float) * (size_t)(lx * GF_ROWS));
+    sc->lanes = malloc(sizeof(float) * (size_t)(lx * GF_ROWS));
+    sc->out = malloc(sizeof(float) * (size_t)(n_out_h > n_out_v ? n_out_h : n_out_v));
+    sc->state = malloc(sizeof(float) * (size_t)(LUMEN_GF_STATE * wide));
+    sc->hx = malloc(sizeof(*sc->hx) * (size_t)lx);
+    sc->vx = malloc(sizeof(*sc->vx) * (size_t)p->ay.len);
+    sc->orow = malloc(sizeof(*sc->orow) * GF_ROWS);
+    if (!(sc->rows && sc->lanes && sc->out && sc->state && sc->hx && sc->vx && sc->orow))
+        return false;
+    for (int64_t i = 0; i < lx; i++) sc->hx[i] = sc->lanes + i * GF_ROWS;
+    return true;
+}
+
+static void scratch_free(gf_scratch *sc)
+{
+    free(sc->rows), free(sc->lanes), free(sc->out), free(sc->state);
+    free(sc->hx), free(sc->vx), free(sc->orow);
+}
+
+/* ---- the row pass ---------------------------------------------------------- */
+
+/*
+ * Extends buf[pad .. pad+n) by `pad` samples each side with the border rule.
+ * Pads shorter than the row use direct index formulas (no division per sample).
+ */
+static void pad_fill(float *buf, int64_t n, int64_t pad, lumen_border b, float v)
+{
+    float *d = buf + pad;
+    if (pad <= n - 1 || b == LUMEN_BORDER_CONSTANT || b == LUMEN_BORDER_REPLICATE) {
+        for (int64_t i = 1; i <= pad; i++) {
+            switch (b) {
+            case LUMEN_BORDER_CONSTANT: d[-i] = v, d[n - 1 + i] = v; break;
+            case LUMEN_BORDER_REPLICATE: d[-i] = d[0], d[n - 1 + i] = d[n - 1]; break;
+            case LUMEN_BORDER_REFLECT: d[-i] = d[i - 1], d[n - 1 + i] = d[n - i]; break;
+            case LUMEN_BORDER_REFLECT101: d[-i] = d[i], d[n - 1 + i] = d[n - 1 - i]; break;
+            case LUMEN_BORDER_WRAP: d[-i] = d[n - i], d[n - 1 + i] = d[i - 1]; break;
+            }
+        }
+        return;
+    }
+    for (int64_t i = 1; i <= pad; i++) {
+        d[-i] = d[lumen_border_index(-i, n, b)];
+        d[n - 1 + i] = d[lumen_border_index(n - 1 + i, n, b)];
+    }
+}
+
+static void run_axis(const gf_plan *p, const gf_axis *a, const float *const *x, int64_t off,
+                     int64_t m, float *y, int64_t ys, float *state)
+{
+    if (a->fir) p->k->fir(a->k, a->taps, x, off, a->n, m, y, ys);
+    else p->k->iir(&a->iir, x, off, a->pad, a->n, m, y, ys, state);
+}
+
+/* Row y of T for image b, channel group ch0. */
+static float *t_row(const gf_plan *p, int64_t b, int64_t ch0, int64_t y)
+{
+    if (p->t_is_dst) return (float *)lumen_px_addr(p->job->dst, b, ch0, y, 0);
+    return p->tbuf + y * p->lanes;
+}
+
+/* Rows y0 .. y0+GF_ROWS-1 (those inside the image) of channel ch0 + k into T. */
+static void row_block(const gf_plan *p, gf_scratch *sc, int64_t b, int64_t ch0, int64_t k,
+                      int64_t y0)
+{
+    const gf_axis *a = &p->ax;
+    const int64_t w = a->n, h = p->job->src->h, nr = h - y0 < GF_ROWS ? h - y0 : GF_ROWS;
+    const float *rowp[GF_ROWS];
+    for (int64_t r = 0; r < GF_ROWS; r++) {
+        float *row = sc->rows + r * a->len;
+        rowp[r] = row;
+        if (r >= nr) { /* lanes past the image: zeros, never stored */
+            memset(row, 0, sizeof(float) * (size_t)a->len);
+            continue;
+        }
+        lumen_rows_load(&p->load, 1, b, ch0 + k, y0 + r, 0, w, row + a->pad);
+        pad_fill(row, w, a->pad, p->job->border, p->job->border_value);
+    }
+    p->k->to_lanes(rowp, GF_ROWS, a->len, sc->lanes);
+    run_axis(p, a, sc->hx, 0, GF_ROWS, sc->out, GF_ROWS, sc->state);
+    /* Straight into T when its rows are contiguous, else through sc->rows (now free). */
+    const bool direct = p->cp == 1;
+    for (int64_t r = 0; r < GF_ROWS; r++)
+        sc->orow[r] = direct && r < nr ? t_row(p, b, ch0, y0 + r) : sc->rows + r * a->len;
+    p->k->from_lanes(sc->out, GF_ROWS, w, sc->orow);
+    for (int64_t r = 0; !direct && r < nr; r++) {
+        float *t = t_row(p, b, ch0, y0 + r) + k;
+        for (int64_t i = 0; i < w; i++) t[i * p->cp] = sc->orow[r][i];
+    }
+}
+
+/* ---- the column pass ------------------------------------------------------- */
+
+/* Points vx[i] at the row of T (or the constant row) that padded row i reads. */
+static void column_inputs(const gf_plan *p, gf_scratch *sc, int64_t b, int64_t ch0)
+{
+    const gf_axis *a = &p->ay;
+    for (int64_t i = 0; i < a->len; i++) {
+        int64_t yy = lumen_border_index(i - a->pad, a->n, p->job->border);
+        sc->vx[i] = yy < 0 ? p->vrow : t_row(p, b, ch0, yy);
+    }
+}
+
+static void column_strip(const gf_plan *p, gf_scratch *sc, int64_t b, int64_t ch0, int64_t x0)
+{
+    const lumen_image *d = p->job->dst;
+    const int64_t m = p->lanes - x0 < p->strip ? p->lanes - x0 : p->strip;
+    run_axis(p, &p->ay, sc->vx, x0, m, sc->out, p->strip, sc->state);
+    /* Lane x0 is pixel x0 of a planar dst, or element x0 of an interleaved dst row. */
+    const int64_t es = (int64_t)lumen_dtype_size(d->dtype);
+    const int64_t step = p->cp > 1 ? 1 : d->stride_w;
+    for (int64_t y = 0; y < p->ay.n; y++) {
+        char *dp = lumen_px_addr(d, b, ch0, y, 0) + x0 * step * es;
+        lumen_rows_store(p->rk, d, p->cp, sc->out + y * p->strip, dp, m);
+    }
+}
+
+/* ---- driver ------------------------------------------------------------------ */
+
+static void run_group(const gf_plan *p, gf_scratch *sc, int64_t g)
+{
+    const lumen_image *s = p->job->src;
+    const int64_t groups_per_image = s->c / p->cp;
+    const int64_t b = g / groups_per_image, ch0 = g % groups_per_image * p->cp;
+    const int64_t blocks = (s->h + GF_ROWS - 1) / GF_ROWS;
+    const int64_t strips = (p->lanes + p->strip - 1) / p->strip;
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t t = 0; t < p->cp * blocks; t++)
+        row_block(p, sc, b, ch0, t / blocks, t % blocks * GF_ROWS);
+    column_inputs(p, sc, b, ch0);
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t t = 0; t < strips; t++) column_strip(p, sc, b, ch0, t * p->strip);
+}
+
+static lumen_status run_plan(lumen_context *ctx, const gf_plan *p)
+{
+    const int64_t groups = p->job->src->n * (p->job->src->c / p->cp);
+    int failed = 0;
+#pragma omp parallel num_threads(ctx->threads)
+    {
+        gf_scratch sc;
+        if (!scratch_alloc(p, &sc)) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp barrier
+        int stop;
+#pragma omp atomic read
+        stop = failed;
+        /* Every thread takes the same branch, so the worksharing loops stay matched. */
+        for (int64_t g = 0; !stop && g < groups; g++) run_group(p, &sc, g);
+        scratch_free(&sc);
+    }
+    if (failed)
+        return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY,
+                               "gaussian fast: out of memory for per-thread buffers");
+    return LUMEN_OK;
+}
+
+/* ---- aliasing ---------------------------------------------------------------- */
+
+static bool same_view(const lumen_image *a, const lumen_image *b)
+{
+    return a->data == b->data && a->dtype == b->dtype && a->stride_n == b->stride_n &&
+           a->stride_c == b->stride_c && a->stride_h == b->stride_h && a->stride_w == b->stride_w;
+}
+
+/*
+ * dst may be src itself: each row is read before it is written and each
+ * plane of src is consumed before its plane of dst is written. Any other
+ * overlap filters from a contiguous copy of src (*copy, to be freed).
+ */
+static lumen_status unalias(const lumen_image *src, const lumen_image *dst, lumen_image *view,
+                            void **copy)
+{
+    uintptr_t slo, shi, dlo, dhi;
+    *copy = NULL;
+    *view = *src;
+    lumen_image_extent(src, &slo, &shi);
+    lumen_image_extent(dst, &dlo, &dhi);
+    if (!(slo < dhi && dlo < shi) || same_view(src, dst)) return LUMEN_OK;
+    const size_t es = lumen_dtype_size(src->dtype);
+    *copy = malloc((size_t)(src->n * src->c * src->h * src->w) * es);
+    if (!*copy) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "gaussian fast: dst overlaps src "
+                                       "and a copy of src does not fit in memory");
+    *view = lumen_image_nchw(*copy, src->dtype, src->n, src->c, src->h, src->w);
+    for (int64_t b = 0; b < src->n; b++)
+        for (int64_t c = 0; c < src->c; c++)
+            for (int64_t y = 0; y < src->h; y++)
+                for (int64_t x = 0; x < src->w; x++)
+                    memcpy(lumen_px_addr(view, b, c, y, x), lumen_px_addr(src, b, c, y, x), es);
+    return LUMEN_OK;
+}
+
+static bool sigma_ok(double s) { return s > 0 && isfinite(s); }
+
+lumen_status lumen_cpu_gaussian_fast(lumen_context *ctx, const lumen_gauss_job *job)
+{
+    if (!sigma_ok(job->sigma_x) || !sigma_ok(job->sigma_y))
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
+                               "gaussian fast: sigma must be positive and finite, got %g, %g",
+                               job->sigma_x, job->sigma_y);
+    lumen_image src;
+    void *copy;
+    lumen_status s = unalias(job->src, job->dst, &src, &copy);
+    if (s) return s;
+    lumen_gauss_job j = *job;
+    j.src = &src;
+    gf_plan p = {.job = &j};
+    p.load.src = &src, p.load.dst = job->dst;
+    p.load.border = job->border, p.load.border_value = job->border_value;
+    const bool avx2 = lumen_ctx_use_avx2(ctx);
+    p.k = avx2 ? &lumen_gf_kernels_avx2 : &lumen_gf_kernels_generic;
+    p.rk = avx2 ? &lumen_row_kernels_avx2 : &lumen_row_kernels_generic;
+    if (!(s = plan_axis(&p.ax, job->sigma_x, src.w, job->border)) &&
+        !(s = plan_axis(&p.ay, job->sigma_y, src.h, job->border)) && !(s = plan_memory(&p)))
+        s = run_plan(ctx, &p);
+    free(p.tbuf), free(p.vrow), free(copy);
+    return s;
+}
