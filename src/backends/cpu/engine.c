@@ -68,8 +68,9 @@ static void ring_rows(const engine *e, scratch *sc, int64_t b, int64_t ch, int64
                       int64_t first, int64_t count, int64_t x0, int64_t n)
 {
     for (; *next < first + count; (*next)++) load_ring_row(e, sc, b, ch, *next, x0, n);
-    for (int64_t i = 0; i < count; i++)
-        sc->rows[i] = sc->ring + lumen_mod(first + i, e->ring_len) * e->slot;
+    int64_t slot = lumen_mod(first, e->ring_len); /* then step without dividing */
+    for (int64_t i = 0; i < count; i++, slot = slot + 1 == e->ring_len ? 0 : slot + 1)
+        sc->rows[i] = sc->ring + slot * e->slot;
 }
 
 /* Where output row y's segment goes: straight into dst when it is contiguous f32. */

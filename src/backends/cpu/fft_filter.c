@@ -7,7 +7,7 @@
  * transformed, multiplied by the conjugate kernel spectrum (correlation) and
  * transformed back; the first T x T samples are the tile's outputs. Sizes
  * are c * 2^a (c = 1, 3, 5, 7) chosen by cost, and the working set per thread
- * is three N x N buffers whatever the image size. Plans and kernel spectra live
+ * is three N x N buffers (N x N <= 2^21) whatever the image size. Plans and kernel spectra live
  * in the context's plan cache; FFTW wisdom persists on disk.
  */
 #include "border.h"
@@ -28,8 +28,8 @@
 static pthread_mutex_t planner_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool wisdom_loaded;
 
-/* Largest tile (elements); bounds the per-thread working set at 2 x 32 MiB. */
-#define MAX_TILE_ELEMS ((int64_t)1 << 23)
+/* Largest tile (elements): bigger ones run FFTW far below its in-cache speed. */
+#define MAX_TILE_ELEMS ((int64_t)1 << 21)
 #define WISDOM_FILE "fftw-wisdom-f32"
 
 /* ---- sizes --------------------------------------------------------------- */
@@ -59,10 +59,11 @@ double lumen_cpu_fft_tile_work(int nh, int nw)
     /*
      * r2c + c2r ~ 2 x 2.5 n log2 n flops, plus loading, the product and
      * storing. Measured with FFTW 3.3.10 here: ~0.35 ns per n log2 n while a
-     * tile's two buffers stay in L2 (up to ~640x640), 1.5x that up to ~1200x1200
-     * and 2x beyond; factors of 7 cost ~15% more.
+     * tile's buffers stay in L2 (up to ~640x640), 1.5x that up to ~1200x1200
+     * and 2.2x beyond (plus page faults on the big buffers); factors of 7 cost
+     * ~15% more.
      */
-    double cache = n <= 640.0 * 640 ? 1.0 : n <= 1200.0 * 1200 ? 1.5 : 2.0;
+    double cache = n <= 640.0 * 640 ? 1.0 : n <= 1200.0 * 1200 ? 1.5 : 2.5;
     double prime7 = (nh % 7 == 0 || nw % 7 == 0) ? 1.15 : 1.0;
     return n * (log2(n) * cache * prime7 + 6.0);
 }

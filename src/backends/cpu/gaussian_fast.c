@@ -4,7 +4,7 @@
  * Per axis: sigma >= 2 runs Deriche's 4th-order recursive Gaussian (two complex
  * one-pole sections, causal + anticausal, normalised to unit DC gain as
  * Farneback & Westin correct it), about 27 flops per pixel whatever sigma;
- * sigma < 2 runs the exact OpenCV kernel (at most 17 taps), where the
+ * sigma < 2 runs the exact OpenCV kernel (at most 19 taps), where the
  * recursive fit is poorest and a short kernel is as cheap.
  *
  * Borders are exact: each row or column is extended by the border rule
@@ -193,7 +193,8 @@ static void design_iir(double sigma, int64_t period, bool periodic, lumen_gf_iir
         c->br[k] = complex_round(p[k] * a, &c->bi[k]);
         c->gr[k] = complex_round(a / (1.0 - p[k]), &c->gi[k]);
         c->hr[k] = complex_round(p[k] * a / (1.0 - p[k]), &c->hi[k]);
-        c->qr[k] = complex_round(1.0 / (1.0 - cpow(p[k], (double)period)), &c->qi[k]);
+        c->qr[k] = complex_round(periodic ? 1.0 / (1.0 - cpow(p[k], (double)period)) : 1.0,
+                                 &c->qi[k]);
     }
 }
 
@@ -223,7 +224,7 @@ static lumen_status plan_axis(gf_axis *a, double sigma, int64_t n, lumen_border 
     a->n = n;
     a->fir = sigma < GF_FIR_SIGMA;
     if (a->fir) {
-        a->taps = lumen_gaussian_ksize(sigma, LUMEN_F32); /* round(8 sigma + 1) | 1 <= 17 */
+        a->taps = lumen_gaussian_ksize(sigma, LUMEN_F32); /* lrint(8 sigma + 1) | 1 <= 19 */
         lumen_status s = lumen_gaussian_kernel(a->taps, sigma, a->k);
         if (s) return s;
         a->pad = a->taps / 2;

@@ -9,8 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* The most taps of the exact (small sigma) kernel: round(8 * 2 + 1) | 1. */
-#define LUMEN_GF_FIR_MAX_TAPS 17
+/* The most taps of the exact kernel for sigma < 2: lrint(8 sigma + 1) | 1 <= 19. */
+#define LUMEN_GF_FIR_MAX_TAPS 19
 /* Floats of per-lane state an IIR kernel needs (its `state` argument holds m times this). */
 #define LUMEN_GF_STATE 4
 
