@@ -4,21 +4,37 @@
     /usr/bin/python3 bench/compare.py [--size WxH] [--repeat N] [--threads N] [--json]
 
 lumen is timed in-process by `lumen bench --json` (min and median of N warm runs, the cold
-first call apart); the peers are timed here the same way on an f32 image of the same size:
-  filter2d_kK   cv2.filter2D(img, -1, k, borderType=BORDER_REFLECT) with lumen's kernel (the
-                same LCG and seed, so the same taps); scipy.ndimage.correlate(mode='reflect')
-                for K = 3 and 7 only (K = 15 single-threaded is hopeless: "skipped")
+first call on a fresh context apart); the peers are timed here the same way on an f32 image of
+the same size, with lumen's kernels (the same LCG and seed, so the same taps):
+  filter2d_kK   cv2.filter2D(img, -1, k, borderType=BORDER_REFLECT); SciPy:
+                scipy.ndimage.correlate(mode='reflect') for K = 3 and 7, and for K >= 15
+                scipy.signal.oaconvolve on the image padded by np.pad(mode='symmetric') (that
+                is BORDER_REFLECT) by the kernel's anchor extents, with the flipped kernel and
+                mode='valid', i.e. the same correlation (checked against cv2.filter2D at
+                start-up; the script aborts if they differ). The padding is inside the timing.
+  filter2d_k61_batch10
+                lumen: one call on a batch of 10 images; peers: 10x their single-image time
   gaussian_sS   cv2.GaussianBlur(img, (k, k), S, borderType=BORDER_REFLECT) with lumen's ksize
-                2*round(3S)+1; scipy.ndimage.correlate1d along x then y with the same
-                cv2.getGaussianKernel taps
-OpenCV runs with cv2.setNumThreads(threads) and lumen with --threads; SciPy is single-threaded.
-Targets (the foundation issue): filter2d <= 1.0x cv2 at k=3,7 and <= 0.3x at k=15; Gaussian
-<= 1.0x at sigma=1 and <= 0.5x at sigma=3,10; the ratio is lumen/cv2 on the minima.
+                2*round(3S)+1; SciPy: correlate1d along x then y with the same
+                cv2.getGaussianKernel taps, for S <= 10 only (S = 30, 50 single-threaded
+                take seconds per call: "skipped")
+  gaussian_fast_sS
+                lumen --precision fast against the same exact cv2.GaussianBlur
+OpenCV runs with cv2.setNumThreads(threads) and lumen with --threads (both 2 by default); SciPy
+is single-threaded (ndimage, and scipy.fft inside oaconvolve with its default workers=1).
+Targets, on the ratio of minima:
+  foundation issue:   filter2d <= 1.0x cv2 at k=3,7 and <= 0.3x at k=15;
+                      Gaussian <= 1.0x cv2 at sigma=1 and <= 0.5x at sigma=3,10
+  large-kernel issue: filter2d k=31,61,121,201 <= 0.25x cv2.filter2D and <= 0.5x oaconvolve;
+                      exact Gaussian sigma=30,50 <= 0.25x cv2.GaussianBlur, fast <= 0.05x;
+                      the batch of 10 <= 10x lumen's own warm single-image time
+A case lumen reports as unsupported is listed as not run, and its targets as not met.
 Machines are noisy: quote ratios, not milliseconds.
 """
 
 import argparse
 import json
+import math
 import os
 import platform
 import statistics
@@ -31,17 +47,31 @@ import cv2
 import numpy as np
 import scipy
 import scipy.ndimage as ndi
+import scipy.signal as sps
 
 REPO = Path(__file__).resolve().parents[1]
 
-#: lumen/cv2 ratio (on min ms) each case must reach.
+BIG_K = (31, 61, 121, 201)
+#: case name -> [(against, limit)]: lumen/peer ratio on min ms must be <= limit. `against`
+#: is "cv2", "scipy" or "lumen x1" (the batch case against lumen's single-image case).
 TARGETS = {
-    "filter2d_k3": 1.0, "filter2d_k7": 1.0, "filter2d_k15": 0.3,
-    "gaussian_s1": 1.0, "gaussian_s3": 0.5, "gaussian_s10": 0.5,
+    "filter2d_k3": [("cv2", 1.0)], "filter2d_k7": [("cv2", 1.0)], "filter2d_k15": [("cv2", 0.3)],
+    **{f"filter2d_k{k}": [("cv2", 0.25), ("scipy", 0.5)] for k in BIG_K},
+    "filter2d_k61_batch10": [("lumen x1", 10.0)],
+    "gaussian_s1": [("cv2", 1.0)], "gaussian_s3": [("cv2", 0.5)], "gaussian_s10": [("cv2", 0.5)],
+    "gaussian_s30": [("cv2", 0.25)], "gaussian_s50": [("cv2", 0.25)],
+    "gaussian_fast_s30": [("cv2", 0.05)], "gaussian_fast_s50": [("cv2", 0.05)],
 }
-#: SciPy cases worth timing (direct 2-D correlation at k=15 takes seconds per call).
-SCIPY_FILTER_K = (3, 7)
+#: The batch case's single-image counterpart in lumen's own rows.
+BATCH_SINGLE = {"filter2d_k61_batch10": "filter2d_k61"}
+#: filter2d sizes timed with scipy.ndimage.correlate (direct); from OA_MIN_K on, oaconvolve.
+SCIPY_DIRECT_K = (3, 7)
+OA_MIN_K = 15
+#: Gaussian sigmas SciPy's correlate1d is timed for (bigger ones take seconds per call).
+SCIPY_GAUSS_MAX_SIGMA = 10
 
+
+# ---- inputs ------------------------------------------------------------------------------------
 
 def lcg_floats(n, seed, lo, hi):
     """lumen's cli_lcg_unit sequence (Knuth's MMIX LCG, top 24 bits), as lumen bench uses it."""
@@ -56,6 +86,47 @@ def lcg_floats(n, seed, lo, hi):
     return out
 
 
+def filter_kernel(k):
+    """lumen bench's random k x k kernel for filter2d_kK."""
+    return lcg_floats(k * k, 1000 + k, -1.0, 1.0).reshape(k, k)
+
+
+def gaussian_ksize(sigma):
+    """lumen bench's Gaussian size 2*round(3*sigma)+1 (C's lround: halves away from zero)."""
+    return 2 * int(math.floor(3.0 * sigma + 0.5)) + 1
+
+
+# ---- the SciPy correlation equal to cv2.filter2D ------------------------------------------------
+
+def oa_correlate(img, kernel):
+    """cv2.filter2D(img, -1, kernel, BORDER_REFLECT) by overlap-add FFT: reflect-pad by the
+    anchor extents (anchor = centre, k//2), then a 'valid' convolution with the flipped
+    kernel, which is the correlation."""
+    kh, kw = kernel.shape
+    ay, ax = kh // 2, kw // 2
+    padded = np.pad(img, ((ay, kh - 1 - ay), (ax, kw - 1 - ax)), mode="symmetric")
+    return sps.oaconvolve(padded, kernel[::-1, ::-1], mode="valid")
+
+
+def check_oa_correlate():
+    """Aborts unless oa_correlate equals cv2.filter2D on small cases (odd, even, non-square)."""
+    rng = np.random.default_rng(7)
+    img = rng.random((83, 97), dtype=np.float32)
+    for kh, kw in ((31, 17), (5, 5), (8, 11)):
+        kernel = rng.uniform(-1, 1, (kh, kw)).astype(np.float32)
+        want = cv2.filter2D(img, -1, kernel, borderType=cv2.BORDER_REFLECT)
+        got = oa_correlate(img, kernel)
+        err = float(np.max(np.abs(got.astype(np.float64) - want)))
+        tol = 1e-4 * float(np.abs(kernel).sum())
+        if got.shape != want.shape or not err <= tol:
+            sys.exit(f"compare.py: FATAL: the oaconvolve correlation differs from cv2.filter2D "
+                     f"for a {kw}x{kh} kernel on a 97x83 image: shape {got.shape} vs "
+                     f"{want.shape}, max |diff| {err:.3g} > {tol:.3g}. The SciPy timings would "
+                     f"not compare like with like; fix oa_correlate.")
+
+
+# ---- timing ------------------------------------------------------------------------------------
+
 def time_calls(fn, repeat):
     """(cold ms, [warm ms ...]): one first call, then `repeat` timed calls."""
     t0 = time.perf_counter()
@@ -69,29 +140,77 @@ def time_calls(fn, repeat):
     return cold, warm
 
 
-def summary(cold, warm):
-    return {"ms_cold": cold, "ms_min": min(warm), "ms_median": statistics.median(warm)}
+def summary(cold, warm, name):
+    return {"fn": name, "ms_cold": cold, "ms_min": min(warm), "ms_median": statistics.median(warm)}
 
 
-def machine_info(threads):
-    model = "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:
-        usable = os.cpu_count()
-    return {
-        "cpu": model, "cpus_online": os.cpu_count(), "cpus_usable": usable,
-        "threads": threads, "python": platform.python_version(), "numpy": np.__version__,
-        "cv2": cv2.__version__, "cv2_threads": cv2.getNumThreads(), "scipy": scipy.__version__,
-    }
+def timed(name, fn, repeat):
+    return summary(*time_calls(fn, repeat), name)
 
+
+def scaled(s, factor):
+    """A peer's timing for `factor` images in a row (the batch case)."""
+    if s is None:
+        return None
+    return dict(s, fn=f"{factor}x {s['fn']}",
+                **{k: s[k] * factor for k in ("ms_cold", "ms_min", "ms_median")})
+
+
+# ---- peers -------------------------------------------------------------------------------------
+
+def peers_filter2d(k, img, repeat):
+    kernel = filter_kernel(k)
+    cv = timed("cv2.filter2D",
+               lambda: cv2.filter2D(img, -1, kernel, borderType=cv2.BORDER_REFLECT), repeat)
+    if k in SCIPY_DIRECT_K:
+        out = np.empty_like(img)
+        sp = timed("ndi.correlate",
+                   lambda: ndi.correlate(img, kernel, output=out, mode="reflect"), repeat)
+    elif k >= OA_MIN_K:
+        sp = timed("oaconvolve", lambda: oa_correlate(img, kernel), repeat)
+    else:
+        sp = None
+    return cv, sp
+
+
+def peers_gaussian(k, sigma, img, repeat):
+    cv = timed("cv2.GaussianBlur",
+               lambda: cv2.GaussianBlur(img, (k, k), sigma, borderType=cv2.BORDER_REFLECT),
+               repeat)
+    if sigma > SCIPY_GAUSS_MAX_SIGMA:
+        return cv, None
+    g = cv2.getGaussianKernel(k, sigma, ktype=cv2.CV_32F).ravel()
+    tmp, out = np.empty_like(img), np.empty_like(img)
+
+    def scipy_gauss():
+        ndi.correlate1d(img, g, axis=1, output=tmp, mode="reflect")
+        ndi.correlate1d(tmp, g, axis=0, output=out, mode="reflect")
+
+    return cv, timed("correlate1d x2", scipy_gauss, repeat)
+
+
+class Peers:
+    """Times each distinct peer computation once (exact and fast Gaussians share theirs)."""
+
+    def __init__(self, img, repeat):
+        self.img, self.repeat, self.cache = img, repeat, {}
+
+    def for_row(self, row):
+        if row["op"] == "filter2d":
+            key = ("filter2d", int(row["ksize"]))
+            make = lambda: peers_filter2d(key[1], self.img, self.repeat)  # noqa: E731
+        else:
+            sigma = float(row["sigma"])
+            key = ("gaussian", gaussian_ksize(sigma), sigma)
+            make = lambda: peers_gaussian(key[1], sigma, self.img, self.repeat)  # noqa: E731
+        if key not in self.cache:
+            self.cache[key] = make()
+        cv, sp = self.cache[key]
+        batch = int(row.get("batch") or 1)
+        return (scaled(cv, batch), scaled(sp, batch)) if batch > 1 else (cv, sp)
+
+
+# ---- lumen and the machine ---------------------------------------------------------------------
 
 def run_lumen(binary, w, h, repeat, threads):
     env = dict(os.environ, LUMEN_NUM_THREADS=str(threads))
@@ -103,41 +222,143 @@ def run_lumen(binary, w, h, repeat, threads):
     return json.loads(r.stdout)
 
 
-def peer_cases(row, img, repeat):
-    """Times cv2 and (where sensible) SciPy on lumen's case `row`; returns (cv2, scipy|None)."""
-    k = int(row["ksize"])
-    if row["op"] == "filter2d":
-        kernel = lcg_floats(k * k, 1000 + k, -1.0, 1.0).reshape(k, k)
-        cv = summary(*time_calls(
-            lambda: cv2.filter2D(img, -1, kernel, borderType=cv2.BORDER_REFLECT), repeat))
-        sp = None
-        if k in SCIPY_FILTER_K:
-            out = np.empty_like(img)
-            sp = summary(*time_calls(
-                lambda: ndi.correlate(img, kernel, output=out, mode="reflect"), repeat))
-        return cv, sp
-    sigma = float(row["sigma"])
-    cv = summary(*time_calls(
-        lambda: cv2.GaussianBlur(img, (k, k), sigma, borderType=cv2.BORDER_REFLECT), repeat))
-    g = cv2.getGaussianKernel(k, sigma, ktype=cv2.CV_32F).ravel()
-    tmp, out = np.empty_like(img), np.empty_like(img)
+def lumen_version(binary):
+    r = subprocess.run([binary, "--version"], capture_output=True, text=True)
+    return r.stdout.strip().split()[-1] if r.returncode == 0 and r.stdout.strip() else "?"
 
-    def scipy_gauss():
-        ndi.correlate1d(img, g, axis=1, output=tmp, mode="reflect")
-        ndi.correlate1d(tmp, g, axis=0, output=out, mode="reflect")
 
-    return cv, summary(*time_calls(scipy_gauss, repeat))
+def fftw_version():
+    try:
+        r = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "libfftw3-single3"],
+                           capture_output=True, text=True)
+    except OSError:
+        return "?"
+    return r.stdout.strip() if r.returncode == 0 and r.stdout.strip() else "?"
 
+
+def cpu_model():
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "?"
+
+
+def machine_info(threads, binary):
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = os.cpu_count()
+    return {
+        "cpu": cpu_model(), "cpus_online": os.cpu_count(), "cpus_usable": usable,
+        "os": platform.platform(), "threads": threads, "lumen": lumen_version(binary),
+        "fftw3f": fftw_version(), "python": platform.python_version(),
+        "numpy": np.__version__, "cv2": cv2.__version__, "cv2_threads": cv2.getNumThreads(),
+        "scipy": scipy.__version__,
+    }
+
+
+# ---- joining and judging -----------------------------------------------------------------------
 
 def ratio(a, b):
     return a / b if a and b else None
 
 
+def judge(name, ratios):
+    """[(against, ratio, limit, verdict)] for the case's targets; verdict PASS, MISS or NOT RUN."""
+    out = []
+    for against, limit in TARGETS.get(name, []):
+        r = ratios.get(against)
+        verdict = "NOT RUN" if r is None else ("PASS" if r <= limit else "MISS")
+        out.append({"against": against, "ratio": r, "limit": limit, "verdict": verdict})
+    return out
+
+
+def join_row(lr, peers, lumen_by_name, w, h):
+    ok = lr.get("status", "ok") == "ok"
+    cv, sp = peers.for_row(lr)
+    lu_min = lr["ms_min"] if ok else None
+    single = lumen_by_name.get(BATCH_SINGLE.get(lr["name"]))
+    ratios = {
+        "cv2": ratio(lu_min, cv["ms_min"]),
+        "scipy": ratio(lu_min, sp["ms_min"]) if sp else None,
+        "lumen x1": ratio(lu_min, single and single.get("ms_min")),
+    }
+    return {
+        "name": lr["name"], "op": lr["op"], "ksize": lr["ksize"], "sigma": lr["sigma"],
+        "precision": lr.get("precision", "exact"), "batch": lr.get("batch", 1),
+        "width": w, "height": h, "status": lr.get("status", "ok"), "error": lr.get("error"),
+        "lumen": {k: lr.get(k) for k in ("ms_cold", "ms_min", "ms_median", "method", "isa",
+                                         "threads", "device")},
+        "cv2": cv, "scipy": sp,
+        "ratio_cv2": ratios["cv2"],
+        "ratio_cv2_median": ratio(lr["ms_median"], cv["ms_median"]) if ok else None,
+        "ratio_scipy": ratios["scipy"], "ratio_lumen_x1": ratios["lumen x1"],
+        "targets": judge(lr["name"], ratios),
+    }
+
+
+# ---- printing ----------------------------------------------------------------------------------
+
 def fmt(x, spec=".2f", none="-"):
     return none if x is None else format(x, spec)
 
 
-def main(argv=None):
+def print_header(machine, w, h, repeat, threads):
+    print(f"machine: {machine['cpu']}, {machine['cpus_usable']} usable of "
+          f"{machine['cpus_online']} CPUs; {machine['os']}")
+    print(f"versions: lumen {machine['lumen']}, FFTW3f {machine['fftw3f']}, python "
+          f"{machine['python']}, numpy {machine['numpy']}, cv2 {machine['cv2']}, scipy "
+          f"{machine['scipy']}")
+    print(f"image {w}x{h} f32, 1 channel, border reflect; {repeat} warm runs; lumen and cv2 on "
+          f"{threads} threads, scipy on 1 (single-threaded); ratios on min ms")
+
+
+def print_table(rows):
+    head = (f"{'case':<20} {'k':>3} {'method':<9} {'lumen cold':>10} {'lumen min/med ms':>17} "
+            f"{'cv2 min/med ms':>17} {'lumen/cv2':>9} {'scipy peer':<16} {'scipy min':>9} "
+            f"{'lumen/scipy':>11}")
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        lu, cv, sp = r["lumen"], r["cv2"], r["scipy"]
+        if r["status"] == "ok":
+            lumen = (f"{lu['method']:<9} {lu['ms_cold']:>10.2f} "
+                     f"{lu['ms_min']:>8.2f}/{lu['ms_median']:<8.2f}")
+        else:
+            lumen = f"{'n/a':<9} {r['status']:>10} {'-':>17}"
+        print(f"{r['name']:<20} {fmt(r['ksize'], 'd'):>3} {lumen} "
+              f"{cv['ms_min']:>8.2f}/{cv['ms_median']:<8.2f} {fmt(r['ratio_cv2']):>9} "
+              f"{(sp['fn'] if sp else 'skipped'):<16} {fmt(sp and sp['ms_min'], '.1f'):>9} "
+              f"{fmt(r['ratio_scipy']):>11}")
+    print("(batch row: peers are 10x their single-image time; lumen is one call on n=10)")
+
+
+def print_targets(rows):
+    print(f"\n{'target':<20} {'vs':<9} {'ratio':>7} {'limit':>7}  verdict")
+    judged = [(r, t) for r in rows for t in r["targets"]]
+    for r, t in judged:
+        print(f"{r['name']:<20} {t['against']:<9} {fmt(t['ratio']):>7} "
+              f"{'<=' + format(t['limit'], 'g'):>7}  {t['verdict']}")
+    met = sum(t["verdict"] == "PASS" for _, t in judged)
+    missed = [f"{r['name']} vs {t['against']}" for r, t in judged if t["verdict"] == "MISS"]
+    not_run = sorted({r["name"] for r, t in judged if t["verdict"] == "NOT RUN"})
+    line = f"\n{met}/{len(judged)} targets met"
+    if missed:
+        line += f"; missed: {', '.join(missed)}"
+    if not_run:
+        line += f"; not run: {', '.join(not_run)}"
+    print(line)
+    for r in rows:
+        if r["status"] != "ok":
+            print(f"  {r['name']}: lumen says {r['status']}: {r['error']}")
+
+
+# ---- main --------------------------------------------------------------------------------------
+
+def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size", default="3000x2000", help="image WxH (default 3000x2000)")
     ap.add_argument("--repeat", type=int, default=7, help="warm runs per case, >= 5 (default 7)")
@@ -149,60 +370,30 @@ def main(argv=None):
     if args.repeat < 5:
         ap.error("--repeat must be at least 5")
     try:
-        w, h = (int(v) for v in args.size.lower().split("x"))
+        args.w, args.h = (int(v) for v in args.size.lower().split("x"))
     except ValueError:
         ap.error(f"--size: expected WxH, got {args.size!r}")
+    return args
 
+
+def main(argv=None):
+    args = parse_args(argv)
     cv2.setNumThreads(args.threads)
-    machine = machine_info(args.threads)
-    lumen_rows = run_lumen(args.lumen, w, h, args.repeat, args.threads)
-    img = np.random.default_rng(42).random((h, w), dtype=np.float32)
-
-    rows = []
-    for lr in lumen_rows:
-        cv, sp = peer_cases(lr, img, args.repeat)
-        target = TARGETS.get(lr["name"])
-        r_cv = ratio(lr["ms_min"], cv["ms_min"])
-        rows.append({
-            "name": lr["name"], "op": lr["op"], "ksize": lr["ksize"], "sigma": lr["sigma"],
-            "width": w, "height": h,
-            "lumen": {k: lr[k] for k in ("ms_cold", "ms_min", "ms_median", "method", "isa",
-                                         "threads", "device")},
-            "cv2": cv, "scipy": sp,
-            "ratio_cv2": r_cv, "ratio_cv2_median": ratio(lr["ms_median"], cv["ms_median"]),
-            "ratio_scipy": ratio(lr["ms_min"], sp["ms_min"]) if sp else None,
-            "target": target,
-            "verdict": None if target is None or r_cv is None else
-                       ("PASS" if r_cv <= target else "MISS"),
-        })
+    check_oa_correlate()
+    machine = machine_info(args.threads, args.lumen)
+    lumen_rows = run_lumen(args.lumen, args.w, args.h, args.repeat, args.threads)
+    lumen_by_name = {r["name"]: r for r in lumen_rows if r.get("status", "ok") == "ok"}
+    img = np.random.default_rng(42).random((args.h, args.w), dtype=np.float32)
+    peers = Peers(img, args.repeat)
+    rows = [join_row(lr, peers, lumen_by_name, args.w, args.h) for lr in lumen_rows]
 
     if args.json:
         json.dump({"machine": machine, "rows": rows}, sys.stdout, indent=2)
         print()
         return 0
-
-    isa = lumen_rows[0]["isa"] if lumen_rows else "?"
-    print(f"machine: {machine['cpu']}, {machine['cpus_usable']} usable of "
-          f"{machine['cpus_online']} CPUs; lumen isa {isa}; numpy {machine['numpy']}, "
-          f"cv2 {machine['cv2']}, scipy {machine['scipy']}")
-    print(f"image {w}x{h} f32, 1 channel, border reflect; {args.repeat} warm runs; "
-          f"lumen and cv2 on {args.threads} threads, scipy on 1; ratios on min ms")
-    head = (f"{'case':<13} {'k':>3} {'method':<10} {'lumen min/med ms':>17} "
-            f"{'cv2 min/med ms':>17} {'lumen/cv2':>9} {'scipy min ms':>12} {'lumen/scipy':>11} "
-            f"{'target':>7} {'':4}")
-    print(head)
-    print("-" * len(head))
-    for r in rows:
-        lu, cv, sp = r["lumen"], r["cv2"], r["scipy"]
-        print(f"{r['name']:<13} {r['ksize']:>3} {lu['method']:<10} "
-              f"{lu['ms_min']:>8.2f}/{lu['ms_median']:<8.2f} "
-              f"{cv['ms_min']:>8.2f}/{cv['ms_median']:<8.2f} {fmt(r['ratio_cv2']):>9} "
-              f"{fmt(sp and sp['ms_min'], '.1f', 'skipped'):>12} {fmt(r['ratio_scipy']):>11} "
-              f"{'-' if r['target'] is None else '<=' + format(r['target'], '.1f'):>7} "
-              f"{r['verdict'] or '':4}")
-    misses = [r["name"] for r in rows if r["verdict"] == "MISS"]
-    print(f"\n{len(rows) - len(misses)}/{len(rows)} targets met" +
-          (f"; missed: {', '.join(misses)}" if misses else ""))
+    print_header(machine, args.w, args.h, args.repeat, args.threads)
+    print_table(rows)
+    print_targets(rows)
     return 0
 
 

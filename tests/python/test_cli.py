@@ -59,7 +59,14 @@ BAD_USAGE = {
     "filter missing OUT": ["filter", "{in}", "--kernel", "{k}"],
     "filter extra positional": ["filter", "{in}", "{out}", "extra", "--kernel", "{k}"],
     "filter bad border": ["filter", "{in}", "{out}", "--kernel", "{k}", "--border", "mirror"],
-    "filter bad method": ["filter", "{in}", "{out}", "--kernel", "{k}", "--method", "fft"],
+    "filter bad method": ["filter", "{in}", "{out}", "--kernel", "{k}", "--method", "recursive"],
+    "filter method upper case": ["filter", "{in}", "{out}", "--kernel", "{k}", "--method", "FFT"],
+    "blur method direct": ["blur", "{in}", "{out}", "--sigma", "2", "--method", "direct"],
+    "blur bad precision": ["blur", "{in}", "{out}", "--sigma", "2", "--precision", "rough"],
+    "blur fast with method": ["blur", "{in}", "{out}", "--sigma", "2", "--precision", "fast",
+                              "--method", "fft"],
+    "filter bad fft planning": ["filter", "{in}", "{out}", "--kernel", "{k}", "--fft-planning",
+                                "patient"],
     "filter anchor outside": ["filter", "{in}", "{out}", "--kernel", "{k}", "--anchor", "3,0"],
     "filter anchor negative": ["filter", "{in}", "{out}", "--kernel", "{k}", "--anchor", "-1,0"],
     "filter anchor one number": ["filter", "{in}", "{out}", "--kernel", "{k}", "--anchor", "1"],
@@ -303,8 +310,11 @@ def test_bench_json(lumen_bin):
     assert r.returncode == 0, r.stderr
     rows = json.loads(r.stdout)
     names = [row["name"] for row in rows]
-    assert names == ["filter2d_k3", "filter2d_k7", "filter2d_k15",
-                     "gaussian_s1", "gaussian_s3", "gaussian_s10"]
+    assert names == ["filter2d_k3", "filter2d_k7", "filter2d_k15", "filter2d_k31",
+                     "filter2d_k61", "filter2d_k121", "filter2d_k201", "filter2d_k61_batch10",
+                     "gaussian_s1", "gaussian_s3", "gaussian_s10", "gaussian_s30", "gaussian_s50",
+                     "gaussian_fast_s30", "gaussian_fast_s50"]
+    assert all(row["status"] == "ok" for row in rows), [r for r in rows if r["status"] != "ok"]
     keys = {"name", "op", "ksize", "sigma", "width", "height", "method", "device", "isa",
             "threads", "ms_cold", "ms_min", "ms_median"}
     for row in rows:
@@ -317,3 +327,6 @@ def test_bench_json(lumen_bin):
     # gaussian cases: ksize = 2*round(3*sigma)+1
     assert [by[f"gaussian_s{s}"]["ksize"] for s in (1, 3, 10)] == [7, 19, 61]
     assert [by[f"gaussian_s{s}"]["sigma"] for s in (1, 3, 10)] == [1, 3, 10]
+    assert [by[f"gaussian_fast_s{s}"]["method"] for s in (30, 50)] == ["recursive"] * 2
+    assert [by[f"filter2d_k{k}"]["method"] for k in (121, 201)] == ["fft"] * 2
+    assert by["filter2d_k61_batch10"]["batch"] == 10

@@ -141,6 +141,7 @@ int cli_common_flag(cli_common *co, int id, const char *name, const char *value)
     case CLI_FLAG_THREADS: return cli_arg_int(name, value, 1, CLI_MAX_THREADS, &co->threads);
     case CLI_FLAG_VERBOSE: co->verbose = 1; return 0;
     case CLI_FLAG_NO_SIMD: co->no_simd = 1; return 0;
+    case CLI_FLAG_FFT_PLANNING: return cli_arg_fft_planning(name, value, &co->fft_planning);
     default: return -1;
     }
 }
@@ -153,6 +154,7 @@ int cli_context_create(const cli_common *co, lumen_context **out)
     if (co->threads > 0 && (s = lumen_context_set_threads(ctx, co->threads)))
         goto fail;
     if (co->no_simd && (s = lumen_context_set_simd(ctx, 0))) goto fail;
+    if ((s = lumen_context_set_fft_planning(ctx, co->fft_planning))) goto fail;
     *out = ctx;
     return 0;
 fail:
@@ -226,6 +228,44 @@ int cli_arg_border(const char *name, const char *value, lumen_border *out)
     cli_error(name, "unknown border '%s' (valid: reflect, constant, replicate, reflect101, wrap)",
               value);
     return CLI_EXIT_USAGE;
+}
+
+/* "auto, direct, separable, fft": the names of the allowed methods, from the library. */
+static void method_list(unsigned allowed, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    for (int m = LUMEN_METHOD_AUTO; m <= LUMEN_METHOD_FFT; m++) {
+        if (!(allowed & CLI_METHOD_BIT(m))) continue;
+        if (buf[0]) strncat(buf, ", ", size - strlen(buf) - 1);
+        strncat(buf, lumen_method_name((lumen_method)m), size - strlen(buf) - 1);
+    }
+}
+
+int cli_arg_method(const char *name, const char *value, unsigned allowed, lumen_method *out)
+{
+    lumen_method m;
+    int known = lumen_method_parse(value, &m) == LUMEN_OK;
+    if (known && (allowed & CLI_METHOD_BIT(m))) {
+        *out = m;
+        return 0;
+    }
+    char list[128];
+    method_list(allowed, list, sizeof list);
+    if (known)
+        cli_error(name, "method '%s' does not apply here (valid: %s)", value, list);
+    else
+        cli_error(name, "unknown method '%s' (valid: %s)", value, list);
+    return CLI_EXIT_USAGE;
+}
+
+int cli_arg_fft_planning(const char *name, const char *value, lumen_fft_planning *out)
+{
+    /* Order matches lumen_fft_planning, so the index is the enum value. */
+    static const char *const names[] = {"estimate", "measure"};
+    int i;
+    if (cli_arg_choice(name, value, names, 2, &i)) return CLI_EXIT_USAGE;
+    *out = i ? LUMEN_FFT_MEASURE : LUMEN_FFT_ESTIMATE;
+    return 0;
 }
 
 int cli_arg_choice(const char *name, const char *value, const char *const *choices, int n,

@@ -24,12 +24,23 @@ enum {
     CLI_FLAG_THREADS = 1,
     CLI_FLAG_VERBOSE,
     CLI_FLAG_NO_SIMD,
+    CLI_FLAG_FFT_PLANNING,
     CLI_FLAG_CMD = 100
 };
 
 #define CLI_COMMON_FLAGS                                                   \
     {"threads", 0, 1, CLI_FLAG_THREADS}, {"verbose", 'v', 0, CLI_FLAG_VERBOSE}, \
     {"no-simd", 0, 0, CLI_FLAG_NO_SIMD}
+
+/* --fft-planning: shared by the subcommands that filter (filter, blur, box, bench). */
+#define CLI_FFT_FLAGS {"fft-planning", 0, 1, CLI_FLAG_FFT_PLANNING}
+
+/* Help lines of the flags above, for the usage texts. */
+#define CLI_FFT_PLANNING_HELP                                                               \
+    "  --fft-planning P  estimate|measure: how the FFT method plans its transforms\n"       \
+    "                    (default: estimate, microseconds). measure times candidates\n"     \
+    "                    once per size (seconds), then runs faster; the result is\n"        \
+    "                    kept in ~/.cache/lumen for later runs\n"
 
 /*
  * Called once per flag, in command-line order, after the whole line was
@@ -59,6 +70,7 @@ typedef struct cli_common {
     int threads;  /* 0: library default ($LUMEN_NUM_THREADS or all processors) */
     int verbose;
     int no_simd;
+    lumen_fft_planning fft_planning; /* 0: LUMEN_FFT_ESTIMATE */
 } cli_common;
 
 /* Handles a common flag id: 0 or CLI_EXIT_USAGE; -1 when id is not a common flag. */
@@ -71,6 +83,11 @@ int cli_arg_int(const char *name, const char *value, long lo, long hi, int *out)
 int cli_arg_positive(const char *name, const char *value, double max, double *out);
 int cli_arg_float(const char *name, const char *value, float *out);
 int cli_arg_border(const char *name, const char *value, lumen_border *out);
+#define CLI_METHOD_BIT(m) (1u << (m))
+/* A method lumen_method_parse knows that is also in `allowed` (bits 1u << LUMEN_METHOD_x). */
+int cli_arg_method(const char *name, const char *value, unsigned allowed, lumen_method *out);
+/* "estimate" or "measure". */
+int cli_arg_fft_planning(const char *name, const char *value, lumen_fft_planning *out);
 /* "K" or "K,KY" (KY = K when absent), each in [lo, CLI_MAX_KSIZE]; odd_only also allows 0. */
 int cli_arg_ksize(const char *name, const char *value, int lo, int odd_only, int *kx, int *ky);
 /* "X,Y" integers, each in [lo, hi]. */

@@ -1,4 +1,4 @@
-/* `lumen blur`: Gaussian blur of an image file (lumen_gaussian_blur, cv2.GaussianBlur). */
+/* `lumen blur`: Gaussian blur of an image file (lumen_gaussian_blur_ex, cv2.GaussianBlur). */
 #include "args.h"
 #include "cli.h"
 #include "op.h"
@@ -19,58 +19,88 @@ static const char usage[] =
     "  --sigma S         horizontal sigma in pixels, > 0 (default: derived from --ksize)\n"
     "  --sigma-y S       vertical sigma, > 0 (default: --sigma)\n"
     "  --ksize K[,KY]    odd kernel width[,height]; KY defaults to K; 0 derives the\n"
-    "                    size from sigma (default: 0)\n"
+    "                    size from sigma (default: 0). --precision fast ignores it,\n"
+    "                    except to derive sigma when --sigma is absent\n"
+    "  --precision P     exact|fast (default: exact). exact applies OpenCV's kernel;\n"
+    "                    fast is a recursive approximation whose cost does not grow\n"
+    "                    with sigma, for big sigmas; its error bound is documented in\n"
+    "                    docs/gaussian-fast.md\n"
+    "  --method M        auto|separable|fft, for --precision exact only (default:\n"
+    "                    auto: the cheaper of the two by the library's cost model;\n"
+    "                    fft pays off for big kernels; -v shows the choice)\n"
     "  --border B        reflect|constant|replicate|reflect101|wrap (default: reflect)\n"
     "  --value V         pixel value outside the image for --border constant (default: 0)\n"
     "  --threads N       worker threads, 1-1024 (default: $LUMEN_NUM_THREADS, else all CPUs)\n"
+    CLI_FFT_PLANNING_HELP
     "  --no-simd         use the scalar reference path (for testing)\n"
     "  -v, --verbose     print op, shape, device, isa, method, threads and time to stderr\n"
     "  -h, --help        show this help\n"
     "\n"
-    "Example:\n"
-    "  lumen blur photo.png soft.png --sigma 2.5 --border replicate -v\n";
+    "Examples:\n"
+    "  lumen blur photo.png soft.png --sigma 2.5 --border replicate -v\n"
+    "  lumen blur photo.png haze.png --sigma 40 --precision fast -v\n";
 
-enum { F_SIGMA = CLI_FLAG_CMD, F_SIGMA_Y, F_KSIZE, F_BORDER, F_VALUE };
+enum { F_SIGMA = CLI_FLAG_CMD, F_SIGMA_Y, F_KSIZE, F_PRECISION, F_METHOD, F_BORDER, F_VALUE };
 
 static const cli_flag flags[] = {
-    {"sigma", 0, 1, F_SIGMA},   {"sigma-y", 0, 1, F_SIGMA_Y}, {"ksize", 0, 1, F_KSIZE},
-    {"border", 0, 1, F_BORDER}, {"value", 0, 1, F_VALUE},     CLI_COMMON_FLAGS,
+    {"sigma", 0, 1, F_SIGMA},         {"sigma-y", 0, 1, F_SIGMA_Y}, {"ksize", 0, 1, F_KSIZE},
+    {"precision", 0, 1, F_PRECISION}, {"method", 0, 1, F_METHOD},   {"border", 0, 1, F_BORDER},
+    {"value", 0, 1, F_VALUE},         CLI_COMMON_FLAGS,             CLI_FFT_FLAGS,
     {NULL, 0, 0, 0}};
 
-typedef struct blur_params {
-    int kx, ky;         /* 0: derived from sigma */
-    double sx, sy;      /* 0: derived from ksize / sx */
-    lumen_border border;
-    float value;
-} blur_params;
+#define BLUR_METHODS                                                                        \
+    (CLI_METHOD_BIT(LUMEN_METHOD_AUTO) | CLI_METHOD_BIT(LUMEN_METHOD_SEPARABLE) |           \
+     CLI_METHOD_BIT(LUMEN_METHOD_FFT))
 
 typedef struct blur_state {
     cli_common common;
-    blur_params p;
+    lumen_gaussian_options p; /* ksize 0: derived from sigma; sigma 0: derived from ksize */
+    int method_given;         /* --method seen: refused with --precision fast */
 } blur_state;
+
+static int parse_precision(const char *name, const char *value, lumen_precision *out)
+{
+    /* Order matches lumen_precision, so the index is the enum value. */
+    static const char *const names[] = {"exact", "fast"};
+    int i;
+    if (cli_arg_choice(name, value, names, 2, &i)) return CLI_EXIT_USAGE;
+    *out = i ? LUMEN_PRECISION_FAST : LUMEN_PRECISION_EXACT;
+    return 0;
+}
 
 static int on_flag(void *state, int id, const char *name, const char *value)
 {
     blur_state *st = state;
+    lumen_gaussian_options *p = &st->p;
     switch (id) {
-    case F_SIGMA: return cli_arg_positive(name, value, BLUR_MAX_SIGMA, &st->p.sx);
-    case F_SIGMA_Y: return cli_arg_positive(name, value, BLUR_MAX_SIGMA, &st->p.sy);
-    case F_KSIZE: return cli_arg_ksize(name, value, 1, 1, &st->p.kx, &st->p.ky);
-    case F_BORDER: return cli_arg_border(name, value, &st->p.border);
-    case F_VALUE: return cli_arg_float(name, value, &st->p.value);
+    case F_SIGMA: return cli_arg_positive(name, value, BLUR_MAX_SIGMA, &p->sigma_x);
+    case F_SIGMA_Y: return cli_arg_positive(name, value, BLUR_MAX_SIGMA, &p->sigma_y);
+    case F_KSIZE: return cli_arg_ksize(name, value, 1, 1, &p->ksize_x, &p->ksize_y);
+    case F_PRECISION: return parse_precision(name, value, &p->precision);
+    case F_METHOD:
+        st->method_given = 1;
+        return cli_arg_method(name, value, BLUR_METHODS, &p->method);
+    case F_BORDER: return cli_arg_border(name, value, &p->border);
+    case F_VALUE: return cli_arg_float(name, value, &p->border_value);
     default: return cli_common_flag(&st->common, id, name, value);
     }
 }
 
 /* The library derives a missing size from sigma and a missing sigma from the size, not both. */
-static int check_params(const blur_params *p)
+static int check_params(const blur_state *st)
 {
-    if ((p->kx == 0) != (p->ky == 0)) {
-        cli_error("--ksize", "give both sizes or 0 for both, got %d,%d", p->kx, p->ky);
+    const lumen_gaussian_options *p = &st->p;
+    if ((p->ksize_x == 0) != (p->ksize_y == 0)) {
+        cli_error("--ksize", "give both sizes or 0 for both, got %d,%d", p->ksize_x, p->ksize_y);
         return CLI_EXIT_USAGE;
     }
-    if (p->sx == 0 && p->kx == 0) {
+    if (p->sigma_x == 0 && p->ksize_x == 0) {
         cli_error("blur", "give --sigma or --ksize (see 'lumen blur --help')");
+        return CLI_EXIT_USAGE;
+    }
+    if (st->method_given && p->precision == LUMEN_PRECISION_FAST) {
+        cli_error("--method", "applies to --precision exact only; fast always runs the "
+                              "recursive filter");
         return CLI_EXIT_USAGE;
     }
     return 0;
@@ -79,9 +109,7 @@ static int check_params(const blur_params *p)
 static lumen_status run(lumen_context *ctx, const lumen_image *src, const lumen_image *dst,
                         const void *params, lumen_run_info *info)
 {
-    const blur_params *p = params;
-    return lumen_gaussian_blur(ctx, src, dst, p->kx, p->ky, p->sx, p->sy, p->border, p->value,
-                               info);
+    return lumen_gaussian_blur_ex(ctx, src, dst, params, info);
 }
 
 /* "auto" when the library derives sigma from the kernel size. */
@@ -95,27 +123,32 @@ static void format_sigma(char *buf, size_t size, double sigma)
 
 static void describe(const void *params, const lumen_image *src, char *buf, size_t size)
 {
-    const blur_params *p = params;
-    double sy = p->sy > 0 ? p->sy : p->sx;
+    const lumen_gaussian_options *p = params;
+    double sy = p->sigma_y > 0 ? p->sigma_y : p->sigma_x;
     char sx_text[32], sy_text[32];
-    format_sigma(sx_text, sizeof sx_text, p->sx);
+    format_sigma(sx_text, sizeof sx_text, p->sigma_x);
     format_sigma(sy_text, sizeof sy_text, sy);
+    if (p->precision == LUMEN_PRECISION_FAST) {
+        snprintf(buf, size, "sigma %s,%s, precision fast, border %s", sx_text, sy_text,
+                 lumen_border_name(p->border));
+        return;
+    }
     /* Show the sizes the library will derive, so -v tells the whole story. */
-    int kx = p->kx ? p->kx : lumen_gaussian_ksize(p->sx, src->dtype);
-    int ky = p->ky ? p->ky : lumen_gaussian_ksize(sy, src->dtype);
-    snprintf(buf, size, "sigma %s,%s, ksize %dx%d, border %s", sx_text, sy_text, kx, ky,
-             lumen_border_name(p->border));
+    int kx = p->ksize_x ? p->ksize_x : lumen_gaussian_ksize(p->sigma_x, src->dtype);
+    int ky = p->ksize_y ? p->ksize_y : lumen_gaussian_ksize(sy, src->dtype);
+    snprintf(buf, size, "sigma %s,%s, ksize %dx%d, precision exact, border %s", sx_text, sy_text,
+             kx, ky, lumen_border_name(p->border));
 }
 
 int cmd_blur(int argc, char **argv)
 {
     static const char *const names[] = {"IN", "OUT"};
     const cli_command cmd = {"blur", flags, on_flag, names, 2};
-    blur_state st = {{0}, {0, 0, 0.0, 0.0, LUMEN_BORDER_REFLECT, 0.0f}};
+    blur_state st = {{0}, lumen_gaussian_options_default(), 0};
     const char *pos[2];
     int rc = cli_parse(&cmd, argc, argv, &st, pos);
     if (rc == CLI_HELP) return cli_print_usage(usage);
-    if (rc || (rc = check_params(&st.p))) return rc;
+    if (rc || (rc = check_params(&st))) return rc;
     const cli_op op = {"blur", run, describe, &st.p};
     return cli_run_image_op(&st.common, pos[0], pos[1], &op);
 }

@@ -19,6 +19,8 @@ static const char usage[] =
     "  --border B        reflect|constant|replicate|reflect101|wrap (default: reflect)\n"
     "  --value V         pixel value outside the image for --border constant (default: 0)\n"
     "  --threads N       worker threads, 1-1024 (default: $LUMEN_NUM_THREADS, else all CPUs)\n"
+    "  --fft-planning P  estimate|measure, as on filter and blur; no effect today:\n"
+    "                    box always runs the separable path, never the FFT\n"
     "  --no-simd         use the scalar reference path (for testing)\n"
     "  -v, --verbose     print op, shape, device, isa, method, threads and time to stderr\n"
     "  -h, --help        show this help\n"
@@ -30,7 +32,7 @@ enum { F_KSIZE = CLI_FLAG_CMD, F_NO_NORMALIZE, F_BORDER, F_VALUE };
 
 static const cli_flag flags[] = {
     {"ksize", 0, 1, F_KSIZE}, {"no-normalize", 0, 0, F_NO_NORMALIZE}, {"border", 0, 1, F_BORDER},
-    {"value", 0, 1, F_VALUE}, CLI_COMMON_FLAGS,                      {NULL, 0, 0, 0}};
+    {"value", 0, 1, F_VALUE}, CLI_COMMON_FLAGS, CLI_FFT_FLAGS, {NULL, 0, 0, 0}};
 
 typedef struct box_params {
     int kx, ky;  /* 0 until --ksize is seen */

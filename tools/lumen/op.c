@@ -4,6 +4,7 @@
 #include "cli.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 /* A contiguous HWC buffer shaped and typed like src, so OUT keeps IN's dtype and channels. */
@@ -16,17 +17,30 @@ static int alloc_like(const lumen_image *src, lumen_image *dst)
     return 0;
 }
 
-static void print_verbose(const cli_op *op, const lumen_image *src, const lumen_run_info *info,
-                          double ms)
+/* The method the library ran, plus the planning policy when it was the FFT: "fft (measure)". */
+static void format_method(const cli_common *co, const lumen_run_info *info, char *buf,
+                          size_t size)
 {
-    char detail[160] = "";
+    const char *name = lumen_method_name(info->method);
+    if (info->method == LUMEN_METHOD_FFT)
+        snprintf(buf, size, "%s (%s planning)", name,
+                 co->fft_planning == LUMEN_FFT_MEASURE ? "measure" : "estimate");
+    else
+        snprintf(buf, size, "%s", name);
+}
+
+static void print_verbose(const cli_common *co, const cli_op *op, const lumen_image *src,
+                          const lumen_run_info *info, double ms)
+{
+    char detail[160] = "", method[48];
     if (op->describe) op->describe(op->params, src, detail, sizeof detail);
+    format_method(co, info, method, sizeof method);
     fprintf(stderr,
             "lumen: %s: %lldx%lld %lldch %s, %s, device %s, isa %s, method %s, threads %d, "
             "%.3f ms\n",
             op->name, (long long)src->w, (long long)src->h, (long long)src->c,
             lumen_dtype_name(src->dtype), detail, info->device ? info->device : "?",
-            info->isa ? info->isa : "?", lumen_method_name(info->method), info->threads, ms);
+            info->isa ? info->isa : "?", method, info->threads, ms);
 }
 
 /* Filters src into a new buffer and writes it; src is already read. */
@@ -47,7 +61,7 @@ static int filter_and_write(lumen_context *ctx, const cli_common *co, const lume
     if (s) {
         rc = cli_lib_error(op->name, s);
     } else {
-        if (co->verbose) print_verbose(op, src, &info, ms);
+        if (co->verbose) print_verbose(co, op, src, &info, ms);
         if ((s = lumen_write_image(out_path, &dst))) rc = cli_lib_error(out_path, s);
     }
     free(dst.data);
