@@ -142,8 +142,14 @@ double lumen_cpu_cost(lumen_context *ctx, const lumen_filter_job *job, lumen_met
         bool sym = is_symmetric(job->kx, job->kw) && is_symmetric(job->ky, job->kh);
         return pixels * (job->kw + job->kh) / r.separable * (sym ? 1.0 : 1.5);
     }
-    case LUMEN_METHOD_FFT:
-        return lumen_cpu_fft_tiling(job, ctx->threads).work / r.fft;
+    case LUMEN_METHOD_FFT: {
+        /* A first call also transforms the kernel: one more tile's worth, on one thread. */
+        lumen_fft_tiling t = lumen_cpu_fft_tiling(job, ctx->threads);
+        double cold = lumen_cpu_fft_spectrum_cached(ctx, job, t.nh, t.nw)
+                          ? 0.0
+                          : lumen_cpu_fft_tile_work(t.nh, t.nw);
+        return (t.work + cold) / r.fft;
+    }
     default:
         return -1.0;
     }

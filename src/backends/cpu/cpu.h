@@ -17,6 +17,8 @@ typedef struct lumen_fft_tiling {
     double work;    /* per thread, in fft_work units */
 } lumen_fft_tiling;
 lumen_fft_tiling lumen_cpu_fft_tiling(const lumen_filter_job *job, int threads);
+/* True when the kernel spectrum for an nh x nw FFT is in the context's plan cache. */
+bool lumen_cpu_fft_spectrum_cached(lumen_context *ctx, const lumen_filter_job *job, int nh, int nw);
 /* Work of one tile of nh x nw in the units of lumen_fft_tiling.work. */
 double lumen_cpu_fft_tile_work(int nh, int nw);
 

@@ -17,6 +17,7 @@
 #include "rows.h"
 
 #include <fftw3.h>
+#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -223,6 +224,15 @@ static fftwf_complex *make_spectrum(const fft_plans *fp, const lumen_filter_job 
 
 static void spectrum_free(void *p) { fftwf_free(p); }
 
+bool lumen_cpu_fft_spectrum_cached(lumen_context *ctx, const lumen_filter_job *job, int nh, int nw)
+{
+    size_t len;
+    void *key = spectrum_key(job, nh, nw, &len);
+    bool hit = key && lumen_plan_cache_get(ctx->plans, key, len) != NULL;
+    free(key);
+    return hit;
+}
+
 static const fftwf_complex *get_spectrum(lumen_context *ctx, const fft_plans *fp,
                                          const lumen_filter_job *job, int nh, int nw)
 {
@@ -304,8 +314,16 @@ static double direct_at(const fft_run *r, const float *in, int64_t y, int64_t x)
 /*
  * A window holding NaN or Inf would smear it over the whole tile through the
  * transform; such tiles are summed directly instead, so results follow IEEE
- * as the other methods do.
+ * as the other methods do. So are windows of finite values so large that the
+ * transform's sums (up to nh * nw * max|x| * sum|k|) would overflow f32 into
+ * Inf/NaN where the result is finite (|x| beyond about 1e30; no image gets there).
  */
+static bool needs_direct(const fft_run *r, float amax)
+{
+    return isnan(amax) ||
+           (double)amax * r->nh * r->nw * fmax(1.0, (double)r->sum_abs_k) > FLT_MAX / 64.0;
+}
+
 static void direct_tile(const fft_run *r, const float *in, int64_t th, int64_t tw, float *out)
 {
     for (int64_t y = 0; y < th; y++)
@@ -339,7 +357,7 @@ static void process_tile(const fft_run *r, int64_t item, float *in, fftwf_comple
     const int64_t tw = s->w - x0 < r->tw ? s->w - x0 : r->tw;
     load_window(r, b, ch, y0, x0, th + job->kh - 1, tw + job->kw - 1, in);
     float amax = window_max_abs(in, th + job->kh - 1, tw + job->kw - 1, r->nw);
-    if (isnan(amax)) {
+    if (needs_direct(r, amax)) {
         direct_tile(r, in, th, tw, out);
     } else {
         fftwf_execute_dft_r2c(r->plans->fwd, in, freq);

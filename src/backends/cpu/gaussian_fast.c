@@ -44,42 +44,31 @@
 /* Pad of the recursive filter in sigmas when no exact start exists (see the header comment). */
 #define GF_PAD_SIGMAS 5.0
 /* Rows filtered together by the row pass (lanes of the transposed block). */
-#define GF_ROWS 16
+#define GF_ROWS 64
+/* Small images run on fewer threads: a barrier costs more than filtering a few rows. */
+#define GF_PIXELS_PER_THREAD 16384
 /* Column-strip buffer budget (h x strip floats), kept inside L2. */
 #define GF_STRIP_BYTES (1024 * 1024)
 
 /* ---- portable kernels --------------------------------------------------- */
 
-/* One causal step for lanes [j0, m): z = p z + a x; y = Re(z0 + z1) when y is not NULL. */
-static void causal_step(const lumen_gf_iir *c, const float *restrict x, float *restrict s,
-                        int64_t m, float *restrict y)
+/*
+ * One step over m lanes of both sections: s_k = p_k s_k + v_k x (complex, v
+ * the input weight of the direction); out = Re(s_0 + s_1) (+ add) unless out is NULL.
+ */
+static void iir_step(const lumen_gf_iir *c, const float *vr, const float *vi,
+                     const float *restrict x, float *restrict s, int64_t m,
+                     const float *add, float *out)
 {
-    float *restrict zr0 = s, *restrict zi0 = s + m, *restrict zr1 = s + 2 * m,
-                    *restrict zi1 = s + 3 * m;
-    for (int64_t j = 0; j < m; j++) {
-        float r0 = c->pr[0] * zr0[j] - c->pi[0] * zi0[j] + c->ar[0] * x[j];
-        float i0 = c->pr[0] * zi0[j] + c->pi[0] * zr0[j] + c->ai[0] * x[j];
-        float r1 = c->pr[1] * zr1[j] - c->pi[1] * zi1[j] + c->ar[1] * x[j];
-        float i1 = c->pr[1] * zi1[j] + c->pi[1] * zr1[j] + c->ai[1] * x[j];
-        zr0[j] = r0, zi0[j] = i0, zr1[j] = r1, zi1[j] = i1;
-        if (y) y[j] = r0 + r1;
+    for (int k = 0; k < 2; k++) {
+        float *restrict sr = s + 2 * k * m, *restrict si = s + (2 * k + 1) * m;
+        for (int64_t j = 0; j < m; j++) {
+            float re = c->pr[k] * sr[j] - c->pi[k] * si[j] + vr[k] * x[j];
+            float im = c->pr[k] * si[j] + c->pi[k] * sr[j] + vi[k] * x[j];
+            sr[j] = re, si[j] = im;
+        }
     }
-}
-
-/* One anticausal step: w = p w + p a x (x is the next sample); y += Re(w0 + w1). */
-static void anticausal_step(const lumen_gf_iir *c, const float *restrict x, float *restrict s,
-                            int64_t m, float *restrict y)
-{
-    float *restrict wr0 = s, *restrict wi0 = s + m, *restrict wr1 = s + 2 * m,
-                    *restrict wi1 = s + 3 * m;
-    for (int64_t j = 0; j < m; j++) {
-        float r0 = c->pr[0] * wr0[j] - c->pi[0] * wi0[j] + c->br[0] * x[j];
-        float i0 = c->pr[0] * wi0[j] + c->pi[0] * wr0[j] + c->bi[0] * x[j];
-        float r1 = c->pr[1] * wr1[j] - c->pi[1] * wi1[j] + c->br[1] * x[j];
-        float i1 = c->pr[1] * wi1[j] + c->pi[1] * wr1[j] + c->bi[1] * x[j];
-        wr0[j] = r0, wi0[j] = i0, wr1[j] = r1, wi1[j] = i1;
-        if (y) y[j] += r0 + r1;
-    }
+    for (int64_t j = 0; out && j < m; j++) out[j] = s[j] + s[2 * m + j] + (add ? add[j] : 0.0f);
 }
 
 /* State = (gr + i gi) * x per section, or zero when x is NULL. */
@@ -103,21 +92,30 @@ static void state_scale(const lumen_gf_iir *c, float *s, int64_t m)
         }
 }
 
+/*
+ * Anticausal pass first, into y; then the causal pass adds y and writes the
+ * result, so an output row may be the input row of the same step (the causal
+ * pass never reads a row after it was written).
+ */
 static void iir_generic(const lumen_gf_iir *c, const float *const *x, int64_t off, int64_t pad,
-                        int64_t n, int64_t m, float *y, int64_t ys, float *s)
+                        int64_t n, int64_t m, float *y, int64_t ys, float *const *o, float *s)
 {
     const int64_t len = n + 2 * pad;
-    state_init(c->gr, c->gi, c->periodic ? NULL : x[0] + off, s, m);
-    for (int64_t i = 0; i < pad; i++) causal_step(c, x[i] + off, s, m, NULL);
-    if (c->periodic) state_scale(c, s, m);
-    for (int64_t i = pad; i < pad + n; i++) causal_step(c, x[i] + off, s, m, y + (i - pad) * ys);
-
     state_init(c->hr, c->hi, c->periodic ? NULL : x[len - 1] + off, s, m);
-    for (int64_t i = len - 2; i >= pad + n - 1; i--) anticausal_step(c, x[i + 1] + off, s, m, NULL);
+    for (int64_t i = len - 2; i >= pad + n - 1; i--)
+        iir_step(c, c->br, c->bi, x[i + 1] + off, s, m, NULL, NULL);
     if (c->periodic) state_scale(c, s, m);
-    for (int64_t j = 0; j < m; j++) y[(n - 1) * ys + j] += s[j] + s[2 * m + j];
+    for (int64_t j = 0; j < m; j++) y[(n - 1) * ys + j] = s[j] + s[2 * m + j];
     for (int64_t i = pad + n - 2; i >= pad; i--)
-        anticausal_step(c, x[i + 1] + off, s, m, y + (i - pad) * ys);
+        iir_step(c, c->br, c->bi, x[i + 1] + off, s, m, NULL, y + (i - pad) * ys);
+
+    state_init(c->gr, c->gi, c->periodic ? NULL : x[0] + off, s, m);
+    for (int64_t i = 0; i < pad; i++) iir_step(c, c->ar, c->ai, x[i] + off, s, m, NULL, NULL);
+    if (c->periodic) state_scale(c, s, m);
+    for (int64_t i = pad; i < pad + n; i++) {
+        float *yi = y + (i - pad) * ys;
+        iir_step(c, c->ar, c->ai, x[i] + off, s, m, yi, o ? o[i - pad] + off : yi);
+    }
 }
 
 static void fir_generic(const float *k, int taps, const float *const *x, int64_t off, int64_t n,
@@ -292,70 +290,63 @@ static lumen_status plan_memory(gf_plan *p)
 /* ---- per-thread scratch -------------------------------------------------- */
 
 typedef struct gf_scratch {
-    float *rows;       /* GF_ROWS padded source rows of ax.len */
-    float *lanes;      /* the same rows transposed: ax.len x GF_ROWS */
+    float *rows;       /* GF_ROWS source rows of w floats (converted, or zeros past the image) */
+    float *lanes;      /* the rows transposed: w x GF_ROWS */
+    float *vlane;      /* GF_ROWS border constants */
     float *out;        /* filter output: w x GF_ROWS, or h x strip */
     float *state;      /* recursion state */
-    const float **hx;  /* row pass inputs: lanes + i * GF_ROWS */
-    const float **vx;  /* column pass inputs: rows of T (or vrow) for padded row i */
+    const float **hx;  /* row pass inputs: the lane row padded sample i reads */
+    float **vx;        /* column pass inputs: the row of T (or vrow) padded row i reads */
     float **orow;      /* row pass outputs */
 } gf_scratch;
 
+/* Where padded sample i of an axis reads: its index in [0, n), or -1 for the constant. */
+static int64_t pad_index(const gf_axis *a, int64_t i, lumen_border b)
+{
+    return lumen_border_index(i - a->pad, a->n, b);
+}
+
 static bool scratch_alloc(const gf_plan *p, gf_scratch *sc)
 {
-    const int64_t lx = p->ax.len, n_out_h = p->ax.n * GF_ROWS, n_out_v = p->ay.n * p->strip;
+    const int64_t w = p->ax.n, n_out_h = w * GF_ROWS, n_out_v = p->ay.n * p->strip;
     const int64_t wide = GF_ROWS > p->strip ? GF_ROWS : p->strip;
-    sc->rows = malloc(sizeof(float) * (size_t)(lx * GF_ROWS));
-    sc->lanes = malloc(sizeof(float) * (size_t)(lx * GF_ROWS));
+    sc->rows = malloc(sizeof(float) * (size_t)(w * GF_ROWS));
+    sc->lanes = malloc(sizeof(float) * (size_t)(w * GF_ROWS));
+    sc->vlane = malloc(sizeof(float) * GF_ROWS);
     sc->out = malloc(sizeof(float) * (size_t)(n_out_h > n_out_v ? n_out_h : n_out_v));
     sc->state = malloc(sizeof(float) * (size_t)(LUMEN_GF_STATE * wide));
-    sc->hx = malloc(sizeof(*sc->hx) * (size_t)lx);
+    sc->hx = malloc(sizeof(*sc->hx) * (size_t)p->ax.len);
     sc->vx = malloc(sizeof(*sc->vx) * (size_t)p->ay.len);
     sc->orow = malloc(sizeof(*sc->orow) * GF_ROWS);
-    if (!(sc->rows && sc->lanes && sc->out && sc->state && sc->hx && sc->vx && sc->orow))
+    if (!(sc->rows && sc->lanes && sc->vlane && sc->out && sc->state && sc->hx && sc->vx &&
+          sc->orow))
         return false;
-    for (int64_t i = 0; i < lx; i++) sc->hx[i] = sc->lanes + i * GF_ROWS;
+    /* The pads cost no copies: padded sample i reads the lane row the border rule names. */
+    for (int j = 0; j < GF_ROWS; j++) sc->vlane[j] = p->job->border_value;
+    for (int64_t i = 0; i < p->ax.len; i++) {
+        int64_t x = pad_index(&p->ax, i, p->job->border);
+        sc->hx[i] = x < 0 ? sc->vlane : sc->lanes + x * GF_ROWS;
+    }
     return true;
 }
 
 static void scratch_free(gf_scratch *sc)
 {
-    free(sc->rows), free(sc->lanes), free(sc->out), free(sc->state);
+    free(sc->rows), free(sc->lanes), free(sc->vlane), free(sc->out), free(sc->state);
     free(sc->hx), free(sc->vx), free(sc->orow);
 }
 
 /* ---- the row pass ---------------------------------------------------------- */
 
 /*
- * Extends buf[pad .. pad+n) by `pad` samples each side with the border rule.
- * Pads shorter than the row use direct index formulas (no division per sample).
+ * One axis over m lanes into y (stride ys); a recursive axis with o != NULL
+ * writes to o[j] + off instead (y is then scratch).
  */
-static void pad_fill(float *buf, int64_t n, int64_t pad, lumen_border b, float v)
-{
-    float *d = buf + pad;
-    if (pad <= n - 1 || b == LUMEN_BORDER_CONSTANT || b == LUMEN_BORDER_REPLICATE) {
-        for (int64_t i = 1; i <= pad; i++) {
-            switch (b) {
-            case LUMEN_BORDER_CONSTANT: d[-i] = v, d[n - 1 + i] = v; break;
-            case LUMEN_BORDER_REPLICATE: d[-i] = d[0], d[n - 1 + i] = d[n - 1]; break;
-            case LUMEN_BORDER_REFLECT: d[-i] = d[i - 1], d[n - 1 + i] = d[n - i]; break;
-            case LUMEN_BORDER_REFLECT101: d[-i] = d[i], d[n - 1 + i] = d[n - 1 - i]; break;
-            case LUMEN_BORDER_WRAP: d[-i] = d[n - i], d[n - 1 + i] = d[i - 1]; break;
-            }
-        }
-        return;
-    }
-    for (int64_t i = 1; i <= pad; i++) {
-        d[-i] = d[lumen_border_index(-i, n, b)];
-        d[n - 1 + i] = d[lumen_border_index(n - 1 + i, n, b)];
-    }
-}
-
 static void run_axis(const gf_plan *p, const gf_axis *a, const float *const *x, int64_t off,
-                     int64_t m, float *y, int64_t ys, float *state)
+                     int64_t m, float *y, int64_t ys, float *const *o, float *state)
 {
     if (a->fir) p->k->fir(a->k, a->taps, x, off, a->n, m, y, ys);
-    else p->k->iir(&a->iir, x, off, a->pad, a->n, m, y, ys, state);
+    else p->k->iir(&a->iir, x, off, a->pad, a->n, m, y, ys, o, state);
 }
 
 /* Row y of T for image b, channel group ch0. */
@@ -365,29 +356,33 @@ static float *t_row(const gf_plan *p, int64_t b, int64_t ch0, int64_t y)
     return p->tbuf + y * p->lanes;
 }
 
+/* Source row (b, ch, y) as w floats: in place when it is contiguous f32, else converted. */
+static const float *source_row(const gf_plan *p, int64_t b, int64_t ch, int64_t y, float *buf)
+{
+    const lumen_image *s = p->job->src;
+    if (s->dtype == LUMEN_F32 && s->stride_w == 1)
+        return (const float *)lumen_px_addr(s, b, ch, y, 0);
+    lumen_rows_load(&p->load, 1, b, ch, y, 0, s->w, buf);
+    return buf;
+}
+
 /* Rows y0 .. y0+GF_ROWS-1 (those inside the image) of channel ch0 + k into T. */
 static void row_block(const gf_plan *p, gf_scratch *sc, int64_t b, int64_t ch0, int64_t k,
                       int64_t y0)
 {
-    const gf_axis *a = &p->ax;
-    const int64_t w = a->n, h = p->job->src->h, nr = h - y0 < GF_ROWS ? h - y0 : GF_ROWS;
+    const int64_t w = p->ax.n, h = p->job->src->h, nr = h - y0 < GF_ROWS ? h - y0 : GF_ROWS;
     const float *rowp[GF_ROWS];
     for (int64_t r = 0; r < GF_ROWS; r++) {
-        float *row = sc->rows + r * a->len;
-        rowp[r] = row;
-        if (r >= nr) { /* lanes past the image: zeros, never stored */
-            memset(row, 0, sizeof(float) * (size_t)a->len);
-            continue;
-        }
-        lumen_rows_load(&p->load, 1, b, ch0 + k, y0 + r, 0, w, row + a->pad);
-        pad_fill(row, w, a->pad, p->job->border, p->job->border_value);
+        float *buf = sc->rows + r * w;
+        if (r >= nr) memset(buf, 0, sizeof(float) * (size_t)w); /* lanes never stored */
+        rowp[r] = r < nr ? source_row(p, b, ch0 + k, y0 + r, buf) : buf;
     }
-    p->k->to_lanes(rowp, GF_ROWS, a->len, sc->lanes);
-    run_axis(p, a, sc->hx, 0, GF_ROWS, sc->out, GF_ROWS, sc->state);
-    /* Straight into T when its rows are contiguous, else through sc->rows (now free). */
+    p->k->to_lanes(rowp, GF_ROWS, w, sc->lanes);
+    run_axis(p, &p->ax, sc->hx, 0, GF_ROWS, sc->out, GF_ROWS, NULL, sc->state);
+    /* Straight into T when its rows are contiguous, else through sc->rows (free now). */
     const bool direct = p->cp == 1;
     for (int64_t r = 0; r < GF_ROWS; r++)
-        sc->orow[r] = direct && r < nr ? t_row(p, b, ch0, y0 + r) : sc->rows + r * a->len;
+        sc->orow[r] = direct && r < nr ? t_row(p, b, ch0, y0 + r) : sc->rows + r * w;
     p->k->from_lanes(sc->out, GF_ROWS, w, sc->orow);
     for (int64_t r = 0; !direct && r < nr; r++) {
         float *t = t_row(p, b, ch0, y0 + r) + k;
@@ -402,7 +397,7 @@ static void column_inputs(const gf_plan *p, gf_scratch *sc, int64_t b, int64_t c
 {
     const gf_axis *a = &p->ay;
     for (int64_t i = 0; i < a->len; i++) {
-        int64_t yy = lumen_border_index(i - a->pad, a->n, p->job->border);
+        int64_t yy = pad_index(a, i, p->job->border);
         sc->vx[i] = yy < 0 ? p->vrow : t_row(p, b, ch0, yy);
     }
 }
@@ -411,13 +406,20 @@ static void column_strip(const gf_plan *p, gf_scratch *sc, int64_t b, int64_t ch
 {
     const lumen_image *d = p->job->dst;
     const int64_t m = p->lanes - x0 < p->strip ? p->lanes - x0 : p->strip;
-    run_axis(p, &p->ay, sc->vx, x0, m, sc->out, p->strip, sc->state);
+    const float *const *x = (const float *const *)sc->vx;
+    if (p->t_is_dst && !p->ay.fir) { /* the recursion writes T = dst in place (see iir) */
+        run_axis(p, &p->ay, x, x0, m, sc->out, p->strip, sc->vx + p->ay.pad, sc->state);
+        return;
+    }
+    run_axis(p, &p->ay, x, x0, m, sc->out, p->strip, NULL, sc->state);
     /* Lane x0 is pixel x0 of a planar dst, or element x0 of an interleaved dst row. */
     const int64_t es = (int64_t)lumen_dtype_size(d->dtype);
     const int64_t step = p->cp > 1 ? 1 : d->stride_w;
+    const bool copy = d->dtype == LUMEN_F32 && step == 1;
     for (int64_t y = 0; y < p->ay.n; y++) {
         char *dp = lumen_px_addr(d, b, ch0, y, 0) + x0 * step * es;
-        lumen_rows_store(p->rk, d, p->cp, sc->out + y * p->strip, dp, m);
+        if (copy) memcpy(dp, sc->out + y * p->strip, sizeof(float) * (size_t)m);
+        else lumen_rows_store(p->rk, d, p->cp, sc->out + y * p->strip, dp, m);
     }
 }
 
@@ -438,11 +440,18 @@ static void run_group(const gf_plan *p, gf_scratch *sc, int64_t g)
     for (int64_t t = 0; t < strips; t++) column_strip(p, sc, b, ch0, t * p->strip);
 }
 
+/* Threads worth starting: one per GF_PIXELS_PER_THREAD pixels, at most ctx->threads. */
+static int choose_threads(const lumen_context *ctx, const lumen_image *s)
+{
+    const int64_t want = 1 + s->n * s->c * s->h * s->w / GF_PIXELS_PER_THREAD;
+    return want < ctx->threads ? (int)want : ctx->threads;
+}
+
 static lumen_status run_plan(lumen_context *ctx, const gf_plan *p)
 {
     const int64_t groups = p->job->src->n * (p->job->src->c / p->cp);
     int failed = 0;
-#pragma omp parallel num_threads(ctx->threads)
+#pragma omp parallel num_threads(choose_threads(ctx, p->job->src))
     {
         gf_scratch sc;
         if (!scratch_alloc(p, &sc)) {

@@ -46,10 +46,12 @@ static coefs make_coefs(const lumen_gf_iir *c, bool causal)
 }
 
 /*
- * One step over all lanes: s = p s + a x per section (complex), and the
- * output Re(s0 + s1) stored to y (mode 1), added to y (mode 2) or dropped (0).
+ * One step over all lanes: s = p s + v x per section (complex, v the input
+ * weight of the direction); out = Re(s0 + s1) (+ add) unless out is NULL.
+ * Inlined with constant NULLs, so each use compiles to its own loop.
  */
-static inline void step(const coefs *k, const float *x, float *s, int64_t m, float *y, int mode)
+static inline void step(const coefs *k, const float *x, float *s, int64_t m, const float *add,
+                        float *out)
 {
     for (int64_t j = 0; j < m; j += 8) {
         const int64_t r = m - j;
@@ -61,8 +63,9 @@ static inline void step(const coefs *k, const float *x, float *s, int64_t m, flo
         __m256 r1 = _mm256_fmadd_ps(k->pr1, zr1, _mm256_fnmadd_ps(k->pi1, zi1, _mm256_mul_ps(k->ar1, xv)));
         __m256 i1 = _mm256_fmadd_ps(k->pr1, zi1, _mm256_fmadd_ps(k->pi1, zr1, _mm256_mul_ps(k->ai1, xv)));
         store_n(s0, r0, r), store_n(s1, i0, r), store_n(s2, r1, r), store_n(s3, i1, r);
-        if (mode == 1) store_n(y + j, _mm256_add_ps(r0, r1), r);
-        else if (mode == 2) store_n(y + j, _mm256_add_ps(load_n(y + j, r), _mm256_add_ps(r0, r1)), r);
+        if (!out) continue;
+        __m256 v = _mm256_add_ps(r0, r1);
+        store_n(out + j, add ? _mm256_add_ps(v, load_n(add + j, r)) : v, r);
     }
 }
 
@@ -86,22 +89,26 @@ static void state_scale(const lumen_gf_iir *c, float *s, int64_t m)
         }
 }
 
+/* As iir_generic (gaussian_fast.c): anticausal into y, then causal + y into the output. */
 static void iir_avx2(const lumen_gf_iir *c, const float *const *x, int64_t off, int64_t pad,
-                     int64_t n, int64_t m, float *y, int64_t ys, float *s)
+                     int64_t n, int64_t m, float *y, int64_t ys, float *const *o, float *s)
 {
     const int64_t len = n + 2 * pad;
     const coefs kc = make_coefs(c, true), ka = make_coefs(c, false);
-    state_init(c->gr, c->gi, c->periodic ? NULL : x[0] + off, s, m);
-    for (int64_t i = 0; i < pad; i++) step(&kc, x[i] + off, s, m, NULL, 0);
-    if (c->periodic) state_scale(c, s, m);
-    for (int64_t i = pad; i < pad + n; i++) step(&kc, x[i] + off, s, m, y + (i - pad) * ys, 1);
-
     state_init(c->hr, c->hi, c->periodic ? NULL : x[len - 1] + off, s, m);
-    for (int64_t i = len - 2; i >= pad + n - 1; i--) step(&ka, x[i + 1] + off, s, m, NULL, 0);
+    for (int64_t i = len - 2; i >= pad + n - 1; i--) step(&ka, x[i + 1] + off, s, m, NULL, NULL);
     if (c->periodic) state_scale(c, s, m);
-    for (int64_t j = 0; j < m; j++) y[(n - 1) * ys + j] += s[j] + s[2 * m + j];
+    for (int64_t j = 0; j < m; j++) y[(n - 1) * ys + j] = s[j] + s[2 * m + j];
     for (int64_t i = pad + n - 2; i >= pad; i--)
-        step(&ka, x[i + 1] + off, s, m, y + (i - pad) * ys, 2);
+        step(&ka, x[i + 1] + off, s, m, NULL, y + (i - pad) * ys);
+
+    state_init(c->gr, c->gi, c->periodic ? NULL : x[0] + off, s, m);
+    for (int64_t i = 0; i < pad; i++) step(&kc, x[i] + off, s, m, NULL, NULL);
+    if (c->periodic) state_scale(c, s, m);
+    for (int64_t i = pad; i < pad + n; i++) {
+        float *yi = y + (i - pad) * ys;
+        step(&kc, x[i] + off, s, m, yi, o ? o[i - pad] + off : yi);
+    }
 }
 
 static void fir_avx2(const float *k, int taps, const float *const *x, int64_t off, int64_t n,

@@ -40,11 +40,14 @@ typedef struct lumen_gf_iir {
 
 typedef struct lumen_gf_kernels {
     /*
-     * x[i] + off for 0 <= i < n + 2*pad are the input rows (m floats each);
-     * output row j (0 <= j < n) is written to y + j*ys. state: LUMEN_GF_STATE*m floats.
+     * x[i] + off for 0 <= i < n + 2*pad are the input rows (m floats each).
+     * Output row j (0 <= j < n) goes to o[j] + off, or to y + j*ys when o is
+     * NULL; y (n rows of stride ys) is scratch either way. o[j] may be the
+     * input row x[pad + j]: the last pass reads each row before writing it.
+     * state: LUMEN_GF_STATE * m floats.
      */
     void (*iir)(const lumen_gf_iir *c, const float *const *x, int64_t off, int64_t pad,
-                int64_t n, int64_t m, float *y, int64_t ys, float *state);
+                int64_t n, int64_t m, float *y, int64_t ys, float *const *o, float *state);
     /* y[j] = sum_t k[t] * (x[j + t] + off), 0 <= j < n; x has n + taps - 1 rows. */
     void (*fir)(const float *k, int taps, const float *const *x, int64_t off, int64_t n,
                 int64_t m, float *y, int64_t ys);
