@@ -1,11 +1,12 @@
 /* The CPU backend's table of entries: fast path and scalar reference. */
 #include "cpu.h"
+#include "gaussian_fast.h"
 
 const lumen_backend lumen_cpu_fast_backend = {
     .name = "cpu",
     .filter2d = lumen_cpu_direct,
     .sep_filter = lumen_cpu_separable,
     .fft_filter = lumen_cpu_fft,
-    .gaussian_fast = NULL, /* wired when gaussian_fast.c lands */
+    .gaussian_fast = lumen_cpu_gaussian_fast,
     .cost = lumen_cpu_cost,
 };

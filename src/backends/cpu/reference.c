@@ -4,6 +4,7 @@
  * border rule applied per tap; nothing clever.
  */
 #include "border.h"
+#include "gaussian_fast.h"
 #include "internal.h"
 #include "pixel.h"
 
@@ -67,4 +68,6 @@ const lumen_backend lumen_cpu_reference_backend = {
     .name = "cpu-reference",
     .filter2d = reference_filter2d,
     .sep_filter = reference_sep_filter,
+    /* The recursive filter's portable C is that approximation's own definition. */
+    .gaussian_fast = lumen_cpu_gaussian_fast,
 };
