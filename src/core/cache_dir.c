@@ -11,6 +11,19 @@ static bool make_dir(const char *path)
     return mkdir(path, 0755) == 0 || errno == EEXIST;
 }
 
+/* mkdir -p: $XDG_CACHE_HOME may name a folder that does not exist yet. */
+static bool make_dirs(char *path)
+{
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        bool ok = make_dir(path);
+        *p = '/';
+        if (!ok) return false;
+    }
+    return make_dir(path);
+}
+
 bool lumen_cache_path(const char *name, char *buf, size_t size)
 {
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
@@ -26,7 +39,7 @@ bool lumen_cache_path(const char *name, char *buf, size_t size)
     } else {
         return false;
     }
-    if (n < 0 || (size_t)n >= sizeof dir || !make_dir(dir)) return false;
+    if (n < 0 || (size_t)n >= sizeof dir || !make_dirs(dir)) return false;
     n = snprintf(buf, size, "%s/%s", dir, name);
     return n > 0 && (size_t)n < size;
 }

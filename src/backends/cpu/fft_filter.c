@@ -256,6 +256,7 @@ typedef struct fft_run {
     const fftwf_complex *spec;
     int nh, nw;
     float sum_abs_k;
+    bool exact_ties;          /* integer dst and a dyadic kernel: exact .5 ties can occur */
     int64_t th, tw;           /* outputs per tile */
     int64_t tiles_y, tiles_x; /* per plane */
 } fft_run;
@@ -318,6 +319,24 @@ static double direct_at(const fft_run *r, const float *in, int64_t y, int64_t x)
  * transform's sums (up to nh * nw * max|x| * sum|k|) would overflow f32 into
  * Inf/NaN where the result is finite (|x| beyond about 1e30; no image gets there).
  */
+/*
+ * True when every tap has at most 12 significant bits (binomials / 2^m,
+ * multiples of 1/64 ...): only then do integer images give exact sums that
+ * can sit on a .5 tie. Other kernels' taps are f32 roundings of rationals,
+ * whose exact sums essentially never tie, and every method rounds them alike
+ * up to f32 accumulation.
+ */
+static bool kernel_is_dyadic(const lumen_filter_job *job)
+{
+    for (int i = 0; i < job->kh; i++)
+        for (int j = 0; j < job->kw; j++) {
+            int e;
+            float m = frexpf(kernel_tap(job, i, j), &e) * 4096.0f;
+            if (m != truncf(m)) return false;
+        }
+    return true;
+}
+
 static bool needs_direct(const fft_run *r, float amax)
 {
     return isnan(amax) ||
@@ -363,7 +382,7 @@ static void process_tile(const fft_run *r, int64_t item, float *in, fftwf_comple
         fftwf_execute_dft_r2c(r->plans->fwd, in, freq);
         multiply(freq, r->spec, (size_t)r->nh * (r->nw / 2 + 1));
         fftwf_execute_dft_c2r(r->plans->inv, freq, out);
-        if (job->dst->dtype != LUMEN_F32) fix_ties(r, in, amax, th, tw, out);
+        if (r->exact_ties) fix_ties(r, in, amax, th, tw, out);
     }
     for (int64_t y = 0; y < th; y++)
         lumen_rows_store(r->rk, job->dst, 1, out + y * r->nw, lumen_px_addr(job->dst, b, ch, y0 + y, x0), tw);
@@ -397,9 +416,10 @@ lumen_status lumen_cpu_fft(lumen_context *ctx, const lumen_filter_job *job)
         return lumen_set_error(LUMEN_ERR_UNSUPPORTED, "fft: no FFT size fits a %dx%d kernel",
                                job->kw, job->kh);
     fft_run r = {job, lumen_ctx_use_avx2(ctx) ? &lumen_row_kernels_avx2 : &lumen_row_kernels_generic,
-                 NULL, NULL, t.nh, t.nw, 0.0f, t.nh - job->kh + 1, t.nw - job->kw + 1, 0, 0};
+                 NULL, NULL, t.nh, t.nw, 0.0f, false, t.nh - job->kh + 1, t.nw - job->kw + 1, 0, 0};
     for (int i = 0; i < job->kh; i++)
         for (int j = 0; j < job->kw; j++) r.sum_abs_k += fabsf(kernel_tap(job, i, j));
+    r.exact_ties = job->dst->dtype != LUMEN_F32 && kernel_is_dyadic(job);
     r.tiles_y = (job->src->h + r.th - 1) / r.th;
     r.tiles_x = (job->src->w + r.tw - 1) / r.tw;
     if (!(r.plans = get_plans(ctx, t.nh, t.nw)))

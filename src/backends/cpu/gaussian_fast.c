@@ -20,12 +20,15 @@
  * So a row costs O(w + 2 min(5 sigma, period)): the pad is the only part that
  * grows with sigma, and it is bounded by the image size.
  *
- * Data flow per plane: rows are loaded (any dtype and stride), padded,
- * transposed 16 at a time so the recursion runs on 16 rows at once in
- * vector lanes, transposed back into an f32 intermediate T (dst itself when
- * dst is f32 and can hold it, else a buffer of one plane, or of one image
- * for interleaved dst); then column strips of T are filtered in place of
- * lanes and stored to dst (rounding and saturating u8/u16).
+ * Data flow per plane: blocks of 16 rows are loaded (any dtype and stride)
+ * and transposed, so the recursion runs on 16 rows at once in vector lanes;
+ * the pads are not copied, each padded sample just points at the sample the
+ * border rule names. The result goes, transposed back, to an f32
+ * intermediate T: dst itself when dst is f32 with contiguous rows (planar, or
+ * interleaved with src interleaved too, all channels at once), else one plane
+ * of f32 reused by every plane. Then column strips of T are filtered with the
+ * columns as lanes and stored to dst (rounding and saturating u8/u16); when T
+ * is dst the recursion writes its result in place.
  */
 #include "gaussian_fast.h"
 
@@ -43,8 +46,15 @@
 #define GF_FIR_SIGMA 2.0
 /* Pad of the recursive filter in sigmas when no exact start exists (see the header comment). */
 #define GF_PAD_SIGMAS 5.0
+/*
+ * A larger sigma runs as this one: beyond it the poles round to 1 (the design
+ * breaks down, e.g. NaN at 1e300). Measured exact to 1e-7 at 1e6 and 1e7; the
+ * blur of a wider Gaussian differs from this one by about 2e-8 x side length
+ * x range (replicate, the worst rule): within 1e-3 for sides up to 50000.
+ */
+#define GF_SIGMA_MAX 1e7
 /* Rows filtered together by the row pass (lanes of the transposed block). */
-#define GF_ROWS 64
+#define GF_ROWS 16
 /* Small images run on fewer threads: a barrier costs more than filtering a few rows. */
 #define GF_PIXELS_PER_THREAD 16384
 /* Column-strip buffer budget (h x strip floats), kept inside L2. */
@@ -227,10 +237,11 @@ static lumen_status plan_axis(gf_axis *a, double sigma, int64_t n, lumen_border 
         if (s) return s;
         a->pad = a->taps / 2;
     } else {
-        const int64_t period = border_period(b, n), far = (int64_t)ceil(GF_PAD_SIGMAS * sigma);
-        const bool periodic = period > 0 && period <= far;
-        a->pad = periodic ? period : period > 0 ? far : 1;
-        design_iir(sigma, period, periodic, &a->iir);
+        const int64_t period = border_period(b, n);
+        const bool periodic = period > 0 && (double)period <= GF_PAD_SIGMAS * sigma;
+        /* not periodic: 5 sigma < period <= 2n, so the cast cannot overflow */
+        a->pad = periodic ? period : period > 0 ? (int64_t)ceil(GF_PAD_SIGMAS * sigma) : 1;
+        design_iir(sigma < GF_SIGMA_MAX ? sigma : GF_SIGMA_MAX, period, periodic, &a->iir);
     }
     a->len = n + 2 * a->pad;
     return LUMEN_OK;
@@ -242,7 +253,7 @@ typedef struct gf_plan {
     const lumen_gf_kernels *k;
     const lumen_row_kernels *rk;
     gf_axis ax, ay;
-    int64_t cp;     /* planes interleaved in T: c (interleaved dst) or 1 */
+    int64_t cp;     /* channels interleaved in a row of T: c (src and dst interleaved) or 1 */
     int64_t lanes;  /* floats per row of T: w * cp */
     int64_t strip;  /* lanes per column strip */
     bool t_is_dst;  /* T is dst itself */
@@ -265,12 +276,20 @@ static int64_t choose_strip(int64_t h, int64_t lanes)
     return s < all ? s : all;
 }
 
-/* Chooses T and the buffers all threads share. */
+/*
+ * Chooses T and the buffers all threads share. An interleaved f32 dst is T
+ * itself with its channels interleaved (cp = c, when src is interleaved too):
+ * rows then move as whole contiguous runs and each row-pass block holds every
+ * channel. Any other dst gets T of one plane (cp = 1), reused by every plane:
+ * a buffer of all c planes costs c times the page faults of a fresh
+ * allocation, more than the strided loads and stores of one plane at a time.
+ */
 static lumen_status plan_memory(gf_plan *p)
 {
-    const lumen_image *d = p->job->dst;
-    p->cp = interleaved(d) ? d->c : 1;
-    p->t_is_dst = d->dtype == LUMEN_F32 && (p->cp > 1 || d->stride_w == 1);
+    const lumen_image *s = p->job->src, *d = p->job->dst;
+    const bool f32 = d->dtype == LUMEN_F32;
+    p->cp = f32 && interleaved(s) && interleaved(d) && d->c <= GF_ROWS ? d->c : 1;
+    p->t_is_dst = f32 && d->stride_w == p->cp;
     p->lanes = d->w * p->cp;
     p->strip = choose_strip(d->h, p->lanes);
     if (!p->t_is_dst) {
@@ -289,15 +308,20 @@ static lumen_status plan_memory(gf_plan *p)
 
 /* ---- per-thread scratch -------------------------------------------------- */
 
+/*
+ * The row pass works on blocks of GF_ROWS rows of w*cp floats, transposed so
+ * that each of the w*cp samples of a row is a "lane row" of GF_ROWS floats
+ * (one per image row); channel k of pixel x is lane row x*cp + k.
+ */
 typedef struct gf_scratch {
-    float *rows;       /* GF_ROWS source rows of w floats (converted, or zeros past the image) */
-    float *lanes;      /* the rows transposed: w x GF_ROWS */
+    float *rows;       /* GF_ROWS source rows of w*cp floats (converted, or zeros) */
+    float *lanes;      /* the rows transposed: w*cp lane rows */
     float *vlane;      /* GF_ROWS border constants */
-    float *out;        /* filter output: w x GF_ROWS, or h x strip */
+    float *out;        /* row pass output: w*cp lane rows; column pass: h x strip */
     float *state;      /* recursion state */
-    const float **hx;  /* row pass inputs: the lane row padded sample i reads */
+    const float **hx;  /* row pass inputs, per channel: the lane row padded sample i reads */
     float **vx;        /* column pass inputs: the row of T (or vrow) padded row i reads */
-    float **orow;      /* row pass outputs */
+    float **orow;      /* row pass outputs: rows of T */
 } gf_scratch;
 
 /* Where padded sample i of an axis reads: its index in [0, n), or -1 for the constant. */
@@ -306,27 +330,33 @@ static int64_t pad_index(const gf_axis *a, int64_t i, lumen_border b)
     return lumen_border_index(i - a->pad, a->n, b);
 }
 
+/* Pads cost no copies: padded sample i of channel k reads the lane row the border rule names. */
+static void row_inputs(const gf_plan *p, gf_scratch *sc)
+{
+    for (int j = 0; j < GF_ROWS; j++) sc->vlane[j] = p->job->border_value;
+    for (int64_t k = 0; k < p->cp; k++)
+        for (int64_t i = 0; i < p->ax.len; i++) {
+            int64_t x = pad_index(&p->ax, i, p->job->border);
+            sc->hx[k * p->ax.len + i] = x < 0 ? sc->vlane : sc->lanes + (x * p->cp + k) * GF_ROWS;
+        }
+}
+
 static bool scratch_alloc(const gf_plan *p, gf_scratch *sc)
 {
-    const int64_t w = p->ax.n, n_out_h = w * GF_ROWS, n_out_v = p->ay.n * p->strip;
+    const int64_t row = p->lanes, n_out_v = p->ay.n * p->strip;
     const int64_t wide = GF_ROWS > p->strip ? GF_ROWS : p->strip;
-    sc->rows = malloc(sizeof(float) * (size_t)(w * GF_ROWS));
-    sc->lanes = malloc(sizeof(float) * (size_t)(w * GF_ROWS));
+    sc->rows = malloc(sizeof(float) * (size_t)(row * GF_ROWS));
+    sc->lanes = malloc(sizeof(float) * (size_t)(row * GF_ROWS));
     sc->vlane = malloc(sizeof(float) * GF_ROWS);
-    sc->out = malloc(sizeof(float) * (size_t)(n_out_h > n_out_v ? n_out_h : n_out_v));
+    sc->out = malloc(sizeof(float) * (size_t)(row * GF_ROWS > n_out_v ? row * GF_ROWS : n_out_v));
     sc->state = malloc(sizeof(float) * (size_t)(LUMEN_GF_STATE * wide));
-    sc->hx = malloc(sizeof(*sc->hx) * (size_t)p->ax.len);
+    sc->hx = malloc(sizeof(*sc->hx) * (size_t)(p->cp * p->ax.len));
     sc->vx = malloc(sizeof(*sc->vx) * (size_t)p->ay.len);
     sc->orow = malloc(sizeof(*sc->orow) * GF_ROWS);
     if (!(sc->rows && sc->lanes && sc->vlane && sc->out && sc->state && sc->hx && sc->vx &&
           sc->orow))
         return false;
-    /* The pads cost no copies: padded sample i reads the lane row the border rule names. */
-    for (int j = 0; j < GF_ROWS; j++) sc->vlane[j] = p->job->border_value;
-    for (int64_t i = 0; i < p->ax.len; i++) {
-        int64_t x = pad_index(&p->ax, i, p->job->border);
-        sc->hx[i] = x < 0 ? sc->vlane : sc->lanes + x * GF_ROWS;
-    }
+    row_inputs(p, sc);
     return true;
 }
 
@@ -356,38 +386,34 @@ static float *t_row(const gf_plan *p, int64_t b, int64_t ch0, int64_t y)
     return p->tbuf + y * p->lanes;
 }
 
-/* Source row (b, ch, y) as w floats: in place when it is contiguous f32, else converted. */
-static const float *source_row(const gf_plan *p, int64_t b, int64_t ch, int64_t y, float *buf)
+/* Source row (b, channels ch0 ..ch0+cp-1, y) as w*cp floats: in place when it is f32, else converted. */
+static const float *source_row(const gf_plan *p, int64_t b, int64_t ch0, int64_t y, float *buf)
 {
     const lumen_image *s = p->job->src;
-    if (s->dtype == LUMEN_F32 && s->stride_w == 1)
-        return (const float *)lumen_px_addr(s, b, ch, y, 0);
-    lumen_rows_load(&p->load, 1, b, ch, y, 0, s->w, buf);
+    if (s->dtype == LUMEN_F32 && s->stride_w == p->cp)
+        return (const float *)lumen_px_addr(s, b, ch0, y, 0);
+    lumen_rows_load(&p->load, p->cp, b, ch0, y, 0, s->w, buf);
     return buf;
 }
 
-/* Rows y0 .. y0+GF_ROWS-1 (those inside the image) of channel ch0 + k into T. */
-static void row_block(const gf_plan *p, gf_scratch *sc, int64_t b, int64_t ch0, int64_t k,
-                      int64_t y0)
+/* Rows y0 .. y0+GF_ROWS-1 (those inside the image) of channels ch0 .. ch0+cp-1 into T. */
+static void row_block(const gf_plan *p, gf_scratch *sc, int64_t b, int64_t ch0, int64_t y0)
 {
-    const int64_t w = p->ax.n, h = p->job->src->h, nr = h - y0 < GF_ROWS ? h - y0 : GF_ROWS;
+    const int64_t row = p->lanes, h = p->job->src->h, nr = h - y0 < GF_ROWS ? h - y0 : GF_ROWS;
     const float *rowp[GF_ROWS];
     for (int64_t r = 0; r < GF_ROWS; r++) {
-        float *buf = sc->rows + r * w;
-        if (r >= nr) memset(buf, 0, sizeof(float) * (size_t)w); /* lanes never stored */
-        rowp[r] = r < nr ? source_row(p, b, ch0 + k, y0 + r, buf) : buf;
+        float *buf = sc->rows + r * row;
+        if (r >= nr) memset(buf, 0, sizeof(float) * (size_t)row); /* lanes never stored */
+        rowp[r] = r < nr ? source_row(p, b, ch0, y0 + r, buf) : buf;
     }
-    p->k->to_lanes(rowp, GF_ROWS, w, sc->lanes);
-    run_axis(p, &p->ax, sc->hx, 0, GF_ROWS, sc->out, GF_ROWS, NULL, sc->state);
-    /* Straight into T when its rows are contiguous, else through sc->rows (free now). */
-    const bool direct = p->cp == 1;
+    p->k->to_lanes(rowp, GF_ROWS, row, sc->lanes);
+    /* Channel k: inputs lane rows x*cp + k (hx), outputs the same lane rows of out. */
+    for (int64_t k = 0; k < p->cp; k++)
+        run_axis(p, &p->ax, sc->hx + k * p->ax.len, 0, GF_ROWS, sc->out + k * GF_ROWS,
+                 p->cp * GF_ROWS, NULL, sc->state);
     for (int64_t r = 0; r < GF_ROWS; r++)
-        sc->orow[r] = direct && r < nr ? t_row(p, b, ch0, y0 + r) : sc->rows + r * w;
-    p->k->from_lanes(sc->out, GF_ROWS, w, sc->orow);
-    for (int64_t r = 0; !direct && r < nr; r++) {
-        float *t = t_row(p, b, ch0, y0 + r) + k;
-        for (int64_t i = 0; i < w; i++) t[i * p->cp] = sc->orow[r][i];
-    }
+        sc->orow[r] = r < nr ? t_row(p, b, ch0, y0 + r) : sc->rows + r * row;
+    p->k->from_lanes(sc->out, GF_ROWS, row, sc->orow);
 }
 
 /* ---- the column pass ------------------------------------------------------- */
@@ -433,8 +459,7 @@ static void run_group(const gf_plan *p, gf_scratch *sc, int64_t g)
     const int64_t blocks = (s->h + GF_ROWS - 1) / GF_ROWS;
     const int64_t strips = (p->lanes + p->strip - 1) / p->strip;
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t t = 0; t < p->cp * blocks; t++)
-        row_block(p, sc, b, ch0, t / blocks, t % blocks * GF_ROWS);
+    for (int64_t t = 0; t < blocks; t++) row_block(p, sc, b, ch0, t * GF_ROWS);
     column_inputs(p, sc, b, ch0);
 #pragma omp for schedule(dynamic, 1)
     for (int64_t t = 0; t < strips; t++) column_strip(p, sc, b, ch0, t * p->strip);

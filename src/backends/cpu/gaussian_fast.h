@@ -12,16 +12,20 @@
 /*
  * Approximate Gaussian blur whose cost does not grow with sigma.
  *
- * job: validated views of the same shape (any dtype, any strides, dst may
- * alias src exactly but must not overlap it otherwise), sigma_x, sigma_y > 0
- * and finite, any border mode. Result: within 1e-3 x the data range of the
- * exact blur (OpenCV's kernel of size round(8 sigma + 1) | 1, same border
- * rule); u8/u16 round to nearest and saturate. A NaN or infinity anywhere in
- * a channel plane makes that whole plane NaN once an axis is recursive
- * (sigma >= 2); along an axis with sigma < 2 it spreads as in the exact blur.
- * Memory: when dst is not f32 (or its layout cannot hold the intermediate),
- * one f32 plane (h x w, or h x w x c for interleaved dst) plus about 1 MiB
- * per thread.
+ * job: validated views of the same shape (any dtype, any strides; dst may be
+ * src itself, filtered in place without a copy, and any other overlap is
+ * filtered from a copy of src), sigma_x, sigma_y > 0 and finite, any border
+ * mode. Result: within 1e-3 x the data range of the exact blur (OpenCV's
+ * kernel of size round(8 sigma + 1) | 1, same border rule); u8/u16 round to
+ * nearest and saturate. Non-finite values: along an axis with sigma < 2 a NaN
+ * or infinity spreads over the kernel's reach as in the exact blur; along a
+ * recursive axis (sigma >= 2) it turns the whole line through it (row or
+ * column, pads included) into NaN. So with both axes recursive one NaN or
+ * infinity makes its whole channel plane NaN.
+ * Memory: none beyond about 1 MiB per thread when dst is f32 with unit pixel
+ * stride (planar) or interleaved like src; otherwise one f32 plane (h x w).
+ * Cost: O((w + 2 pad_x) h + (h + 2 pad_y) w) per plane, pad at most 5 sigma
+ * and at most one period of the border rule (see gaussian_fast.c).
  */
 lumen_status lumen_cpu_gaussian_fast(lumen_context *ctx, const lumen_gauss_job *job);
 

@@ -27,6 +27,18 @@ static inline void store_n(float *p, __m256 v, int64_t m)
     else _mm256_maskstore_ps(p, lane_mask(m), v);
 }
 
+/*
+ * Rows PREFETCH steps ahead are requested early: in the column pass each row
+ * is a new page of T, beyond the reach of the hardware prefetchers, so
+ * without this every step waits for memory.
+ */
+#define PREFETCH 8
+
+static inline void prefetch_row(const float *p, int64_t m)
+{
+    for (int64_t j = 0; j < m; j += 16) _mm_prefetch((const char *)(p + j), _MM_HINT_T0);
+}
+
 /* The coefficients of one direction, broadcast once per call. */
 typedef struct coefs {
     __m256 pr0, pi0, pr1, pi1; /* poles */
@@ -45,29 +57,46 @@ static coefs make_coefs(const lumen_gf_iir *c, bool causal)
     return k;
 }
 
+/* s = p s + v x for both sections (complex), in registers. */
+#define UPDATE(k, xv, zr0, zi0, zr1, zi1)                                                          \
+    do {                                                                                           \
+        __m256 r0_ = _mm256_fmadd_ps((k)->pr0, zr0,                                                \
+                                     _mm256_fnmadd_ps((k)->pi0, zi0, _mm256_mul_ps((k)->ar0, xv))); \
+        __m256 i0_ = _mm256_fmadd_ps((k)->pr0, zi0,                                                \
+                                     _mm256_fmadd_ps((k)->pi0, zr0, _mm256_mul_ps((k)->ai0, xv)));  \
+        __m256 r1_ = _mm256_fmadd_ps((k)->pr1, zr1,                                                \
+                                     _mm256_fnmadd_ps((k)->pi1, zi1, _mm256_mul_ps((k)->ar1, xv))); \
+        __m256 i1_ = _mm256_fmadd_ps((k)->pr1, zi1,                                                \
+                                     _mm256_fmadd_ps((k)->pi1, zr1, _mm256_mul_ps((k)->ai1, xv)));  \
+        zr0 = r0_, zi0 = i0_, zr1 = r1_, zi1 = i1_;                                                \
+    } while (0)
+
 /*
- * One step over all lanes: s = p s + v x per section (complex, v the input
- * weight of the direction); out = Re(s0 + s1) (+ add) unless out is NULL.
- * Inlined with constant NULLs, so each use compiles to its own loop.
+ * u steps (u = 1 or STEPS) over all lanes: for step t the input x[t] + off
+ * and, unless out is NULL, the output out[t] = Re(s0 + s1) (+ add[t] unless
+ * add is NULL). The state stays in registers across the u steps: loading and
+ * storing it once per step made the loop bound by memory operations.
+ * Inlined with constant u and NULLs, so each use compiles to its own loop.
  */
-static inline void step(const coefs *k, const float *x, float *s, int64_t m, const float *add,
-                        float *out)
+static inline void steps(const coefs *k, const float *const *x, float *s, int64_t m, int u,
+                         const float *const *add, float *const *out)
 {
     for (int64_t j = 0; j < m; j += 8) {
         const int64_t r = m - j;
         float *s0 = s + j, *s1 = s + m + j, *s2 = s + 2 * m + j, *s3 = s + 3 * m + j;
-        __m256 xv = load_n(x + j, r);
         __m256 zr0 = load_n(s0, r), zi0 = load_n(s1, r), zr1 = load_n(s2, r), zi1 = load_n(s3, r);
-        __m256 r0 = _mm256_fmadd_ps(k->pr0, zr0, _mm256_fnmadd_ps(k->pi0, zi0, _mm256_mul_ps(k->ar0, xv)));
-        __m256 i0 = _mm256_fmadd_ps(k->pr0, zi0, _mm256_fmadd_ps(k->pi0, zr0, _mm256_mul_ps(k->ai0, xv)));
-        __m256 r1 = _mm256_fmadd_ps(k->pr1, zr1, _mm256_fnmadd_ps(k->pi1, zi1, _mm256_mul_ps(k->ar1, xv)));
-        __m256 i1 = _mm256_fmadd_ps(k->pr1, zi1, _mm256_fmadd_ps(k->pi1, zr1, _mm256_mul_ps(k->ai1, xv)));
-        store_n(s0, r0, r), store_n(s1, i0, r), store_n(s2, r1, r), store_n(s3, i1, r);
-        if (!out) continue;
-        __m256 v = _mm256_add_ps(r0, r1);
-        store_n(out + j, add ? _mm256_add_ps(v, load_n(add + j, r)) : v, r);
+        for (int t = 0; t < u; t++) {
+            UPDATE(k, load_n(x[t] + j, r), zr0, zi0, zr1, zi1);
+            if (!out) continue;
+            __m256 v = _mm256_add_ps(zr0, zr1);
+            store_n(out[t] + j, add ? _mm256_add_ps(v, load_n(add[t] + j, r)) : v, r);
+        }
+        store_n(s0, zr0, r), store_n(s1, zi0, r), store_n(s2, zr1, r), store_n(s3, zi1, r);
     }
 }
+
+/* Steps per block of the recursion (see steps()). */
+#define STEPS 4
 
 /* State = g x (per section, complex), or zero when x is NULL. */
 static void state_init(const float *gr, const float *gi, const float *x, float *s, int64_t m)
@@ -89,6 +118,59 @@ static void state_scale(const lumen_gf_iir *c, float *s, int64_t m)
         }
 }
 
+/* Rows i, i+d, ..., i+(u-1)d of x, offset by off. */
+static inline void gather(const float *const *x, int64_t off, int64_t i, int64_t d, int u,
+                          const float **out)
+{
+    for (int t = 0; t < u; t++) out[t] = x[i + t * d] + off;
+}
+
+/* Anticausal over positions hi down to lo (inclusive), input x[i+1]; outputs to y rows when y. */
+static void anticausal(const coefs *k, const float *const *x, int64_t off, int64_t hi, int64_t lo,
+                       int64_t pad, float *y, int64_t ys, float *s, int64_t m)
+{
+    const float *xs[STEPS];
+    float *os[STEPS];
+    int64_t i = hi;
+    for (; i - STEPS + 1 >= lo; i -= STEPS) {
+        for (int t = 0; t < STEPS && i - t - PREFETCH >= 0; t++)
+            prefetch_row(x[i - t - PREFETCH] + off, m);
+        gather(x, off, i + 1, -1, STEPS, xs);
+        for (int t = 0; t < STEPS && y; t++) os[t] = y + (i - t - pad) * ys;
+        steps(k, xs, s, m, STEPS, NULL, y ? os : NULL);
+    }
+    for (; i >= lo; i--) {
+        gather(x, off, i + 1, -1, 1, xs);
+        os[0] = y ? y + (i - pad) * ys : NULL;
+        steps(k, xs, s, m, 1, NULL, y ? os : NULL);
+    }
+}
+
+/* Causal over positions lo .. hi-1; when y, output row i-pad = Re(s) + y row, to o or y. */
+static void causal(const coefs *k, const float *const *x, int64_t off, int64_t lo, int64_t hi,
+                   int64_t pad, float *y, int64_t ys, float *const *o, float *s, int64_t m)
+{
+    const int64_t xlen = hi; /* rows past hi are not read by this pass */
+    const float *xs[STEPS], *as[STEPS];
+    float *os[STEPS];
+    int64_t i = lo;
+    for (; i + STEPS <= hi; i += STEPS) {
+        for (int t = 0; t < STEPS && i + t + PREFETCH < xlen; t++)
+            prefetch_row(x[i + t + PREFETCH] + off, m);
+        gather(x, off, i, 1, STEPS, xs);
+        for (int t = 0; t < STEPS && y; t++) {
+            as[t] = y + (i + t - pad) * ys;
+            os[t] = o ? o[i + t - pad] + off : y + (i + t - pad) * ys;
+        }
+        steps(k, xs, s, m, STEPS, y ? as : NULL, y ? os : NULL);
+    }
+    for (; i < hi; i++) {
+        gather(x, off, i, 1, 1, xs);
+        if (y) as[0] = y + (i - pad) * ys, os[0] = o ? o[i - pad] + off : y + (i - pad) * ys;
+        steps(k, xs, s, m, 1, y ? as : NULL, y ? os : NULL);
+    }
+}
+
 /* As iir_generic (gaussian_fast.c): anticausal into y, then causal + y into the output. */
 static void iir_avx2(const lumen_gf_iir *c, const float *const *x, int64_t off, int64_t pad,
                      int64_t n, int64_t m, float *y, int64_t ys, float *const *o, float *s)
@@ -96,40 +178,56 @@ static void iir_avx2(const lumen_gf_iir *c, const float *const *x, int64_t off, 
     const int64_t len = n + 2 * pad;
     const coefs kc = make_coefs(c, true), ka = make_coefs(c, false);
     state_init(c->hr, c->hi, c->periodic ? NULL : x[len - 1] + off, s, m);
-    for (int64_t i = len - 2; i >= pad + n - 1; i--) step(&ka, x[i + 1] + off, s, m, NULL, NULL);
+    anticausal(&ka, x, off, len - 2, pad + n - 1, pad, NULL, 0, s, m);
     if (c->periodic) state_scale(c, s, m);
     for (int64_t j = 0; j < m; j++) y[(n - 1) * ys + j] = s[j] + s[2 * m + j];
-    for (int64_t i = pad + n - 2; i >= pad; i--)
-        step(&ka, x[i + 1] + off, s, m, NULL, y + (i - pad) * ys);
+    anticausal(&ka, x, off, pad + n - 2, pad, pad, y, ys, s, m);
 
     state_init(c->gr, c->gi, c->periodic ? NULL : x[0] + off, s, m);
-    for (int64_t i = 0; i < pad; i++) step(&kc, x[i] + off, s, m, NULL, NULL);
+    causal(&kc, x, off, 0, pad, pad, NULL, 0, NULL, s, m);
     if (c->periodic) state_scale(c, s, m);
-    for (int64_t i = pad; i < pad + n; i++) {
-        float *yi = y + (i - pad) * ys;
-        step(&kc, x[i] + off, s, m, yi, o ? o[i - pad] + off : yi);
-    }
+    causal(&kc, x, off, pad, pad + n, pad, y, ys, o, s, m);
 }
 
+/*
+ * nv vectors (nv constant after inlining, so the accumulators stay in
+ * registers) of one output row from lane j, r of them valid: the kernel is
+ * symmetric, so mirrored rows are added first (half the FMAs), and the taps
+ * are the outer loop so each row pointer is loaded once.
+ */
+static inline __attribute__((always_inline)) void
+fir_chunk(const __m256 *kv, int taps, const float *const *xi, int64_t j, int64_t r, float *out,
+          int nv)
+{
+    const int c = taps / 2;
+    __m256 acc[4];
+    const float *mid = xi[c] + j;
+    for (int q = 0; q < nv; q++) acc[q] = _mm256_mul_ps(kv[c], load_n(mid + 8 * q, r - 8 * q));
+    for (int t = 0; t < c; t++) {
+        const float *lo = xi[t] + j, *hi = xi[taps - 1 - t] + j;
+        for (int q = 0; q < nv; q++) {
+            __m256 pair = _mm256_add_ps(load_n(lo + 8 * q, r - 8 * q), load_n(hi + 8 * q, r - 8 * q));
+            acc[q] = _mm256_fmadd_ps(kv[t], pair, acc[q]);
+        }
+    }
+    for (int q = 0; q < nv; q++) store_n(out + 8 * q, acc[q], r - 8 * q);
+}
+
+/* The taps are OpenCV's Gaussian: symmetric, odd length (fir_chunk relies on both). */
 static void fir_avx2(const float *k, int taps, const float *const *x, int64_t off, int64_t n,
                      int64_t m, float *y, int64_t ys)
 {
     __m256 kv[LUMEN_GF_FIR_MAX_TAPS];
+    const float *xi[LUMEN_GF_FIR_MAX_TAPS];
     for (int t = 0; t < taps; t++) kv[t] = _mm256_set1_ps(k[t]);
     for (int64_t i = 0; i < n; i++) {
-        const float *const *xi = x + i;
-        for (int64_t j = 0; j < m; j += 8) {
-            const int64_t r = m - j;
-            __m256 a0 = _mm256_mul_ps(kv[0], load_n(xi[0] + off + j, r));
-            __m256 a1 = _mm256_setzero_ps();
-            int t = 1;
-            for (; t + 1 < taps; t += 2) { /* two accumulators halve the add chain */
-                a0 = _mm256_fmadd_ps(kv[t], load_n(xi[t] + off + j, r), a0);
-                a1 = _mm256_fmadd_ps(kv[t + 1], load_n(xi[t + 1] + off + j, r), a1);
-            }
-            if (t < taps) a0 = _mm256_fmadd_ps(kv[t], load_n(xi[t] + off + j, r), a0);
-            store_n(y + i * ys + j, _mm256_add_ps(a0, a1), r);
-        }
+        for (int t = 0; t < taps; t++) xi[t] = x[i + t] + off;
+        if (i + taps - 1 + PREFETCH < n + taps - 1) prefetch_row(x[i + taps - 1 + PREFETCH] + off, m);
+        float *out = y + i * ys;
+        int64_t j = 0;
+        for (; j + 32 <= m; j += 32) fir_chunk(kv, taps, xi, j, 32, out + j, 4);
+        for (; j + 16 <= m; j += 16) fir_chunk(kv, taps, xi, j, 16, out + j, 2);
+        for (; j < m; j += 8) fir_chunk(kv, taps, xi, j, m - j, out + j, 1);
     }
 }
 

@@ -365,6 +365,13 @@ lumen_status ts_op_run(lumen_context *ctx, const ts_op *op, const lumen_image *s
     case TS_OP_SEP:
         return lumen_sep_filter2d(ctx, src, dst, op->kx, op->kw, op->ky, op->kh, o, info);
     case TS_OP_GAUSSIAN:
+        if (o->method != LUMEN_METHOD_AUTO) {
+            lumen_gaussian_options g = lumen_gaussian_options_default();
+            g.ksize_x = op->kw, g.ksize_y = op->kh, g.sigma_x = op->sigma_x;
+            g.sigma_y = op->sigma_y, g.border = o->border, g.border_value = o->border_value;
+            g.method = o->method;
+            return lumen_gaussian_blur_ex(ctx, src, dst, &g, info);
+        }
         return lumen_gaussian_blur(ctx, src, dst, op->kw, op->kh, op->sigma_x, op->sigma_y,
                                    o->border, o->border_value, info);
     case TS_OP_BOX:
@@ -403,7 +410,8 @@ const char *ts_op_describe(const ts_op *op, char *buf, size_t len)
         n += snprintf(buf + n, len - (size_t)n, " anchor(%d,%d)%s method=%s", o->anchor_x,
                       o->anchor_y, o->convolve ? " convolve" : "", lumen_method_name(o->method));
     if (op->kind == TS_OP_GAUSSIAN)
-        n += snprintf(buf + n, len - (size_t)n, " sigma(%g,%g)", op->sigma_x, op->sigma_y);
+        n += snprintf(buf + n, len - (size_t)n, " sigma(%g,%g) method=%s", op->sigma_x, op->sigma_y,
+                      lumen_method_name(o->method));
     if (op->kind == TS_OP_BOX)
         n += snprintf(buf + n, len - (size_t)n, " normalize=%d", op->normalize);
     snprintf(buf + n, len - (size_t)n, " border=%s value=%g", lumen_border_name(o->border),
@@ -582,9 +590,10 @@ static void run_into(check_state *st, ts_engine e, lumen_context *ctx, ts_image 
     const lumen_status s = ts_op_run(ctx, st->op, &st->src.v, &dst->v, &info);
     if (s != LUMEN_OK) fail_msg("%s: status %d (%s)", label, (int)s, lumen_last_error());
     if (strcmp(info.isa, ts_engine_isa(e)) || strcmp(info.device, "cpu") ||
-        info.threads != st->cs->threads)
-        fail_msg("%s: run_info isa=%s device=%s threads=%d", label, info.isa, info.device,
-                 info.threads);
+        info.threads != st->cs->threads ||
+        (st->cs->want_method != LUMEN_METHOD_AUTO && info.method != st->cs->want_method))
+        fail_msg("%s: run_info isa=%s device=%s threads=%d method=%s", label, info.isa, info.device,
+                 info.threads, lumen_method_name(info.method));
     if (!ts_guards_intact(dst, msg, sizeof msg)) fail_msg("%s: %s", label, msg);
 }
 

@@ -134,7 +134,9 @@ void ts_assert_equal_images(const lumen_image *got, const lumen_image *want, con
 
 typedef enum ts_op_kind { TS_OP_FILTER2D, TS_OP_SEP, TS_OP_GAUSSIAN, TS_OP_BOX } ts_op_kind;
 
-/* One call of one op; opt.border and opt.border_value apply to every op. */
+/* One call of one op; opt.border and opt.border_value apply to every op; opt.method to
+ * filter2d, sep and Gaussian (a Gaussian with a method other than AUTO runs through
+ * lumen_gaussian_blur_ex, precision EXACT). */
 typedef struct ts_op {
     ts_op_kind kind;
     int kw, kh;              /* filter2d, sep, box sizes; Gaussian ksize_x, ksize_y */
@@ -170,6 +172,9 @@ typedef struct ts_case {
     /* Source data; NULL: ts_image_fill_random(src, seed). */
     void (*fill)(ts_image *src, uint64_t seed);
     bool no_oracle; /* skip the (slow) independent oracle */
+    /* AUTO (0, the default): not checked; otherwise every engine's run_info.method must be
+     * this (the reference reports the method asked for, and runs its one definition). */
+    lumen_method want_method;
 } ts_case;
 
 /* Layout l for src and dst with its default (n, c). */
