@@ -278,27 +278,16 @@ static void load_window(const fft_run *r, int64_t b, int64_t ch, int64_t y0, int
     }
 }
 
-static void multiply(fftwf_complex *f, const fftwf_complex *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        float re = f[i][0] * s[i][0] - f[i][1] * s[i][1];
-        float im = f[i][0] * s[i][1] + f[i][1] * s[i][0];
-        f[i][0] = re, f[i][1] = im;
-    }
-}
-
 /* Largest |value| of the window, or NaN when it holds NaN or Inf. */
-static float window_max_abs(const float *in, int64_t rows, int64_t cols, int64_t stride)
+static float window_max_abs(const fft_run *r, const float *in, int64_t rows, int64_t cols)
 {
     float m = 0.0f;
-    bool finite = true;
-    for (int64_t i = 0; i < rows; i++)
-        for (int64_t j = 0; j < cols; j++) {
-            float v = in[i * stride + j];
-            finite &= isfinite(v) != 0;
-            m = fmaxf(m, fabsf(v));
-        }
-    return finite ? m : NAN;
+    for (int64_t i = 0; i < rows; i++) {
+        float v = r->rk->max_abs(in + i * r->nw, cols);
+        if (isnan(v)) return NAN;
+        m = v > m ? v : m;
+    }
+    return m;
 }
 
 /* Output (y, x) of the tile summed directly over its window, in double. */
@@ -375,12 +364,12 @@ static void process_tile(const fft_run *r, int64_t item, float *in, fftwf_comple
     const int64_t th = s->h - y0 < r->th ? s->h - y0 : r->th;
     const int64_t tw = s->w - x0 < r->tw ? s->w - x0 : r->tw;
     load_window(r, b, ch, y0, x0, th + job->kh - 1, tw + job->kw - 1, in);
-    float amax = window_max_abs(in, th + job->kh - 1, tw + job->kw - 1, r->nw);
+    float amax = window_max_abs(r, in, th + job->kh - 1, tw + job->kw - 1);
     if (needs_direct(r, amax)) {
         direct_tile(r, in, th, tw, out);
     } else {
         fftwf_execute_dft_r2c(r->plans->fwd, in, freq);
-        multiply(freq, r->spec, (size_t)r->nh * (r->nw / 2 + 1));
+        r->rk->complex_mul((float *)freq, (const float *)r->spec, (int64_t)r->nh * (r->nw / 2 + 1));
         fftwf_execute_dft_c2r(r->plans->inv, freq, out);
         if (r->exact_ties) fix_ties(r, in, amax, th, tw, out);
     }

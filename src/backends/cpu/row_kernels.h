@@ -29,6 +29,10 @@ typedef struct lumen_row_kernels {
     /* out[x] = scale * sum_i k[i] * rows[i][x] */
     void (*vfilter)(const float *const *rows, const float *k, int kh, bool symmetric, float scale,
                     float *out, int64_t n);
+    /* Largest |in[i]|, or NaN when any value is NaN or infinite. */
+    float (*max_abs)(const float *in, int64_t n);
+    /* f[i] *= s[i] for n complex numbers stored (re, im) interleaved. */
+    void (*complex_mul)(float *f, const float *s, int64_t n);
     /* contiguous f32 -> u8 / u16, rounding to nearest even and saturating */
     void (*store_u8)(const float *in, uint8_t *out, int64_t n);
     void (*store_u16)(const float *in, uint16_t *out, int64_t n);

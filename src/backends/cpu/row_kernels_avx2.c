@@ -5,7 +5,9 @@
  */
 #include "row_kernels.h"
 
+#include <float.h>
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 /* Row-pass taps handled with a pointer table on the stack; longer kernels use the generic loop. */
@@ -180,6 +182,36 @@ static void vfilter_avx2(const float *const *rows, const float *k, int kh, bool 
     taps_row(rows, k, kh, sym, scale, out, n);
 }
 
+static float max_abs_avx2(const float *in, int64_t n)
+{
+    const __m256 sign = _mm256_set1_ps(-0.0f), big = _mm256_set1_ps(FLT_MAX);
+    __m256 m = _mm256_setzero_ps(), bad = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 a = _mm256_andnot_ps(sign, _mm256_loadu_ps(in + i));
+        bad = _mm256_or_ps(bad, _mm256_cmp_ps(a, big, _CMP_NLE_UQ)); /* NaN, Inf */
+        m = _mm256_max_ps(m, a);
+    }
+    float lanes[8], tail = lumen_row_kernels_generic.max_abs(in + i, n - i), r = 0.0f;
+    if (_mm256_movemask_ps(bad) || isnan(tail)) return NAN;
+    _mm256_storeu_ps(lanes, m);
+    for (int k = 0; k < 8; k++) r = lanes[k] > r ? lanes[k] : r;
+    return tail > r ? tail : r;
+}
+
+/* (a + ib)(c + id) for four complex numbers per vector: fmaddsub does the signs. */
+static void complex_mul_avx2(float *f, const float *s, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        __m256 a = _mm256_loadu_ps(f + 2 * i), b = _mm256_loadu_ps(s + 2 * i);
+        __m256 re = _mm256_moveldup_ps(b), im = _mm256_movehdup_ps(b);
+        __m256 swapped = _mm256_permute_ps(a, 0xB1); /* (im, re) pairs */
+        _mm256_storeu_ps(f + 2 * i, _mm256_fmaddsub_ps(a, re, _mm256_mul_ps(swapped, im)));
+    }
+    lumen_row_kernels_generic.complex_mul(f + 2 * i, s + 2 * i, n - i);
+}
+
 /* cvtps rounds to nearest even (MXCSR default); clamping first makes NaN 0. */
 static inline __m256i round_clamped(__m256 v, __m256 hi)
 {
@@ -216,5 +248,6 @@ static void store_u16_avx2(const float *in, uint16_t *out, int64_t n)
 }
 
 const lumen_row_kernels lumen_row_kernels_avx2 = {
-    "avx2+fma", direct_avx2, direct2_avx2, hfilter_avx2, vfilter_avx2, store_u8_avx2, store_u16_avx2,
+    "avx2+fma",   direct_avx2,  direct2_avx2,     hfilter_avx2,  vfilter_avx2,
+    max_abs_avx2, complex_mul_avx2, store_u8_avx2, store_u16_avx2,
 };

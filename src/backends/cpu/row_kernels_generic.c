@@ -2,6 +2,9 @@
 #include "pixel.h"
 #include "row_kernels.h"
 
+#include <float.h>
+#include <math.h>
+
 static void direct_generic(const float *const *rows, const float *k, int kw, int kh, int ts,
                            float *out, int64_t n)
 {
@@ -44,6 +47,26 @@ static void vfilter_generic(const float *const *rows, const float *k, int kh, bo
         for (int64_t x = 0; x < n; x++) out[x] *= scale;
 }
 
+static float max_abs_generic(const float *in, int64_t n)
+{
+    float m = 0.0f;
+    for (int64_t i = 0; i < n; i++) {
+        float a = fabsf(in[i]);
+        if (!(a <= FLT_MAX)) return NAN;
+        m = a > m ? a : m;
+    }
+    return m;
+}
+
+static void complex_mul_generic(float *f, const float *s, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float re = f[2 * i] * s[2 * i] - f[2 * i + 1] * s[2 * i + 1];
+        float im = f[2 * i] * s[2 * i + 1] + f[2 * i + 1] * s[2 * i];
+        f[2 * i] = re, f[2 * i + 1] = im;
+    }
+}
+
 static void store_u8_generic(const float *in, uint8_t *out, int64_t n)
 {
     for (int64_t x = 0; x < n; x++) out[x] = lumen_sat_u8(in[x]);
@@ -55,5 +78,7 @@ static void store_u16_generic(const float *in, uint16_t *out, int64_t n)
 }
 
 const lumen_row_kernels lumen_row_kernels_generic = {
-    "generic", direct_generic, direct2_generic, hfilter_generic, vfilter_generic, store_u8_generic, store_u16_generic,
+    "generic",       direct_generic,      direct2_generic,  hfilter_generic,
+    vfilter_generic, max_abs_generic,     complex_mul_generic, store_u8_generic,
+    store_u16_generic,
 };

@@ -87,6 +87,8 @@ void lumen_rows_store(const lumen_row_kernels *rk, const lumen_image *d, int64_t
         SCATTER_LOOP(uint8_t, rk->store_u8);
     } else if (d->dtype == LUMEN_U16) {
         SCATTER_LOOP(uint16_t, rk->store_u16);
+    } else if (sw == 1) {
+        memcpy(p, in, sizeof(float) * (size_t)n);
     } else {
         float *q = (float *)p;
         for (int64_t i = 0; i < n; i++) q[i * sw] = in[i];
