@@ -193,7 +193,7 @@ typedef struct lumen_gaussian_options {
 } lumen_gaussian_options;
 
 lumen_gaussian_options lumen_gaussian_options_default(void);
-/* Gaussian blur with every option; FAST's error bound is in docs/semantics.md. */
+/* Gaussian blur with every option; FAST's error bound is in docs/gaussian-fast.md. */
 lumen_status lumen_gaussian_blur_ex(lumen_context *ctx, const lumen_image *src,
                                     const lumen_image *dst, const lumen_gaussian_options *opt,
                                     lumen_run_info *info);

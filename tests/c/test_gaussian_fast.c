@@ -62,7 +62,8 @@ static double *oracle(const lumen_image *src, double sx, double sy, lumen_border
     const int64_t n = src->n, c = src->c, h = src->h, w = src->w, plane = h * w;
     double *kx = malloc(sizeof(double) * (size_t)(lrint(sx * 8 + 1) | 1));
     double *ky = malloc(sizeof(double) * (size_t)(lrint(sy * 8 + 1) | 1));
-    double *in = malloc(sizeof(double) * (size_t)plane), *tmp = malloc(sizeof(double) * (size_t)plane);
+    double *in = malloc(sizeof(double) * (size_t)plane);
+    double *tmp = malloc(sizeof(double) * (size_t)plane);
     double *out = malloc(sizeof(double) * (size_t)(n * c * plane));
     assert_true(kx && ky && in && tmp && out);
     const int tx = gauss_taps(sx, kx), ty = gauss_taps(sy, ky);
@@ -84,7 +85,8 @@ static double *oracle(const lumen_image *src, double sx, double sy, lumen_border
 /* max - min of the view's values, with v included for the constant rule. */
 static double data_range(const lumen_image *im, lumen_border b, double v)
 {
-    double lo = b == LUMEN_BORDER_CONSTANT ? v : INFINITY, hi = b == LUMEN_BORDER_CONSTANT ? v : -INFINITY;
+    const bool constant = b == LUMEN_BORDER_CONSTANT;
+    double lo = constant ? v : INFINITY, hi = constant ? v : -INFINITY;
     for (int64_t p = 0; p < im->n * im->c; p++)
         for (int64_t y = 0; y < im->h; y++)
             for (int64_t x = 0; x < im->w; x++) {
@@ -206,7 +208,8 @@ static void check_case(const gf_case *cs, double tol)
             double err = compare_oracle(&dst.v, want, range, tol, label);
             worst = err > worst ? err : worst;
             if (!ts_guards_intact(&dst, msg, sizeof msg)) fail_msg("%s: %s", label, msg);
-            if (memcmp(src_copy, src.buf, src.elems * src.es) != 0) fail_msg("%s: src changed", label);
+            if (memcmp(src_copy, src.buf, src.elems * src.es) != 0)
+                fail_msg("%s: src changed", label);
             if (threads == 1) { /* keep it: threads 2 must equal it exactly */
                 for (int64_t p = 0; p < cs->n * cs->c; p++)
                     for (int64_t y = 0; y < cs->h; y++)
@@ -214,7 +217,8 @@ static void check_case(const gf_case *cs, double tol)
                             ts_set(&first.v, p / cs->c, p % cs->c, y, x,
                                    ts_get(&dst.v, p / cs->c, p % cs->c, y, x));
             } else if (ts_compare_exact(&dst.v, &first.v, msg, sizeof msg) != 0) {
-                fail_msg("%s (%s): 1 and 2 threads differ: %s", label, ts_engine_name((ts_engine)e), msg);
+                fail_msg("%s (%s): 1 and 2 threads differ: %s", label,
+                         ts_engine_name((ts_engine)e), msg);
             }
         }
     free(want), free(src_copy);
@@ -350,11 +354,13 @@ static void check_nan(double sx, double sy)
     ts_image_alloc(&dst, TS_PLANAR, LUMEN_F32, 1, 2, h, w);
     ts_image_fill_random(&src, 5);
     ts_set(&src.v, 0, 0, y0, x0, NAN);
-    const int64_t rx = sx < 2 ? (lrint(sx * 8 + 1) | 1) / 2 : w, ry = sy < 2 ? (lrint(sy * 8 + 1) | 1) / 2 : h;
+    const int64_t rx = sx < 2 ? (lrint(sx * 8 + 1) | 1) / 2 : w;
+    const int64_t ry = sy < 2 ? (lrint(sy * 8 + 1) | 1) / 2 : h;
     for (int e = TS_GENERIC; e <= TS_AVX2; e++) {
         lumen_context *ctx = ts_context((ts_engine)e, 2);
         if (!ctx) continue;
-        assert_int_equal(run_fast(ctx, &src.v, &dst.v, sx, sy, LUMEN_BORDER_REFLECT101, 0), LUMEN_OK);
+        assert_int_equal(run_fast(ctx, &src.v, &dst.v, sx, sy, LUMEN_BORDER_REFLECT101, 0),
+                         LUMEN_OK);
         lumen_context_destroy(ctx);
         for (int64_t y = 0; y < h; y++)
             for (int64_t x = 0; x < w; x++) {
@@ -407,7 +413,8 @@ static void test_inf(void **state)
 }
 
 /* Runs src -> dst on the AVX2 (else portable) engine with 2 threads. */
-static void run_default(const lumen_image *src, const lumen_image *dst, double sigma, lumen_border b)
+static void run_default(const lumen_image *src, const lumen_image *dst, double sigma,
+                        lumen_border b)
 {
     lumen_context *ctx = ts_context(TS_AVX2, 2);
     if (!ctx) ctx = ts_context(TS_GENERIC, 2);
@@ -415,7 +422,7 @@ static void run_default(const lumen_image *src, const lumen_image *dst, double s
     lumen_context_destroy(ctx);
 }
 
-/* dst == src (in place) and dst overlapping src (shifted by a row) equal the out-of-place result. */
+/* dst == src (in place) and dst overlapping src (a row lower) equal the out-of-place result. */
 static void test_aliasing(void **state)
 {
     (void)state;
@@ -436,7 +443,8 @@ static void test_aliasing(void **state)
         }
     /* Planar f32 rows 0..h-1 in, rows 1..h out, in one buffer. */
     const int64_t h = 20, w = 27;
-    float *buf = malloc(sizeof(float) * (size_t)((h + 1) * w)), *out = malloc(sizeof(float) * (size_t)(h * w));
+    float *buf = malloc(sizeof(float) * (size_t)((h + 1) * w));
+    float *out = malloc(sizeof(float) * (size_t)(h * w));
     assert_true(buf && out);
     for (int64_t i = 0; i < (h + 1) * w; i++) buf[i] = (float)((i * 37) % 101);
     lumen_image src = lumen_image_nchw(buf, LUMEN_F32, 1, 1, h, w);

@@ -294,13 +294,15 @@ static lumen_status plan_memory(gf_plan *p)
     p->strip = choose_strip(d->h, p->lanes);
     if (!p->t_is_dst) {
         p->tbuf = malloc(sizeof(float) * (size_t)(d->h * p->lanes));
-        if (!p->tbuf) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY,
-                                             "gaussian fast: out of memory for a %lld x %lld f32 plane",
-                                             (long long)d->h, (long long)p->lanes);
+        if (!p->tbuf)
+            return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY,
+                                   "gaussian fast: out of memory for a %lld x %lld f32 plane",
+                                   (long long)d->h, (long long)p->lanes);
     }
     if (p->job->border == LUMEN_BORDER_CONSTANT) {
         p->vrow = malloc(sizeof(float) * (size_t)p->lanes);
-        if (!p->vrow) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "gaussian fast: out of memory");
+        if (!p->vrow)
+            return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "gaussian fast: out of memory");
         for (int64_t i = 0; i < p->lanes; i++) p->vrow[i] = p->job->border_value;
     }
     return LUMEN_OK;
@@ -386,7 +388,7 @@ static float *t_row(const gf_plan *p, int64_t b, int64_t ch0, int64_t y)
     return p->tbuf + y * p->lanes;
 }
 
-/* Source row (b, channels ch0 ..ch0+cp-1, y) as w*cp floats: in place when it is f32, else converted. */
+/* Source row (b, channels ch0 .. ch0+cp-1, y) as w*cp floats: in place if f32, else converted. */
 static const float *source_row(const gf_plan *p, int64_t b, int64_t ch0, int64_t y, float *buf)
 {
     const lumen_image *s = p->job->src;

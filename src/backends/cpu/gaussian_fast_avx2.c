@@ -57,18 +57,19 @@ static coefs make_coefs(const lumen_gf_iir *c, bool causal)
     return k;
 }
 
-/* s = p s + v x for both sections (complex), in registers. */
+/* re + i im = (pr + i pi)(re + i im) + (ar + i ai) x for one section, in registers. */
+#define SECTION(pr, pi, ar, ai, xv, re, im)                                                        \
+    do {                                                                                           \
+        __m256 re_ = _mm256_fmadd_ps(pr, re, _mm256_fnmadd_ps(pi, im, _mm256_mul_ps(ar, xv)));     \
+        __m256 im_ = _mm256_fmadd_ps(pr, im, _mm256_fmadd_ps(pi, re, _mm256_mul_ps(ai, xv)));      \
+        re = re_, im = im_;                                                                        \
+    } while (0)
+
+/* s = p s + v x for both sections (complex). */
 #define UPDATE(k, xv, zr0, zi0, zr1, zi1)                                                          \
     do {                                                                                           \
-        __m256 r0_ = _mm256_fmadd_ps((k)->pr0, zr0,                                                \
-                                     _mm256_fnmadd_ps((k)->pi0, zi0, _mm256_mul_ps((k)->ar0, xv))); \
-        __m256 i0_ = _mm256_fmadd_ps((k)->pr0, zi0,                                                \
-                                     _mm256_fmadd_ps((k)->pi0, zr0, _mm256_mul_ps((k)->ai0, xv)));  \
-        __m256 r1_ = _mm256_fmadd_ps((k)->pr1, zr1,                                                \
-                                     _mm256_fnmadd_ps((k)->pi1, zi1, _mm256_mul_ps((k)->ar1, xv))); \
-        __m256 i1_ = _mm256_fmadd_ps((k)->pr1, zi1,                                                \
-                                     _mm256_fmadd_ps((k)->pi1, zr1, _mm256_mul_ps((k)->ai1, xv)));  \
-        zr0 = r0_, zi0 = i0_, zr1 = r1_, zi1 = i1_;                                                \
+        SECTION((k)->pr0, (k)->pi0, (k)->ar0, (k)->ai0, xv, zr0, zi0);                             \
+        SECTION((k)->pr1, (k)->pi1, (k)->ar1, (k)->ai1, xv, zr1, zi1);                             \
     } while (0)
 
 /*
@@ -206,7 +207,8 @@ fir_chunk(const __m256 *kv, int taps, const float *const *xi, int64_t j, int64_t
     for (int t = 0; t < c; t++) {
         const float *lo = xi[t] + j, *hi = xi[taps - 1 - t] + j;
         for (int q = 0; q < nv; q++) {
-            __m256 pair = _mm256_add_ps(load_n(lo + 8 * q, r - 8 * q), load_n(hi + 8 * q, r - 8 * q));
+            __m256 pair =
+                _mm256_add_ps(load_n(lo + 8 * q, r - 8 * q), load_n(hi + 8 * q, r - 8 * q));
             acc[q] = _mm256_fmadd_ps(kv[t], pair, acc[q]);
         }
     }
@@ -222,7 +224,7 @@ static void fir_avx2(const float *k, int taps, const float *const *x, int64_t of
     for (int t = 0; t < taps; t++) kv[t] = _mm256_set1_ps(k[t]);
     for (int64_t i = 0; i < n; i++) {
         for (int t = 0; t < taps; t++) xi[t] = x[i + t] + off;
-        if (i + taps - 1 + PREFETCH < n + taps - 1) prefetch_row(x[i + taps - 1 + PREFETCH] + off, m);
+        if (i + PREFETCH < n) prefetch_row(x[i + taps - 1 + PREFETCH] + off, m);
         float *out = y + i * ys;
         int64_t j = 0;
         for (; j + 32 <= m; j += 32) fir_chunk(kv, taps, xi, j, 32, out + j, 4);
