@@ -81,27 +81,6 @@ static void iir_step(const lumen_gf_iir *c, const float *vr, const float *vi,
     for (int64_t j = 0; out && j < m; j++) out[j] = s[j] + s[2 * m + j] + (add ? add[j] : 0.0f);
 }
 
-/* State = (gr + i gi) * x per section, or zero when x is NULL. */
-static void state_init(const float *gr, const float *gi, const float *x, float *s, int64_t m)
-{
-    for (int64_t j = 0; j < m; j++)
-        for (int k = 0; k < 2; k++) {
-            s[(2 * k) * m + j] = x ? gr[k] * x[j] : 0.0f;
-            s[(2 * k + 1) * m + j] = x ? gi[k] * x[j] : 0.0f;
-        }
-}
-
-/* State *= q per section (complex), summing the periods before the pad. */
-static void state_scale(const lumen_gf_iir *c, float *s, int64_t m)
-{
-    for (int k = 0; k < 2; k++)
-        for (int64_t j = 0; j < m; j++) {
-            float re = s[(2 * k) * m + j], im = s[(2 * k + 1) * m + j];
-            s[(2 * k) * m + j] = c->qr[k] * re - c->qi[k] * im;
-            s[(2 * k + 1) * m + j] = c->qr[k] * im + c->qi[k] * re;
-        }
-}
-
 /*
  * Anticausal pass first, into y; then the causal pass adds y and writes the
  * result, so an output row may be the input row of the same step (the causal
@@ -111,17 +90,17 @@ static void iir_generic(const lumen_gf_iir *c, const float *const *x, int64_t of
                         int64_t n, int64_t m, float *y, int64_t ys, float *const *o, float *s)
 {
     const int64_t len = n + 2 * pad;
-    state_init(c->hr, c->hi, c->periodic ? NULL : x[len - 1] + off, s, m);
+    lumen_gf_state_init(c->hr, c->hi, c->periodic ? NULL : x[len - 1] + off, s, m);
     for (int64_t i = len - 2; i >= pad + n - 1; i--)
         iir_step(c, c->br, c->bi, x[i + 1] + off, s, m, NULL, NULL);
-    if (c->periodic) state_scale(c, s, m);
+    if (c->periodic) lumen_gf_state_scale(c, s, m);
     for (int64_t j = 0; j < m; j++) y[(n - 1) * ys + j] = s[j] + s[2 * m + j];
     for (int64_t i = pad + n - 2; i >= pad; i--)
         iir_step(c, c->br, c->bi, x[i + 1] + off, s, m, NULL, y + (i - pad) * ys);
 
-    state_init(c->gr, c->gi, c->periodic ? NULL : x[0] + off, s, m);
+    lumen_gf_state_init(c->gr, c->gi, c->periodic ? NULL : x[0] + off, s, m);
     for (int64_t i = 0; i < pad; i++) iir_step(c, c->ar, c->ai, x[i] + off, s, m, NULL, NULL);
-    if (c->periodic) state_scale(c, s, m);
+    if (c->periodic) lumen_gf_state_scale(c, s, m);
     for (int64_t i = pad; i < pad + n; i++) {
         float *yi = y + (i - pad) * ys;
         iir_step(c, c->ar, c->ai, x[i] + off, s, m, yi, o ? o[i - pad] + off : yi);

@@ -99,26 +99,6 @@ static inline void steps(const coefs *k, const float *const *x, float *s, int64_
 /* Steps per block of the recursion (see steps()). */
 #define STEPS 4
 
-/* State = g x (per section, complex), or zero when x is NULL. */
-static void state_init(const float *gr, const float *gi, const float *x, float *s, int64_t m)
-{
-    for (int64_t j = 0; j < m; j++)
-        for (int k = 0; k < 2; k++) {
-            s[(2 * k) * m + j] = x ? gr[k] * x[j] : 0.0f;
-            s[(2 * k + 1) * m + j] = x ? gi[k] * x[j] : 0.0f;
-        }
-}
-
-static void state_scale(const lumen_gf_iir *c, float *s, int64_t m)
-{
-    for (int k = 0; k < 2; k++)
-        for (int64_t j = 0; j < m; j++) {
-            float re = s[(2 * k) * m + j], im = s[(2 * k + 1) * m + j];
-            s[(2 * k) * m + j] = c->qr[k] * re - c->qi[k] * im;
-            s[(2 * k + 1) * m + j] = c->qr[k] * im + c->qi[k] * re;
-        }
-}
-
 /* Rows i, i+d, ..., i+(u-1)d of x, offset by off. */
 static inline void gather(const float *const *x, int64_t off, int64_t i, int64_t d, int u,
                           const float **out)
@@ -178,15 +158,15 @@ static void iir_avx2(const lumen_gf_iir *c, const float *const *x, int64_t off, 
 {
     const int64_t len = n + 2 * pad;
     const coefs kc = make_coefs(c, true), ka = make_coefs(c, false);
-    state_init(c->hr, c->hi, c->periodic ? NULL : x[len - 1] + off, s, m);
+    lumen_gf_state_init(c->hr, c->hi, c->periodic ? NULL : x[len - 1] + off, s, m);
     anticausal(&ka, x, off, len - 2, pad + n - 1, pad, NULL, 0, s, m);
-    if (c->periodic) state_scale(c, s, m);
+    if (c->periodic) lumen_gf_state_scale(c, s, m);
     for (int64_t j = 0; j < m; j++) y[(n - 1) * ys + j] = s[j] + s[2 * m + j];
     anticausal(&ka, x, off, pad + n - 2, pad, pad, y, ys, s, m);
 
-    state_init(c->gr, c->gi, c->periodic ? NULL : x[0] + off, s, m);
+    lumen_gf_state_init(c->gr, c->gi, c->periodic ? NULL : x[0] + off, s, m);
     causal(&kc, x, off, 0, pad, pad, NULL, 0, NULL, s, m);
-    if (c->periodic) state_scale(c, s, m);
+    if (c->periodic) lumen_gf_state_scale(c, s, m);
     causal(&kc, x, off, pad, pad + n, pad, y, ys, o, s, m);
 }
 

@@ -38,6 +38,28 @@ typedef struct lumen_gf_iir {
     float qr[2], qi[2]; /* q_k */
 } lumen_gf_iir;
 
+/* Recursion state = (gr + i gi) * x per section, or zero when x is NULL (both ISAs). */
+static inline void lumen_gf_state_init(const float *gr, const float *gi, const float *x, float *s,
+                                       int64_t m)
+{
+    for (int64_t j = 0; j < m; j++)
+        for (int k = 0; k < 2; k++) {
+            s[(2 * k) * m + j] = x ? gr[k] * x[j] : 0.0f;
+            s[(2 * k + 1) * m + j] = x ? gi[k] * x[j] : 0.0f;
+        }
+}
+
+/* State *= q per section (complex), summing the periods before the pad. */
+static inline void lumen_gf_state_scale(const lumen_gf_iir *c, float *s, int64_t m)
+{
+    for (int k = 0; k < 2; k++)
+        for (int64_t j = 0; j < m; j++) {
+            float re = s[(2 * k) * m + j], im = s[(2 * k + 1) * m + j];
+            s[(2 * k) * m + j] = c->qr[k] * re - c->qi[k] * im;
+            s[(2 * k + 1) * m + j] = c->qr[k] * im + c->qi[k] * re;
+        }
+}
+
 typedef struct lumen_gf_kernels {
     /*
      * x[i] + off for 0 <= i < n + 2*pad are the input rows (m floats each).
