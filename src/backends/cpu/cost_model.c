@@ -121,13 +121,6 @@ static rates get_rates(bool avx2)
     return r;
 }
 
-static bool is_symmetric(const float *k, int n)
-{
-    for (int i = 0; i < n / 2; i++)
-        if (k[i] != k[n - 1 - i]) return false;
-    return true;
-}
-
 double lumen_cpu_cost(lumen_context *ctx, const lumen_filter_job *job, lumen_method method)
 {
     const lumen_image *s = job->src;
@@ -139,7 +132,7 @@ double lumen_cpu_cost(lumen_context *ctx, const lumen_filter_job *job, lumen_met
     case LUMEN_METHOD_SEPARABLE: {
         if (!job->kx) return -1.0;
         /* symmetric taps are paired, about 1.5x cheaper than the general case */
-        bool sym = is_symmetric(job->kx, job->kw) && is_symmetric(job->ky, job->kh);
+        bool sym = lumen_kernel_is_symmetric(job->kx, job->kw) && lumen_kernel_is_symmetric(job->ky, job->kh);
         return pixels * (job->kw + job->kh) / r.separable * (sym ? 1.0 : 1.5);
     }
     case LUMEN_METHOD_FFT: {

@@ -4,6 +4,14 @@
 
 #include "internal.h"
 
+/* k[i] == k[n-1-i] for all i: the row kernels then add mirrored taps before multiplying. */
+static inline bool lumen_kernel_is_symmetric(const float *k, int n)
+{
+    for (int i = 0; i < n / 2; i++)
+        if (k[i] != k[n - 1 - i]) return false;
+    return true;
+}
+
 /* Row-pipeline engine (engine.c): direct and separable filters. */
 lumen_status lumen_cpu_direct(lumen_context *ctx, const lumen_filter_job *job);
 lumen_status lumen_cpu_separable(lumen_context *ctx, const lumen_filter_job *job);

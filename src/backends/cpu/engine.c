@@ -38,13 +38,6 @@ typedef struct scratch {
     float *out;        /* one output row segment */
 } scratch;
 
-static bool is_symmetric(const float *k, int n)
-{
-    for (int i = 0; i < n / 2; i++)
-        if (k[i] != k[n - 1 - i]) return false;
-    return true;
-}
-
 /* Brings logical source row r (may lie outside the image) into its ring slot. */
 static void load_ring_row(const engine *e, scratch *sc, int64_t b, int64_t ch, int64_t r,
                           int64_t x0, int64_t n)
@@ -180,7 +173,7 @@ static lumen_status run_engine(const lumen_context *ctx, const lumen_filter_job 
 {
     engine e = {job, lumen_ctx_use_avx2(ctx) ? &lumen_row_kernels_avx2 : &lumen_row_kernels_generic,
                 separable, false, false, 1, 0, 0, 0, 0};
-    if (separable) e.sym_x = is_symmetric(job->kx, job->kw), e.sym_y = is_symmetric(job->ky, job->kh);
+    if (separable) e.sym_x = lumen_kernel_is_symmetric(job->kx, job->kw), e.sym_y = lumen_kernel_is_symmetric(job->ky, job->kh);
     e.cp = choose_packing(job);
     e.strip = choose_strip(job, separable, e.cp);
     const int64_t planes = job->src->n * (job->src->c / e.cp);
