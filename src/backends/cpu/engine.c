@@ -28,7 +28,8 @@ typedef struct engine {
     int64_t strip;   /* column strip width in pixels */
     int64_t nbands;  /* row bands per plane */
     int64_t slot;    /* floats per ring slot */
-    int64_t ring_len; /* slots: kh, or kh + 1 for two-row direct steps */
+    int64_t ring_len; /* slots: kh + 1 for two-row direct steps, kh + 3 for four-row columns */
+    bool four_rows;   /* column pass four rows at a time */
 } engine;
 
 typedef struct scratch {
@@ -90,6 +91,17 @@ static void process_tile(const engine *e, scratch *sc, int64_t b, int64_t ch, in
     const int ts = (int)e->cp;
     int64_t next = y0 - job->ay; /* next logical source row to load */
     int64_t y = y0;
+    /*
+     * Column pass of unscaled separable filters: four rows per step, so each
+     * ring row is loaded once for four outputs (this pass is bound by loads).
+     */
+    for (; e->four_rows && y + 4 <= y1; y += 4) {
+        ring_rows(e, sc, b, ch, &next, y - job->ay, kh + 3, x0, n);
+        float *o[4];
+        for (int j = 0; j < 4; j++) o[j] = out_row(e, sc->out + j * e->slot, b, ch, y + j, x0);
+        e->rk->vfilter4(sc->rows, job->ky, (int)kh, o, ne);
+        for (int j = 0; j < 4; j++) finish_row(e, o[j], b, ch, y + j, x0, ne);
+    }
     /* Direct: two rows per step share their source loads (kh+1 rows in the ring). */
     for (; !e->separable && y + 2 <= y1; y += 2) {
         ring_rows(e, sc, b, ch, &next, y - job->ay, kh + 1, x0, n);
@@ -131,7 +143,7 @@ static bool scratch_alloc(const engine *e, scratch *sc)
     sc->ring = calloc((size_t)(e->ring_len * e->slot), sizeof(float));
     sc->rows = malloc(sizeof(float *) * (size_t)e->ring_len);
     sc->seg = e->separable ? calloc(seg, sizeof(float)) : NULL;
-    sc->out = calloc((size_t)(2 * e->slot), sizeof(float)); /* two output rows */
+    sc->out = calloc((size_t)(4 * e->slot), sizeof(float)); /* up to four output rows */
     return sc->ring && sc->rows && sc->out && (sc->seg || !e->separable);
 }
 
@@ -155,7 +167,7 @@ static int64_t choose_packing(const lumen_filter_job *job)
 static int64_t choose_strip(const lumen_filter_job *job, bool separable, int64_t cp)
 {
     int64_t pad = separable ? 0 : job->kw - 1;
-    int64_t strip = (int64_t)RING_BYTES / (int64_t)sizeof(float) / (job->kh + 1) / cp - pad;
+    int64_t strip = (int64_t)RING_BYTES / (int64_t)sizeof(float) / (job->kh + 3) / cp - pad;
     if (strip < 256) strip = 256;
     strip = (strip + 31) / 32 * 32;
     return strip < job->src->w ? strip : job->src->w;
@@ -172,14 +184,16 @@ static int64_t choose_bands(const lumen_context *ctx, int64_t planes, int64_t h)
 static lumen_status run_engine(const lumen_context *ctx, const lumen_filter_job *job, bool separable)
 {
     engine e = {job, lumen_ctx_use_avx2(ctx) ? &lumen_row_kernels_avx2 : &lumen_row_kernels_generic,
-                separable, false, false, 1, 0, 0, 0, 0};
+                separable, false, false, 1, 0, 0, 0, 0, false};
     if (separable) e.sym_x = lumen_kernel_is_symmetric(job->kx, job->kw), e.sym_y = lumen_kernel_is_symmetric(job->ky, job->kh);
     e.cp = choose_packing(job);
     e.strip = choose_strip(job, separable, e.cp);
     const int64_t planes = job->src->n * (job->src->c / e.cp);
     e.nbands = choose_bands(ctx, planes, job->src->h);
     e.slot = (e.strip + (separable ? 0 : job->kw - 1)) * e.cp + LUMEN_ROW_SLACK;
-    e.ring_len = separable ? job->kh : job->kh + 1;
+    /* Short columns gain nothing from four rows (their zero-padded taps would dominate). */
+    e.four_rows = separable && job->scale == 1.0f && job->kh >= 8;
+    e.ring_len = job->kh + (e.four_rows ? 3 : 1);
     const int64_t items = planes * e.nbands;
     int failed = 0;
 #pragma omp parallel num_threads(ctx->threads) reduction(| : failed)

@@ -182,6 +182,59 @@ static void vfilter_avx2(const float *const *rows, const float *k, int kh, bool 
     taps_row(rows, k, kh, sym, scale, out, n);
 }
 
+/* acc[j] += k[t] * (v0, v1): one tap of output row j. */
+#define VF4_TAP(j, t)                                                                              \
+    do {                                                                                           \
+        __m256 kv = _mm256_broadcast_ss(k + (t));                                                  \
+        acc[j][0] = _mm256_fmadd_ps(kv, v0, acc[j][0]);                                            \
+        acc[j][1] = _mm256_fmadd_ps(kv, v1, acc[j][1]);                                            \
+    } while (0)
+
+/*
+ * 16 columns of four output rows: row r of the window feeds output j with tap
+ * r - j. Only real taps are applied (a zero tap would turn an Inf into NaN
+ * outside the kernel's reach).
+ */
+static inline void vfilter4_at(const float *const *rows, const float *k, int kh, int64_t x,
+                               __m256 acc[4][2])
+{
+    for (int j = 0; j < 4; j++) acc[j][0] = acc[j][1] = _mm256_setzero_ps();
+    for (int r = 0; r < kh + 3; r++) {
+        __m256 v0 = _mm256_loadu_ps(rows[r] + x), v1 = _mm256_loadu_ps(rows[r] + x + 8);
+        if (r >= 3 && r < kh) {
+            VF4_TAP(0, r);
+            VF4_TAP(1, r - 1);
+            VF4_TAP(2, r - 2);
+            VF4_TAP(3, r - 3);
+            continue;
+        }
+        for (int j = 0; j < 4; j++)
+            if (r - j >= 0 && r - j < kh) VF4_TAP(j, r - j);
+    }
+}
+
+static void vfilter4_avx2(const float *const *rows, const float *k, int kh, float *const *out,
+                          int64_t n)
+{
+    int64_t x = 0;
+    for (; x + 16 <= n; x += 16) {
+        __m256 acc[4][2];
+        vfilter4_at(rows, k, kh, x, acc);
+        for (int j = 0; j < 4; j++)
+            _mm256_storeu_ps(out[j] + x, acc[j][0]), _mm256_storeu_ps(out[j] + x + 8, acc[j][1]);
+    }
+    if (x == n) return;
+    if (kh > LUMEN_HTAPS_MAX) { /* the last < 16 columns, one row at a time */
+        for (int j = 0; j < 4; j++) lumen_row_kernels_generic.vfilter(rows + j, k, kh, false, 1.0f, out[j], n);
+        return;
+    }
+    const float *shifted[LUMEN_HTAPS_MAX];
+    for (int j = 0; j < 4; j++) {
+        for (int i = 0; i < kh; i++) shifted[i] = rows[i + j] + x;
+        vfilter_avx2(shifted, k, kh, false, 1.0f, out[j] + x, n - x);
+    }
+}
+
 static float max_abs_avx2(const float *in, int64_t n)
 {
     const __m256 sign = _mm256_set1_ps(-0.0f), big = _mm256_set1_ps(FLT_MAX);
@@ -248,6 +301,6 @@ static void store_u16_avx2(const float *in, uint16_t *out, int64_t n)
 }
 
 const lumen_row_kernels lumen_row_kernels_avx2 = {
-    "avx2+fma",   direct_avx2,  direct2_avx2,     hfilter_avx2,  vfilter_avx2,
+    "avx2+fma",   direct_avx2,  direct2_avx2,     hfilter_avx2,  vfilter_avx2, vfilter4_avx2,
     max_abs_avx2, complex_mul_avx2, store_u8_avx2, store_u16_avx2,
 };

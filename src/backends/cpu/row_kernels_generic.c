@@ -47,6 +47,12 @@ static void vfilter_generic(const float *const *rows, const float *k, int kh, bo
         for (int64_t x = 0; x < n; x++) out[x] *= scale;
 }
 
+static void vfilter4_generic(const float *const *rows, const float *k, int kh, float *const *out,
+                             int64_t n)
+{
+    for (int j = 0; j < 4; j++) vfilter_generic(rows + j, k, kh, false, 1.0f, out[j], n);
+}
+
 static float max_abs_generic(const float *in, int64_t n)
 {
     float m = 0.0f;
@@ -79,6 +85,6 @@ static void store_u16_generic(const float *in, uint16_t *out, int64_t n)
 
 const lumen_row_kernels lumen_row_kernels_generic = {
     "generic",       direct_generic,      direct2_generic,  hfilter_generic,
-    vfilter_generic, max_abs_generic,     complex_mul_generic, store_u8_generic,
+    vfilter_generic, vfilter4_generic,   max_abs_generic,     complex_mul_generic, store_u8_generic,
     store_u16_generic,
 };
