@@ -6,7 +6,7 @@ JOBS       ?= $(shell nproc)
 PYTHON     ?= /usr/bin/python3
 CMAKE_FLAGS ?=
 
-.PHONY: all deps deps-test build build-asan run test test-c test-asan test-python bench clean
+.PHONY: all deps deps-test build build-asan run test test-c test-asan test-python test-pip bench clean
 
 all: build
 
@@ -17,10 +17,12 @@ deps-test:
 	@scripts/install-deps.sh test
 
 $(BUILD)/build.ninja:
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DLUMEN_WERROR=ON $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DLUMEN_WERROR=ON \
+	  -DPython3_EXECUTABLE=$(PYTHON) $(CMAKE_FLAGS)
 
 $(ASAN_BUILD)/build.ninja:
-	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLUMEN_WERROR=ON -DLUMEN_SANITIZE=ON $(CMAKE_FLAGS)
+	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLUMEN_WERROR=ON -DLUMEN_SANITIZE=ON \
+	  -DLUMEN_PYTHON=OFF $(CMAKE_FLAGS)
 
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
@@ -33,7 +35,7 @@ run: build
 	@scripts/demo.sh $(BUILD)/lumen
 
 test: deps-test build build-asan
-	$(MAKE) --no-print-directory test-c test-asan test-python
+	$(MAKE) --no-print-directory test-c test-asan test-python test-pip
 
 test-c:
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
@@ -43,12 +45,24 @@ test-asan:
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS)
 
+# The CLI tests and the Python package's tests (the package as built in $(BUILD)/python).
 test-python:
-	LUMEN_BIN=$(abspath $(BUILD))/lumen $(PYTHON) -m pytest -q tests/python
+	LUMEN_BIN=$(abspath $(BUILD))/lumen PYTHONPATH=$(abspath $(BUILD))/python \
+	  $(PYTHON) -m pytest -q tests/python
+
+# The README's install line works: pip builds through CMake (reusing $(BUILD)) into a folder.
+test-pip:
+	rm -rf $(BUILD)/pip-target
+	LUMEN_CMAKE_BUILD_DIR=$(abspath $(BUILD)) $(PYTHON) -m pip install -q --no-build-isolation \
+	  --no-deps --no-index --target $(BUILD)/pip-target ./python
+	cd /tmp && PYTHONPATH=$(abspath $(BUILD))/pip-target $(PYTHON) -c \
+	  "import lumen, numpy as np; from lumen.compat import phos; \
+	   r = lumen.gaussian_blur(np.ones((8, 8), np.float32), 1.0); assert abs(r - 1).max() < 1e-6; \
+	   print('pip-installed lumen', lumen.__version__, 'from', lumen.__file__)"
 
 bench: build
 	$(BUILD)/lumen bench
-	LUMEN_BIN=$(abspath $(BUILD))/lumen $(PYTHON) bench/compare.py
+	LUMEN_BIN=$(abspath $(BUILD))/lumen PYTHONPATH=$(abspath $(BUILD))/python $(PYTHON) -m lumen.bench
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -105,6 +105,42 @@ lumen_status lumen_context_set_fft_planning(lumen_context *ctx, lumen_fft_planni
 /* Drops cached plans and kernel spectra (they are also freed with the context). */
 void lumen_context_clear_plans(lumen_context *ctx);
 
+/* ---- devices -----------------------------------------------------------
+ * Backends register their devices when the library is first used. Today: the CPU (index 0);
+ * the CUDA module adds GPUs. A context runs on one device, chosen by a spec string. */
+
+typedef enum lumen_device_kind {
+    LUMEN_DEVICE_CPU = 0,
+    LUMEN_DEVICE_DISCRETE_GPU = 1,
+    LUMEN_DEVICE_INTEGRATED_GPU = 2,
+    LUMEN_DEVICE_SOFTWARE = 3 /* an emulated device (lavapipe, pocl): never chosen by "auto" */
+} lumen_device_kind;
+
+typedef struct lumen_device_info {
+    int index;                   /* 0 .. lumen_device_count() - 1 */
+    char name[128];              /* "Intel(R) Xeon(R) ...", "NVIDIA H100 ..." */
+    char backend[16];            /* "cpu", "cuda" */
+    lumen_device_kind kind;
+    uint64_t memory_total;       /* bytes */
+    uint64_t memory_free;        /* bytes, at the time of the call */
+    char compute_capability[16]; /* "9.0" on CUDA, "" on the CPU */
+    int fp16, bf16;              /* 1 if the device computes in that storage type */
+} lumen_device_info;
+
+int lumen_device_count(void);
+lumen_status lumen_device_get_info(int index, lumen_device_info *out);
+/* "cpu", "discrete", "integrated", "software". */
+const char *lumen_device_kind_name(lumen_device_kind kind);
+/* Resolves "auto", "cpu", "cuda" (the first CUDA device) or "cuda:N" to a device index;
+ * "auto" prefers a discrete GPU, then an integrated one, then the CPU. */
+lumen_status lumen_device_find(const char *spec, int *index);
+/* Runs the context's ops on the device that spec names (see lumen_device_find). */
+lumen_status lumen_context_set_device(lumen_context *ctx, const char *spec);
+int lumen_context_device(const lumen_context *ctx);
+/* Strict mode: an op the device cannot run fails instead of falling back to the CPU. */
+lumen_status lumen_context_set_strict(lumen_context *ctx, int strict);
+int lumen_context_strict(const lumen_context *ctx);
+
 /* ---- options ----------------------------------------------------------- */
 
 typedef enum lumen_border {

@@ -2,9 +2,11 @@
 # Installs the Debian packages lumen needs that are not installed yet.
 # Usage: scripts/install-deps.sh [build|test]
 set -euo pipefail
-pkgs=(gcc make cmake ninja-build pkg-config libpng-dev libjpeg-dev libtiff-dev libfftw3-dev)
+pkgs=(gcc make cmake ninja-build pkg-config libpng-dev libjpeg-dev libtiff-dev libfftw3-dev
+      python3 python3-dev python3-numpy libdlpack-dev)
 if [ "${1:-build}" = test ]; then
-  pkgs+=(libcmocka-dev python3 python3-numpy python3-opencv python3-scipy python3-pytest time)
+  pkgs+=(libcmocka-dev python3-opencv python3-scipy python3-pytest python3-torch
+         python3-pip python3-setuptools python3-wheel time)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

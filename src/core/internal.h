@@ -29,6 +29,8 @@ struct lumen_context {
     bool cpu_avx2;    /* CPU has AVX2 + FMA and the OS saves YMM state */
     lumen_fft_planning fft_planning;
     struct lumen_plan_cache *plans; /* FFT plans, kernel spectra (one thread at a time) */
+    int device;  /* index into the device list (lumen_device_find) */
+    bool strict; /* no fallback to the CPU */
 };
 
 /* ---- plan cache: expensive set-up kept per context, keyed by bytes ----- */
@@ -100,6 +102,9 @@ typedef struct lumen_backend {
     lumen_status (*gaussian_fast)(lumen_context *ctx, const lumen_gauss_job *job);
     /* Estimated seconds for job by method; < 0 when the method is not available. */
     double (*cost)(lumen_context *ctx, const lumen_filter_job *job, lumen_method method);
+    /* Devices this backend drives; info->index is filled in by the runtime. */
+    int (*device_count)(void);
+    lumen_status (*device_info)(int i, lumen_device_info *info);
 } lumen_backend;
 
 /* The scalar oracle, kept forever; computes in double. */

@@ -33,4 +33,8 @@ double lumen_cpu_fft_tile_work(int nh, int nw);
 /* Estimated seconds for job by method on this machine (cost_model.c). */
 double lumen_cpu_cost(lumen_context *ctx, const lumen_filter_job *job, lumen_method method);
 
+/* The CPU as a device (cpu_device.c): one, named by /proc/cpuinfo, with the system's memory. */
+int lumen_cpu_device_count(void);
+lumen_status lumen_cpu_device_info(int i, lumen_device_info *info);
+
 #endif

@@ -9,4 +9,6 @@ const lumen_backend lumen_cpu_fast_backend = {
     .fft_filter = lumen_cpu_fft,
     .gaussian_fast = lumen_cpu_gaussian_fast,
     .cost = lumen_cpu_cost,
+    .device_count = lumen_cpu_device_count,
+    .device_info = lumen_cpu_device_info,
 };

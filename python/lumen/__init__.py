@@ -1,0 +1,49 @@
+"""lumen: fast image convolution and filtering, with OpenCV's semantics.
+
+    import numpy as np, lumen
+    img = np.random.rand(2000, 3000, 3).astype(np.float32)
+    soft = lumen.gaussian_blur(img, 3.0)                 # cv2.GaussianBlur's kernel
+    edge = lumen.filter2d(img, [[0, -1, 0], [-1, 5, -1], [0, -1, 0]], border="reflect101")
+    lumen.box_blur(img, (5, 3), out=img)                  # in place
+
+Images are NumPy arrays (or DLPack tensors: PyTorch, CuPy, JAX) of uint8, uint16 or float32,
+shaped H x W, H x W x C or N x H x W x C, in any strides; they are used without copying and the
+GIL is released while lumen computes. Borders: "reflect" (default, = cv2.BORDER_REFLECT),
+"reflect101", "replicate", "constant", "wrap", their aliases, or cv2.BORDER_* integers.
+Full reference: docs/python.md.
+"""
+
+from ._lumen import (  # noqa: F401  (the C extension is the API)
+    ArgumentError,
+    Context,
+    Error,
+    FileError,
+    UnsupportedError,
+    __version__,
+    box_blur,
+    device_info,
+    devices,
+    filter2d,
+    gaussian_blur,
+    gaussian_kernel,
+    gaussian_ksize,
+    last_run,
+    read_image,
+    sep_filter2d,
+    write_image,
+)
+
+#: Border names accepted besides lumen's own, and what they mean (docs/python.md).
+BORDER_ALIASES = {
+    "symmetric": "reflect", "grid-mirror": "reflect",
+    "reflect_101": "reflect101", "reflect-101": "reflect101", "mirror": "reflect101",
+    "nearest": "replicate", "edge": "replicate",
+    "grid-constant": "constant",
+    "grid-wrap": "wrap", "circular": "wrap",
+}
+
+__all__ = [
+    "ArgumentError", "Context", "Error", "FileError", "UnsupportedError", "BORDER_ALIASES",
+    "box_blur", "device_info", "devices", "filter2d", "gaussian_blur", "gaussian_kernel",
+    "gaussian_ksize", "last_run", "read_image", "sep_filter2d", "write_image",
+]

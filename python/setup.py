@@ -1,0 +1,61 @@
+"""Builds lumen's Python package with the project's CMake (the extension links the C library).
+
+    /usr/bin/python3 -m pip install --no-build-isolation ./python
+
+pip builds in place (pip >= 21.3), so the repository root is this file's parent folder.
+LUMEN_CMAKE_BUILD_DIR=<dir> reuses an existing CMake build tree (e.g. `build`) instead of
+configuring a fresh one in the setuptools build folder.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+
+class CMakeExtension(Extension):
+    def __init__(self, name):
+        super().__init__(name, sources=[])
+
+
+class CMakeBuild(build_ext):
+    """Runs CMake for the target `lumen_python` and copies the module where setuptools wants it."""
+
+    def build_extension(self, ext):
+        if not (ROOT / "CMakeLists.txt").exists():
+            sys.exit(f"lumen: {ROOT} is not the lumen repository; install with "
+                     "`pip install --no-build-isolation ./python` from a checkout")
+        build = Path(os.environ.get("LUMEN_CMAKE_BUILD_DIR") or Path(self.build_temp) / "cmake")
+        build = build if build.is_absolute() else ROOT / build
+        if not (build / "CMakeCache.txt").exists():
+            subprocess.check_call([
+                "cmake", "-S", str(ROOT), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
+                "-DLUMEN_TESTS=OFF", f"-DPython3_EXECUTABLE={sys.executable}",
+            ] + (["-G", "Ninja"] if shutil.which("ninja") else []))
+        subprocess.check_call(["cmake", "--build", str(build), "--target", "lumen_python",
+                               "-j", str(os.cpu_count() or 1)])
+        built = build / "python" / "lumen" / Path(self.get_ext_filename("_lumen")).name
+        target = Path(self.get_ext_fullpath(ext.name))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(built, target)
+
+
+setup(
+    name="lumen",
+    version="0.1.0",
+    description="Fast image convolution and filtering (OpenCV semantics) for NumPy and DLPack",
+    packages=["lumen", "lumen.compat"],
+    package_dir={"": "."},
+    ext_modules=[CMakeExtension("lumen._lumen")],
+    cmdclass={"build_ext": CMakeBuild},
+    python_requires=">=3.9",
+    install_requires=["numpy"],
+    zip_safe=False,
+)

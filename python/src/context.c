@@ -1,0 +1,217 @@
+/* lumen.Context, and the default contexts calls use without one.
+ * A lumen_context serves one thread at a time. Default contexts come from a pool guarded by
+ * the GIL, so concurrent Python threads each get one of their own (and a single thread keeps
+ * reusing the same one, with its plan cache). A Context object has a lock instead. */
+#include "lumen_py.h"
+
+#include <string.h>
+
+#define POOL_MAX 64
+
+static lumen_context *pool[POOL_MAX];
+static int pool_size;
+
+static lumen_context *pool_take(void)
+{
+    if (pool_size > 0) return pool[--pool_size];
+    lumen_context *ctx = NULL;
+    lumen_status s = lumen_context_create(&ctx);
+    if (s) lumenpy_raise(s);
+    return ctx;
+}
+
+static void pool_give(lumen_context *ctx)
+{
+    if (pool_size < POOL_MAX) pool[pool_size++] = ctx;
+    else lumen_context_destroy(ctx);
+}
+
+void lumenpy_context_pool_clear(void)
+{
+    while (pool_size > 0) lumen_context_destroy(pool[--pool_size]);
+}
+
+lumen_context *lumenpy_context_acquire(PyObject *obj)
+{
+    if (obj == NULL || obj == Py_None) return pool_take();
+    if (!PyObject_TypeCheck(obj, &lumenpy_ContextType)) {
+        PyErr_Format(PyExc_TypeError, "context: expected a lumen.Context, got %s",
+                     Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    lumenpy_context *c = (lumenpy_context *)obj;
+    if (!PyThread_acquire_lock(c->lock, NOWAIT_LOCK)) {
+        Py_BEGIN_ALLOW_THREADS
+        PyThread_acquire_lock(c->lock, WAIT_LOCK);
+        Py_END_ALLOW_THREADS
+    }
+    return c->ctx;
+}
+
+void lumenpy_context_release(PyObject *obj, lumen_context *ctx)
+{
+    if (!ctx) return;
+    if (obj == NULL || obj == Py_None) pool_give(ctx);
+    else PyThread_release_lock(((lumenpy_context *)obj)->lock);
+}
+
+/* ---- the Context type ---- */
+
+static int apply_options(lumen_context *ctx, PyObject *device, int threads, int strict, int simd,
+                         const char *planning)
+{
+    lumen_status s;
+    const char *dev = PyUnicode_AsUTF8(device);
+    if (!dev) return -1;
+    lumen_fft_planning p;
+    if (!strcmp(planning, "estimate")) p = LUMEN_FFT_ESTIMATE;
+    else if (!strcmp(planning, "measure")) p = LUMEN_FFT_MEASURE;
+    else {
+        PyErr_Format(lumenpy_ArgumentError,
+                     "fft_planning: expected 'estimate' or 'measure', got '%s'", planning);
+        return -1;
+    }
+    if ((s = lumen_context_set_device(ctx, dev)) || (s = lumen_context_set_threads(ctx, threads)) ||
+        (s = lumen_context_set_strict(ctx, strict)) || (s = lumen_context_set_simd(ctx, simd)) ||
+        (s = lumen_context_set_fft_planning(ctx, p))) {
+        lumenpy_raise(s);
+        return -1;
+    }
+    return 0;
+}
+
+static int context_init(lumenpy_context *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"device", "threads", "strict", "simd", "fft_planning", NULL};
+    PyObject *device = NULL;
+    int threads = 0, strict = 0, simd = 1;
+    const char *planning = "estimate";
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|U$ipps:Context", kwlist, &device, &threads,
+                                     &strict, &simd, &planning))
+        return -1;
+    if (self->ctx) {
+        PyErr_SetString(PyExc_RuntimeError, "Context: already initialised");
+        return -1;
+    }
+    lumen_status s = lumen_context_create(&self->ctx);
+    if (s) {
+        lumenpy_raise(s);
+        return -1;
+    }
+    self->lock = PyThread_allocate_lock();
+    if (!self->lock) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    PyObject *dev = device ? (Py_INCREF(device), device) : PyUnicode_FromString("auto");
+    int rc = dev ? apply_options(self->ctx, dev, threads, strict, simd, planning) : -1;
+    Py_XDECREF(dev);
+    return rc;
+}
+
+static void context_dealloc(lumenpy_context *self)
+{
+    lumen_context_destroy(self->ctx);
+    if (self->lock) PyThread_free_lock(self->lock);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int check_ready(lumenpy_context *self)
+{
+    if (self->ctx) return 0;
+    PyErr_SetString(PyExc_RuntimeError, "Context: not initialised");
+    return -1;
+}
+
+static PyObject *device_label(int index)
+{
+    lumen_device_info info;
+    lumen_status s = lumen_device_get_info(index, &info);
+    if (s) return lumenpy_raise(s);
+    int nth = 0; /* the spec form: "cpu" or "cuda:N" */
+    for (int i = 0; i < index; i++) {
+        lumen_device_info other;
+        if (!lumen_device_get_info(i, &other) && !strcmp(other.backend, info.backend)) nth++;
+    }
+    if (!strcmp(info.backend, "cpu")) return PyUnicode_FromString("cpu");
+    return PyUnicode_FromFormat("%s:%d", info.backend, nth);
+}
+
+static PyObject *get_device(lumenpy_context *self, void *unused)
+{
+    (void)unused;
+    return check_ready(self) ? NULL : device_label(lumen_context_device(self->ctx));
+}
+
+static PyObject *get_threads(lumenpy_context *self, void *unused)
+{
+    (void)unused;
+    return check_ready(self) ? NULL : PyLong_FromLong(lumen_context_threads(self->ctx));
+}
+
+static PyObject *get_strict(lumenpy_context *self, void *unused)
+{
+    (void)unused;
+    return check_ready(self) ? NULL : PyBool_FromLong(lumen_context_strict(self->ctx));
+}
+
+static PyObject *get_cpu_features(lumenpy_context *self, void *unused)
+{
+    (void)unused;
+    return check_ready(self) ? NULL : PyUnicode_FromString(lumen_cpu_features(self->ctx));
+}
+
+static PyObject *clear_plans(lumenpy_context *self, PyObject *unused)
+{
+    (void)unused;
+    if (check_ready(self)) return NULL;
+    lumen_context *ctx = lumenpy_context_acquire((PyObject *)self);
+    lumen_context_clear_plans(ctx);
+    lumenpy_context_release((PyObject *)self, ctx);
+    Py_RETURN_NONE;
+}
+
+static PyObject *context_repr(lumenpy_context *self)
+{
+    if (!self->ctx) return PyUnicode_FromString("lumen.Context(<uninitialised>)");
+    PyObject *dev = device_label(lumen_context_device(self->ctx));
+    if (!dev) return NULL;
+    PyObject *r = PyUnicode_FromFormat("lumen.Context(device=%R, threads=%d, strict=%s)", dev,
+                                       lumen_context_threads(self->ctx),
+                                       lumen_context_strict(self->ctx) ? "True" : "False");
+    Py_DECREF(dev);
+    return r;
+}
+
+static PyGetSetDef context_getset[] = {
+    {"device", (getter)get_device, NULL, "The device ops run on: 'cpu' or 'cuda:N'.", NULL},
+    {"threads", (getter)get_threads, NULL, "CPU threads an op may use.", NULL},
+    {"strict", (getter)get_strict, NULL, "True: no fallback to the CPU.", NULL},
+    {"cpu_features", (getter)get_cpu_features, NULL, "e.g. 'avx2,fma' or 'scalar'.", NULL},
+    {NULL},
+};
+
+static PyMethodDef context_methods[] = {
+    {"clear_plans", (PyCFunction)clear_plans, METH_NOARGS,
+     "Drops cached FFT plans and kernel spectra."},
+    {NULL},
+};
+
+PyTypeObject lumenpy_ContextType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "lumen.Context",
+    .tp_basicsize = sizeof(lumenpy_context),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Context(device='auto', threads=0, *, strict=False, simd=True, "
+              "fft_planning='estimate')\n\n"
+              "Thread count, device, strict mode and the plan cache (FFT plans, kernel spectra)\n"
+              "for the ops given context=. threads=0: $LUMEN_NUM_THREADS or all cores.\n"
+              "device: 'auto', 'cpu', 'cuda' or 'cuda:N'. simd=False runs the scalar reference.\n"
+              "fft_planning='measure' times FFT plans once per size (seconds), then runs faster.\n"
+              "May be shared between threads: calls on one Context take turns.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)context_init,
+    .tp_dealloc = (destructor)context_dealloc,
+    .tp_repr = (reprfunc)context_repr,
+    .tp_getset = context_getset,
+    .tp_methods = context_methods,
+};

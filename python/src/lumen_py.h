@@ -1,0 +1,84 @@
+/* Internal interface of the lumen._lumen extension: NumPy/DLPack views, argument converters,
+ * contexts and errors shared by the files of the binding. */
+#ifndef LUMEN_PY_H
+#define LUMEN_PY_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#define PY_ARRAY_UNIQUE_SYMBOL lumenpy_ARRAY_API
+#ifndef LUMENPY_IMPORT_ARRAY
+#define NO_IMPORT_ARRAY
+#endif
+#include <numpy/arrayobject.h>
+
+#include <dlpack/dlpack.h>
+#include <lumen.h>
+
+/* ---- errors (module.c) ---- */
+extern PyObject *lumenpy_Error, *lumenpy_ArgumentError, *lumenpy_UnsupportedError,
+    *lumenpy_FileError;
+/* Raises the exception that matches s, with lumen_last_error() as the message; returns NULL. */
+PyObject *lumenpy_raise(lumen_status s);
+
+/* ---- image views (views.c) ---- */
+typedef struct lumenpy_view {
+    lumen_image img;
+    int ndim;              /* 2: H x W, 3: H x W x C, 4: N x H x W x C */
+    Py_ssize_t shape[4];
+    PyObject *owner;       /* the ndarray, or the consumed DLPack capsule */
+    DLManagedTensor *dl;   /* deleted on release when the view came from DLPack */
+} lumenpy_view;
+
+/* Borrows obj's memory as a view; 0 on success, -1 with an exception set. `name` prefixes
+ * messages ("src", "out"); writable views refuse read-only and self-overlapping memory. */
+int lumenpy_view_from(PyObject *obj, const char *name, int writable, lumenpy_view *v);
+void lumenpy_view_release(lumenpy_view *v);
+/* A new C-contiguous ndarray shaped like src with dtype dt, and its view. */
+PyObject *lumenpy_new_output(const lumenpy_view *src, lumen_dtype dt, lumenpy_view *v);
+/* A new ndarray that owns img's malloc'ed data (freed with lumen_image_free). */
+PyObject *lumenpy_adopt_image(lumen_image *img);
+
+/* ---- argument converters for PyArg_Parse "O&" (args.c): 1 ok, 0 with an exception ---- */
+int lumenpy_border_conv(PyObject *obj, void *out);    /* lumen_border */
+int lumenpy_method_conv(PyObject *obj, void *out);    /* lumen_method */
+int lumenpy_precision_conv(PyObject *obj, void *out); /* lumen_precision */
+int lumenpy_dtype_conv(PyObject *obj, void *out);     /* int: -1 (None) or lumen_dtype */
+/* int or (x, y) pair, e.g. ksize or anchor; name is used in messages. */
+int lumenpy_int_pair(PyObject *obj, const char *name, int *x, int *y);
+/* A kernel as a new C-contiguous float32 ndarray of ndim 2 (filter2d) or 1 (sep). */
+PyArrayObject *lumenpy_kernel(PyObject *obj, const char *name, int ndim);
+const char *lumenpy_dtype_label(lumen_dtype dt); /* "uint8", "uint16", "float32" */
+
+/* ---- contexts (context.c) ---- */
+typedef struct lumenpy_context {
+    PyObject_HEAD
+    lumen_context *ctx;
+    PyThread_type_lock lock; /* one C call at a time per context */
+} lumenpy_context;
+extern PyTypeObject lumenpy_ContextType;
+/* The context for a call: obj's (locked until release) or a default one from a pool. NULL
+ * with an exception set when obj is not None and not a Context. */
+lumen_context *lumenpy_context_acquire(PyObject *obj);
+void lumenpy_context_release(PyObject *obj, lumen_context *ctx);
+void lumenpy_context_pool_clear(void);
+
+/* ---- what the last op did, per thread (module.c) ---- */
+void lumenpy_record_run(const lumen_run_info *info, const lumen_image *src,
+                        const lumen_image *dst);
+
+/* ---- module functions ---- */
+PyObject *lumenpy_filter2d(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *lumenpy_sep_filter2d(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *lumenpy_gaussian_blur(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *lumenpy_box_blur(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *lumenpy_gaussian_kernel(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *lumenpy_gaussian_ksize(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *lumenpy_time_c(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *lumenpy_devices(PyObject *self, PyObject *unused);
+PyObject *lumenpy_device_info(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *lumenpy_read_image(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *lumenpy_write_image(PyObject *self, PyObject *args, PyObject *kw);
+
+#endif

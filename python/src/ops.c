@@ -1,0 +1,296 @@
+/* The filtering ops: arguments -> views -> the C call with the GIL released -> result. */
+#include "lumen_py.h"
+
+#include <string.h>
+#include <time.h>
+
+/* One op call: the input and output views, the result object and the context. */
+typedef struct op_call {
+    lumenpy_view src, dst;
+    PyObject *result; /* a new array, or out= */
+    PyObject *ctx_obj;
+    lumen_context *ctx;
+} op_call;
+
+static void op_cleanup(op_call *c)
+{
+    lumenpy_view_release(&c->src);
+    lumenpy_view_release(&c->dst);
+    Py_CLEAR(c->result);
+}
+
+static PyObject *shape_tuple(const lumenpy_view *v)
+{
+    PyObject *t = PyTuple_New(v->ndim);
+    for (int i = 0; t && i < v->ndim; i++)
+        PyTuple_SET_ITEM(t, i, PyLong_FromSsize_t(v->shape[i]));
+    return t;
+}
+
+static int check_out_matches(const op_call *c, int dtype)
+{
+    int same = c->src.ndim == c->dst.ndim;
+    for (int i = 0; same && i < c->src.ndim; i++) same = c->src.shape[i] == c->dst.shape[i];
+    if (!same) {
+        PyObject *a = shape_tuple(&c->dst), *b = shape_tuple(&c->src);
+        if (a && b) PyErr_Format(lumenpy_ArgumentError, "out: shape %R differs from src %R", a, b);
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        return -1;
+    }
+    if (dtype >= 0 && (lumen_dtype)dtype != c->dst.img.dtype) {
+        PyErr_Format(lumenpy_ArgumentError, "dtype: %s differs from out's dtype %s",
+                     lumenpy_dtype_label(dtype), lumenpy_dtype_label(c->dst.img.dtype));
+        return -1;
+    }
+    return 0;
+}
+
+/* Views src and out (or a new output of dtype, -1: src's) and takes a context. */
+static int op_begin(op_call *c, PyObject *src, PyObject *out, int dtype, PyObject *ctx_obj)
+{
+    memset(c, 0, sizeof *c);
+    if (lumenpy_view_from(src, "src", 0, &c->src)) return -1;
+    if (out != Py_None) {
+        if (lumenpy_view_from(out, "out", 1, &c->dst) || check_out_matches(c, dtype)) goto fail;
+        Py_INCREF(out);
+        c->result = out;
+    } else {
+        lumen_dtype dt = dtype >= 0 ? (lumen_dtype)dtype : c->src.img.dtype;
+        c->result = lumenpy_new_output(&c->src, dt, &c->dst);
+        if (!c->result) goto fail;
+    }
+    c->ctx_obj = ctx_obj;
+    c->ctx = lumenpy_context_acquire(ctx_obj);
+    if (c->ctx) return 0;
+fail:
+    op_cleanup(c);
+    return -1;
+}
+
+/* Gives the context back and returns the result, or raises the C error. */
+static PyObject *op_end(op_call *c, lumen_status s, const lumen_run_info *info)
+{
+    lumenpy_context_release(c->ctx_obj, c->ctx);
+    PyObject *r = NULL;
+    if (s == LUMEN_OK) {
+        lumenpy_record_run(info, &c->src.img, &c->dst.img);
+        r = c->result;
+        c->result = NULL;
+    } else {
+        lumenpy_raise(s);
+    }
+    op_cleanup(c);
+    return r;
+}
+
+static int anchor_conv(PyObject *obj, lumen_filter_options *o)
+{
+    if (obj == Py_None) return 0;
+    return lumenpy_int_pair(obj, "anchor", &o->anchor_x, &o->anchor_y) ? 0 : -1;
+}
+
+PyObject *lumenpy_filter2d(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *kwlist[] = {"src",    "kernel", "border", "border_value", "anchor", "convolve",
+                             "method", "out",    "dtype",  "context",      NULL};
+    PyObject *src, *kobj, *anchor = Py_None, *out = Py_None, *ctx = Py_None;
+    lumen_filter_options o = lumen_filter_options_default();
+    int dtype = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$O&fOpO&OO&O:filter2d", kwlist, &src, &kobj,
+                                     lumenpy_border_conv, &o.border, &o.border_value, &anchor,
+                                     &o.convolve, lumenpy_method_conv, &o.method, &out,
+                                     lumenpy_dtype_conv, &dtype, &ctx) ||
+        anchor_conv(anchor, &o))
+        return NULL;
+    PyArrayObject *k = lumenpy_kernel(kobj, "kernel", 2);
+    op_call c;
+    if (!k || op_begin(&c, src, out, dtype, ctx)) {
+        Py_XDECREF(k);
+        return NULL;
+    }
+    lumen_run_info info;
+    lumen_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = lumen_filter2d(c.ctx, &c.src.img, &c.dst.img, PyArray_DATA(k), (int)PyArray_DIM(k, 1),
+                       (int)PyArray_DIM(k, 0), &o, &info);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(k);
+    return op_end(&c, s, &info);
+}
+
+PyObject *lumenpy_sep_filter2d(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *kwlist[] = {"src",      "kx",     "ky",  "border", "border_value", "anchor",
+                             "convolve", "method", "out", "dtype",  "context",      NULL};
+    PyObject *src, *kxo, *kyo, *anchor = Py_None, *out = Py_None, *ctx = Py_None;
+    lumen_filter_options o = lumen_filter_options_default();
+    int dtype = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|$O&fOpO&OO&O:sep_filter2d", kwlist, &src,
+                                     &kxo, &kyo, lumenpy_border_conv, &o.border, &o.border_value,
+                                     &anchor, &o.convolve, lumenpy_method_conv, &o.method, &out,
+                                     lumenpy_dtype_conv, &dtype, &ctx) ||
+        anchor_conv(anchor, &o))
+        return NULL;
+    PyArrayObject *kx = lumenpy_kernel(kxo, "kx", 1);
+    PyArrayObject *ky = kx ? lumenpy_kernel(kyo, "ky", 1) : NULL;
+    op_call c;
+    if (!ky || op_begin(&c, src, out, dtype, ctx)) {
+        Py_XDECREF(kx);
+        Py_XDECREF(ky);
+        return NULL;
+    }
+    lumen_run_info info;
+    lumen_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = lumen_sep_filter2d(c.ctx, &c.src.img, &c.dst.img, PyArray_DATA(kx),
+                           (int)PyArray_DIM(kx, 0), PyArray_DATA(ky), (int)PyArray_DIM(ky, 0), &o,
+                           &info);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(kx);
+    Py_DECREF(ky);
+    return op_end(&c, s, &info);
+}
+
+/* sigma_y None: sigma; ksize None or 0: derived from sigma. */
+static int gaussian_conv(PyObject *sigma_y, PyObject *ksize, lumen_gaussian_options *o)
+{
+    o->sigma_y = o->sigma_x;
+    if (sigma_y != Py_None) {
+        o->sigma_y = PyFloat_AsDouble(sigma_y);
+        if (o->sigma_y == -1.0 && PyErr_Occurred()) return -1;
+    }
+    if (ksize == Py_None) return 0;
+    return lumenpy_int_pair(ksize, "ksize", &o->ksize_x, &o->ksize_y) ? 0 : -1;
+}
+
+PyObject *lumenpy_gaussian_blur(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *kwlist[] = {"src",       "sigma",  "sigma_y", "ksize", "border",  "border_value",
+                             "precision", "method", "out",     "dtype", "context", NULL};
+    PyObject *src, *sigma_y = Py_None, *ksize = Py_None, *out = Py_None, *ctx = Py_None;
+    lumen_gaussian_options o = lumen_gaussian_options_default();
+    int dtype = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "Od|$OOO&fO&O&OO&O:gaussian_blur", kwlist, &src,
+                                     &o.sigma_x, &sigma_y, &ksize, lumenpy_border_conv, &o.border,
+                                     &o.border_value, lumenpy_precision_conv, &o.precision,
+                                     lumenpy_method_conv, &o.method, &out, lumenpy_dtype_conv,
+                                     &dtype, &ctx) ||
+        gaussian_conv(sigma_y, ksize, &o))
+        return NULL;
+    op_call c;
+    if (op_begin(&c, src, out, dtype, ctx)) return NULL;
+    lumen_run_info info;
+    lumen_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = lumen_gaussian_blur_ex(c.ctx, &c.src.img, &c.dst.img, &o, &info);
+    Py_END_ALLOW_THREADS
+    return op_end(&c, s, &info);
+}
+
+PyObject *lumenpy_box_blur(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *kwlist[] = {"src", "ksize", "normalize", "border", "border_value",
+                             "out", "dtype", "context",   NULL};
+    PyObject *src, *ksize, *out = Py_None, *ctx = Py_None;
+    int normalize = 1, kw_ = 0, kh = 0, dtype = -1;
+    lumen_border border = LUMEN_BORDER_REFLECT;
+    float value = 0.0f;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$pO&fOO&O:box_blur", kwlist, &src, &ksize,
+                                     &normalize, lumenpy_border_conv, &border, &value, &out,
+                                     lumenpy_dtype_conv, &dtype, &ctx) ||
+        !lumenpy_int_pair(ksize, "ksize", &kw_, &kh))
+        return NULL;
+    op_call c;
+    if (op_begin(&c, src, out, dtype, ctx)) return NULL;
+    lumen_run_info info;
+    lumen_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = lumen_box_blur(c.ctx, &c.src.img, &c.dst.img, kw_, kh, normalize, border, value, &info);
+    Py_END_ALLOW_THREADS
+    return op_end(&c, s, &info);
+}
+
+PyObject *lumenpy_gaussian_kernel(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *kwlist[] = {"n", "sigma", NULL};
+    int n;
+    double sigma;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "id:gaussian_kernel", kwlist, &n, &sigma))
+        return NULL;
+    if (n < 1 || n > (1 << 20))
+        return PyErr_Format(lumenpy_ArgumentError, "n: expected 1..%d taps, got %d", 1 << 20, n);
+    npy_intp dims[1] = {n};
+    PyObject *a = PyArray_SimpleNew(1, dims, NPY_FLOAT32);
+    if (!a) return NULL;
+    lumen_status s = lumen_gaussian_kernel(n, sigma, PyArray_DATA((PyArrayObject *)a));
+    if (s) {
+        Py_DECREF(a);
+        return lumenpy_raise(s);
+    }
+    return a;
+}
+
+PyObject *lumenpy_gaussian_ksize(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *kwlist[] = {"sigma", "dtype", NULL};
+    double sigma;
+    int dtype = LUMEN_F32;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "d|O&:gaussian_ksize", kwlist, &sigma,
+                                     lumenpy_dtype_conv, &dtype))
+        return NULL;
+    if (!(sigma > 0))
+        return PyErr_Format(lumenpy_ArgumentError, "sigma: must be positive, got %g", sigma);
+    return PyLong_FromLong(lumen_gaussian_ksize(sigma, dtype < 0 ? LUMEN_F32 : dtype));
+}
+
+static double now_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Benchmark helper: seconds of each of `repeat` bare C calls of lumen_gaussian_blur on the
+ * same views, so the binding's own overhead can be measured against it. */
+PyObject *lumenpy_time_c(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *kwlist[] = {"op", "src", "out", "repeat", "sigma", "context", NULL};
+    const char *op;
+    PyObject *src, *out, *ctx = Py_None;
+    int repeat;
+    double sigma = 1.0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "sOOi|$dO:_time_c", kwlist, &op, &src, &out,
+                                     &repeat, &sigma, &ctx))
+        return NULL;
+    if (strcmp(op, "gaussian_blur") || repeat < 1)
+        return PyErr_Format(lumenpy_ArgumentError, "_time_c: only 'gaussian_blur', repeat >= 1");
+    PyObject *times = PyList_New(repeat);
+    op_call c;
+    if (!times || op_begin(&c, src, out, -1, ctx)) {
+        Py_XDECREF(times);
+        return NULL;
+    }
+    lumen_status s = LUMEN_OK;
+    for (int i = 0; i < repeat && s == LUMEN_OK; i++) {
+        double t0 = now_seconds();
+        s = lumen_gaussian_blur(c.ctx, &c.src.img, &c.dst.img, 0, 0, sigma, 0.0,
+                                LUMEN_BORDER_REFLECT, 0.0f, NULL);
+        PyList_SET_ITEM(times, i, PyFloat_FromDouble(now_seconds() - t0));
+    }
+    lumen_run_info info = {0};
+    PyObject *r = op_end(&c, s, &info);
+    if (!r) {
+        Py_DECREF(times);
+        return NULL;
+    }
+    Py_DECREF(r);
+    return times;
+}
