@@ -65,7 +65,8 @@ static int border_from_opencv(PyObject *obj, lumen_border *out)
 int lumenpy_border_conv(PyObject *obj, void *out)
 {
     if (PyUnicode_Check(obj)) return border_from_name(obj, out);
-    if (PyIndex_Check(obj) && !PyBool_Check(obj)) {
+    /* True/False (and numpy's) are not border constants, whatever int() says. */
+    if (PyIndex_Check(obj) && !PyBool_Check(obj) && !PyArray_IsScalar(obj, Bool)) {
         PyObject *i = PyNumber_Index(obj);
         if (!i) return 0;
         int ok = border_from_opencv(i, out);
@@ -139,7 +140,20 @@ int lumenpy_dtype_conv(PyObject *obj, void *out)
     return 1;
 }
 
-static int as_int(PyObject *obj, const char *name, int *out)
+int lumenpy_value_conv(PyObject *obj, void *out)
+{
+    if (PyBool_Check(obj) || !PyNumber_Check(obj) || PyComplex_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "border_value: expected a real number, got %s",
+                     Py_TYPE(obj)->tp_name);
+        return 0;
+    }
+    double v = PyFloat_AsDouble(obj);
+    if (v == -1.0 && PyErr_Occurred()) return 0;
+    *(float *)out = (float)v;
+    return 1;
+}
+
+int lumenpy_int_arg(PyObject *obj, const char *name, int *out)
 {
     if (PyBool_Check(obj) || !PyIndex_Check(obj)) {
         PyErr_Format(PyExc_TypeError, "%s: expected an int, got %s", name,
@@ -159,7 +173,7 @@ static int as_int(PyObject *obj, const char *name, int *out)
 int lumenpy_int_pair(PyObject *obj, const char *name, int *x, int *y)
 {
     if (!PyTuple_Check(obj) && !PyList_Check(obj)) {
-        if (!as_int(obj, name, x)) return 0;
+        if (!lumenpy_int_arg(obj, name, x)) return 0;
         *y = *x;
         return 1;
     }
@@ -169,7 +183,7 @@ int lumenpy_int_pair(PyObject *obj, const char *name, int *x, int *y)
         return 0;
     }
     PyObject *a = PySequence_GetItem(obj, 0), *b = PySequence_GetItem(obj, 1);
-    int ok = a && b && as_int(a, name, x) && as_int(b, name, y);
+    int ok = a && b && lumenpy_int_arg(a, name, x) && lumenpy_int_arg(b, name, y);
     Py_XDECREF(a);
     Py_XDECREF(b);
     return ok;

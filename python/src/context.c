@@ -57,20 +57,29 @@ void lumenpy_context_release(PyObject *obj, lumen_context *ctx)
 
 /* ---- the Context type ---- */
 
-static int apply_options(lumen_context *ctx, PyObject *device, int threads, int strict, int simd,
-                         const char *planning)
+static int planning_from(const char *name, lumen_fft_planning *p)
 {
-    lumen_status s;
-    const char *dev = PyUnicode_AsUTF8(device);
-    if (!dev) return -1;
-    lumen_fft_planning p;
-    if (!strcmp(planning, "estimate")) p = LUMEN_FFT_ESTIMATE;
-    else if (!strcmp(planning, "measure")) p = LUMEN_FFT_MEASURE;
+    if (!strcmp(name, "estimate")) *p = LUMEN_FFT_ESTIMATE;
+    else if (!strcmp(name, "measure")) *p = LUMEN_FFT_MEASURE;
     else {
         PyErr_Format(lumenpy_ArgumentError,
-                     "fft_planning: expected 'estimate' or 'measure', got '%s'", planning);
+                     "fft_planning: expected 'estimate' or 'measure', got '%s'", name);
         return -1;
     }
+    return 0;
+}
+
+static const char *str_arg(PyObject *obj, const char *name)
+{
+    if (PyUnicode_Check(obj)) return PyUnicode_AsUTF8(obj);
+    PyErr_Format(PyExc_TypeError, "%s: expected a str, got %s", name, Py_TYPE(obj)->tp_name);
+    return NULL;
+}
+
+static int apply_options(lumen_context *ctx, const char *dev, int threads, int strict, int simd,
+                         lumen_fft_planning p)
+{
+    lumen_status s;
     if ((s = lumen_context_set_device(ctx, dev)) || (s = lumen_context_set_threads(ctx, threads)) ||
         (s = lumen_context_set_strict(ctx, strict)) || (s = lumen_context_set_simd(ctx, simd)) ||
         (s = lumen_context_set_fft_planning(ctx, p))) {
@@ -83,11 +92,16 @@ static int apply_options(lumen_context *ctx, PyObject *device, int threads, int 
 static int context_init(lumenpy_context *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"device", "threads", "strict", "simd", "fft_planning", NULL};
-    PyObject *device = NULL;
+    PyObject *device = NULL, *threads_obj = NULL, *planning_obj = NULL;
     int threads = 0, strict = 0, simd = 1;
-    const char *planning = "estimate";
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|U$ipps:Context", kwlist, &device, &threads,
-                                     &strict, &simd, &planning))
+    lumen_fft_planning planning = LUMEN_FFT_ESTIMATE;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO$ppO:Context", kwlist, &device, &threads_obj,
+                                     &strict, &simd, &planning_obj))
+        return -1;
+    const char *dev = device ? str_arg(device, "device") : "auto";
+    const char *plan = planning_obj ? str_arg(planning_obj, "fft_planning") : "estimate";
+    if (!dev || !plan || (threads_obj && !lumenpy_int_arg(threads_obj, "threads", &threads)) ||
+        planning_from(plan, &planning))
         return -1;
     if (self->ctx) {
         PyErr_SetString(PyExc_RuntimeError, "Context: already initialised");
@@ -103,10 +117,7 @@ static int context_init(lumenpy_context *self, PyObject *args, PyObject *kw)
         PyErr_NoMemory();
         return -1;
     }
-    PyObject *dev = device ? (Py_INCREF(device), device) : PyUnicode_FromString("auto");
-    int rc = dev ? apply_options(self->ctx, dev, threads, strict, simd, planning) : -1;
-    Py_XDECREF(dev);
-    return rc;
+    return apply_options(self->ctx, dev, threads, strict, simd, planning);
 }
 
 static void context_dealloc(lumenpy_context *self)

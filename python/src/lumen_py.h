@@ -45,6 +45,9 @@ int lumenpy_border_conv(PyObject *obj, void *out);    /* lumen_border */
 int lumenpy_method_conv(PyObject *obj, void *out);    /* lumen_method */
 int lumenpy_precision_conv(PyObject *obj, void *out); /* lumen_precision */
 int lumenpy_dtype_conv(PyObject *obj, void *out);     /* int: -1 (None) or lumen_dtype */
+int lumenpy_value_conv(PyObject *obj, void *out);     /* float: border_value */
+/* An int (not a bool), within int range; 1 ok, 0 with an exception naming `name`. */
+int lumenpy_int_arg(PyObject *obj, const char *name, int *out);
 /* int or (x, y) pair, e.g. ksize or anchor; name is used in messages. */
 int lumenpy_int_pair(PyObject *obj, const char *name, int *x, int *y);
 /* A kernel as a new C-contiguous float32 ndarray of ndim 2 (filter2d) or 1 (sep). */

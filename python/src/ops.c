@@ -84,9 +84,15 @@ static PyObject *op_end(op_call *c, lumen_status s, const lumen_run_info *info)
     return r;
 }
 
+/* anchor: None or an (x, y) pair (a bare int would hide which axis it is for). */
 static int anchor_conv(PyObject *obj, lumen_filter_options *o)
 {
     if (obj == Py_None) return 0;
+    if (!PyTuple_Check(obj) && !PyList_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "anchor: expected None or a pair (x, y), got %s",
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
     return lumenpy_int_pair(obj, "anchor", &o->anchor_x, &o->anchor_y) ? 0 : -1;
 }
 
@@ -98,8 +104,8 @@ PyObject *lumenpy_filter2d(PyObject *self, PyObject *args, PyObject *kw)
     PyObject *src, *kobj, *anchor = Py_None, *out = Py_None, *ctx = Py_None;
     lumen_filter_options o = lumen_filter_options_default();
     int dtype = -1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$O&fOpO&OO&O:filter2d", kwlist, &src, &kobj,
-                                     lumenpy_border_conv, &o.border, &o.border_value, &anchor,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$O&O&OpO&OO&O:filter2d", kwlist, &src, &kobj,
+                                     lumenpy_border_conv, &o.border, lumenpy_value_conv, &o.border_value, &anchor,
                                      &o.convolve, lumenpy_method_conv, &o.method, &out,
                                      lumenpy_dtype_conv, &dtype, &ctx) ||
         anchor_conv(anchor, &o))
@@ -128,8 +134,8 @@ PyObject *lumenpy_sep_filter2d(PyObject *self, PyObject *args, PyObject *kw)
     PyObject *src, *kxo, *kyo, *anchor = Py_None, *out = Py_None, *ctx = Py_None;
     lumen_filter_options o = lumen_filter_options_default();
     int dtype = -1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|$O&fOpO&OO&O:sep_filter2d", kwlist, &src,
-                                     &kxo, &kyo, lumenpy_border_conv, &o.border, &o.border_value,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|$O&O&OpO&OO&O:sep_filter2d", kwlist, &src,
+                                     &kxo, &kyo, lumenpy_border_conv, &o.border, lumenpy_value_conv, &o.border_value,
                                      &anchor, &o.convolve, lumenpy_method_conv, &o.method, &out,
                                      lumenpy_dtype_conv, &dtype, &ctx) ||
         anchor_conv(anchor, &o))
@@ -163,7 +169,11 @@ static int gaussian_conv(PyObject *sigma_y, PyObject *ksize, lumen_gaussian_opti
         if (o->sigma_y == -1.0 && PyErr_Occurred()) return -1;
     }
     if (ksize == Py_None) return 0;
-    return lumenpy_int_pair(ksize, "ksize", &o->ksize_x, &o->ksize_y) ? 0 : -1;
+    if (!lumenpy_int_pair(ksize, "ksize", &o->ksize_x, &o->ksize_y)) return -1;
+    if (o->ksize_x >= 0 && o->ksize_y >= 0) return 0;
+    PyErr_Format(lumenpy_ArgumentError,
+                 "ksize: expected 0 (derived from sigma) or a positive odd size, got %R", ksize);
+    return -1;
 }
 
 PyObject *lumenpy_gaussian_blur(PyObject *self, PyObject *args, PyObject *kw)
@@ -174,9 +184,9 @@ PyObject *lumenpy_gaussian_blur(PyObject *self, PyObject *args, PyObject *kw)
     PyObject *src, *sigma_y = Py_None, *ksize = Py_None, *out = Py_None, *ctx = Py_None;
     lumen_gaussian_options o = lumen_gaussian_options_default();
     int dtype = -1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "Od|$OOO&fO&O&OO&O:gaussian_blur", kwlist, &src,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "Od|$OOO&O&O&O&OO&O:gaussian_blur", kwlist, &src,
                                      &o.sigma_x, &sigma_y, &ksize, lumenpy_border_conv, &o.border,
-                                     &o.border_value, lumenpy_precision_conv, &o.precision,
+                                     lumenpy_value_conv, &o.border_value, lumenpy_precision_conv, &o.precision,
                                      lumenpy_method_conv, &o.method, &out, lumenpy_dtype_conv,
                                      &dtype, &ctx) ||
         gaussian_conv(sigma_y, ksize, &o))
@@ -200,8 +210,8 @@ PyObject *lumenpy_box_blur(PyObject *self, PyObject *args, PyObject *kw)
     int normalize = 1, kw_ = 0, kh = 0, dtype = -1;
     lumen_border border = LUMEN_BORDER_REFLECT;
     float value = 0.0f;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$pO&fOO&O:box_blur", kwlist, &src, &ksize,
-                                     &normalize, lumenpy_border_conv, &border, &value, &out,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$pO&O&OO&O:box_blur", kwlist, &src, &ksize,
+                                     &normalize, lumenpy_border_conv, &border, lumenpy_value_conv, &value, &out,
                                      lumenpy_dtype_conv, &dtype, &ctx) ||
         !lumenpy_int_pair(ksize, "ksize", &kw_, &kh))
         return NULL;

@@ -183,3 +183,16 @@ def assert_int_close_to_cv2_gaussian(got, cv2_out, what=""):
     assert frac <= lim["max_frac"], f"{what}: {frac:.4f} of pixels differ from cv2 (> {lim['max_frac']})"
     assert frac2 <= lim["max_frac_2"], f"{what}: {frac2:.5f} differ by 2 (> {lim['max_frac_2']})"
     return frac
+
+
+# ---- the Python package (test_py_*.py) ---------------------------------------------------------
+
+#: Peak of the memory tracemalloc sees (NumPy's allocations) during one op on a 2000x2000 f32
+#: image, in units of the output's size: the output itself and nothing image-sized besides
+#: (a hidden copy of the input or a second output would make it 2). With out= given: nothing.
+PY_PEAK_OUTPUTS = 1.25
+PY_PEAK_OUTPUTS_WITH_OUT = 0.25
+
+#: Allowed growth of the resident set (/proc/self/statm) over 10 000 calls of one kind after a
+#: warm-up: malloc arenas and caches move a little; a leak of 256 bytes per call would not fit.
+PY_RSS_GROWTH_BYTES = 2 * 2**20

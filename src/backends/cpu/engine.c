@@ -114,8 +114,10 @@ static void process_tile(const engine *e, scratch *sc, int64_t b, int64_t ch, in
     for (; y < y1; y++) {
         ring_rows(e, sc, b, ch, &next, y - job->ay, kh, x0, n);
         float *out = out_row(e, sc->out, b, ch, y, x0);
+        /* A band's last rows sum taps in vfilter4's order, or results would depend on
+         * where bands end, i.e. on the thread count. */
         if (e->separable)
-            e->rk->vfilter(sc->rows, job->ky, kh, e->sym_y, job->scale, out, ne);
+            e->rk->vfilter(sc->rows, job->ky, kh, e->sym_y && !e->four_rows, job->scale, out, ne);
         else
             e->rk->direct(sc->rows, job->kernel, job->kw, kh, ts, out, ne);
         finish_row(e, out, b, ch, y, x0, ne);

@@ -223,16 +223,13 @@ static void vfilter4_avx2(const float *const *rows, const float *k, int kh, floa
         for (int j = 0; j < 4; j++)
             _mm256_storeu_ps(out[j] + x, acc[j][0]), _mm256_storeu_ps(out[j] + x + 8, acc[j][1]);
     }
-    if (x == n) return;
-    if (kh > LUMEN_HTAPS_MAX) { /* the last < 16 columns, one row at a time */
-        for (int j = 0; j < 4; j++) lumen_row_kernels_generic.vfilter(rows + j, k, kh, false, 1.0f, out[j], n);
-        return;
-    }
-    const float *shifted[LUMEN_HTAPS_MAX];
-    for (int j = 0; j < 4; j++) {
-        for (int i = 0; i < kh; i++) shifted[i] = rows[i + j] + x;
-        vfilter_avx2(shifted, k, kh, false, 1.0f, out[j] + x, n - x);
-    }
+    /* The last < 16 columns: the same per-lane FMA order, eight columns at a time. */
+    for (int j = 0; j < 4; j++)
+        for (int64_t xt = x; xt < n; xt += 8) {
+            __m256 a = taps8(rows + j, xt, k, kh, false);
+            if (xt + 8 <= n) _mm256_storeu_ps(out[j] + xt, a);
+            else store_partial(out[j] + xt, a, n - xt);
+        }
 }
 
 static float max_abs_avx2(const float *in, int64_t n)
