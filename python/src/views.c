@@ -83,6 +83,7 @@ static int view_from_numpy(PyArrayObject *a, const char *name, int writable, lum
     lumen_dtype dt;
     if (numpy_dtype(a, name, &dt)) return -1;
     if (writable && PyArray_FailUnlessWriteable(a, name) < 0) return -1;
+
     int nd = PyArray_NDIM(a);
     int64_t shape[4] = {0}, strides[4] = {0};
     npy_intp es = PyArray_ITEMSIZE(a);
@@ -97,6 +98,11 @@ static int view_from_numpy(PyArrayObject *a, const char *name, int writable, lum
         strides[i] = PyArray_STRIDE(a, i) / es;
     }
     if (set_geometry(v, name, nd, shape, strides)) return -1;
+    if (!PyArray_ISALIGNED(a)) { /* inputs were copied before; outputs cannot be */
+        PyErr_Format(lumenpy_ArgumentError, "%s: data is not aligned to its %zd-byte elements",
+                     name, (Py_ssize_t)es);
+        return -1;
+    }
     v->img.data = PyArray_DATA(a);
     v->img.dtype = dt;
     Py_INCREF(a);
@@ -223,11 +229,23 @@ static int view_from_dlpack(PyObject *obj, const char *name, lumenpy_view *v)
     return view_from_dltensor(m, name, v);
 }
 
+/* Misaligned input (an f32 view at an odd byte offset) is copied once: C may not read it. */
+static int view_from_misaligned(PyArrayObject *a, const char *name, lumenpy_view *v)
+{
+    PyArrayObject *copy = (PyArrayObject *)PyArray_NewCopy(a, NPY_CORDER);
+    if (!copy) return -1;
+    int rc = view_from_numpy(copy, name, 0, v);
+    Py_DECREF(copy);
+    return rc;
+}
+
 int lumenpy_view_from(PyObject *obj, const char *name, int writable, lumenpy_view *v)
 {
     memset(v, 0, sizeof *v);
     int rc;
-    if (PyArray_Check(obj)) {
+    if (PyArray_Check(obj) && !writable && !PyArray_ISALIGNED((PyArrayObject *)obj)) {
+        rc = view_from_misaligned((PyArrayObject *)obj, name, v);
+    } else if (PyArray_Check(obj)) {
         rc = view_from_numpy((PyArrayObject *)obj, name, writable, v);
     } else if (PyObject_HasAttrString(obj, "__dlpack__")) {
         rc = view_from_dlpack(obj, name, v);

@@ -56,6 +56,12 @@ lumen_status lumen_image_check(const lumen_image *img, const char *what)
                                    names[i], (long long)dims[i]);
     }
     if (!img->data) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "%s: data is NULL", what);
+    /* Strides count elements, so an aligned start aligns every pixel. */
+    size_t es = lumen_dtype_size(img->dtype);
+    if ((uintptr_t)img->data % es)
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
+                               "%s: data at %p is not aligned to its %zu-byte elements", what,
+                               img->data, es);
     return LUMEN_OK;
 }
 

@@ -119,6 +119,21 @@ static void test_null_ctx_and_images(void **state)
     }
 }
 
+/* Data not aligned to its elements (f32 one byte into a buffer): reading it is UB in C. */
+static void test_misaligned_data(void **state)
+{
+    (void)state;
+    for (int i = 0; i < N_OPS; i++) {
+        lumen_image s = fx.src;
+        s.data = (char *)fx.sbuf + 1;
+        s.w = W - 1;
+        lumen_image d = fx.dst;
+        d.w = W - 1;
+        expect_err(run_default(i, &s, &d), LUMEN_ERR_INVALID_ARGUMENT, "src", "aligned",
+                   op_names[i]);
+    }
+}
+
 /* Sets dimension k (n, c, h, w) of img to v. */
 static void set_dim(lumen_image *img, int k, int64_t v)
 {
@@ -382,6 +397,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_null_ctx_and_images, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_misaligned_data, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_dimensions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shape_mismatch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_dtype, setup, teardown),
