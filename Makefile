@@ -72,7 +72,7 @@ test-pip:
 
 bench: build
 	$(BUILD)/lumen bench
-	LUMEN_BIN=$(abspath $(BUILD))/lumen PYTHONPATH=$(abspath $(BUILD))/python $(PYTHON) -m lumen.bench
+	PYTHONPATH=$(abspath $(BUILD))/python $(PYTHON) -m lumen.bench
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,858 @@
+"""Times lumen against OpenCV, SciPy and PyTorch in one process, on the same arrays.
+
+    python3 -m lumen.bench [--size WxH] [--repeat N] [--threads N] [--case NAMES] [--json]
+                           [--no-scipy] [--no-torch] [--torch-cap S] [--overhead-calls N]
+
+Every library gets the same f32 image (H x W, one channel; seeded random values in [0, 1)),
+the same kernel (lumen bench's LCG taps, so the same as `lumen bench`) and border reflect
+(cv2.BORDER_REFLECT, `cba|abcd|dcb`). Each call is timed once cold, then N warm times
+(min and median); lumen's cold call runs on a fresh lumen.Context (FFT plans, kernel spectrum,
+thread start-up) and the warm calls on that same context. The cases and the peer calls:
+
+  filter2d_kK   (K = 3, 7, 15, 31, 61, 121, 201; random, non-separable K x K kernel)
+      lumen   lumen.filter2d(img, k, border="reflect", out=out, context=ctx)   (method auto)
+      cv2     cv2.filter2D(img, -1, k, dst=out, borderType=cv2.BORDER_REFLECT)
+      scipy   K <= 7: scipy.ndimage.correlate(img, k, output=out, mode="reflect");
+              K >= 15: scipy.signal.oaconvolve on the image reflect-padded by the anchor
+              extents (cv2.copyMakeBorder, BORDER_REFLECT; inside the timing, as a SciPy
+              user has to) with the flipped kernel and mode="valid", i.e. the same correlation
+      torch   torch.nn.functional.conv2d (a correlation) on the image padded by
+              cv2.copyMakeBorder(BORDER_REFLECT) *outside* the timing: torch's own
+              F.pad(mode="reflect") is OpenCV's REFLECT_101 (lumen's "reflect101") and cannot
+              pad by more than the image side, so torch gets a pre-padded tensor for free,
+              which can only flatter torch. Calls over --torch-cap seconds are run once and
+              reported "skipped (Ns/call)"; when torch's best measured rate predicts more than
+              4x the cap, the call is not run at all ("skipped (~Ns/call est.)").
+  filter2d_k61_batch10
+      lumen   one call on an N x H x W x 1 batch of 10 copies of the image
+      peers   10x their single-image (filter2d_k61) time
+  gaussian_sS   (S = 1, 3, 10, 30, 50; ksize = 2*round(3S)+1 = 7 .. 301, as lumen bench)
+      lumen   lumen.gaussian_blur(img, S, ksize=k, border="reflect", out=out, context=ctx)
+      cv2     cv2.GaussianBlur(img, (k, k), S, dst=out, borderType=cv2.BORDER_REFLECT)
+      scipy   scipy.ndimage.correlate1d along x then y with the cv2.getGaussianKernel(k, S)
+              taps, mode="reflect", for S <= 10 only (S = 30, 50 take seconds per call)
+      torch   conv2d with the 1 x k row, then the k x 1 column, on the pre-padded image
+  gaussian_fast_sS   (S = 30, 50)
+      lumen   lumen.gaussian_blur(img, S, precision="fast", ...) (recursive, no ksize)
+      peers   the same exact Gaussian as gaussian_sS (the fast one is an approximation)
+  overhead
+      lumen.gaussian_blur(a, 1.0, out=o, context=ctx) and lumen.gaussian_blur(a, 1.0,
+      context=ctx) on a 64 x 64 f32 image, Context(threads=1), timed call by call, against
+      the bare C call timed in C by lumen._lumen._time_c on the same views.
+
+Threads: --threads N (default 2) goes to lumen.Context(threads=N), cv2.setNumThreads(N) and
+torch.set_num_threads(N); SciPy is single-threaded (ndimage, and scipy.fft in oaconvolve with
+its default workers=1).
+
+Before anything is timed, every peer call is run on a small image (256 x 192) and compared
+with lumen's result; the run aborts if any differs beyond the reference tests' f32 tolerance
+(1e-5 x data span x max(1, sum|k|); the fast Gaussian: 1e-3 x span against cv2.GaussianBlur
+with OpenCV's own ksize). After timing, each peer's full-size result is compared again and
+the difference is reported (JSON: max_abs_diff).
+
+Targets, on the ratio of minima (lumen min / peer min):
+  foundation issue:   filter2d <= 1.0x cv2 at k=3,7 and <= 0.3x at k=15;
+                      Gaussian <= 1.0x cv2 at sigma=1 and <= 0.5x at sigma=3,10
+  large-kernel issue: filter2d k=31,61,121,201 <= 0.25x cv2.filter2D and <= 0.5x oaconvolve;
+                      exact Gaussian sigma=30,50 <= 0.25x cv2.GaussianBlur, fast <= 0.05x;
+                      the batch of 10 <= 10x lumen's own warm single-image time
+  python issue:       call overhead of a 64x64 f32 blur <= 5 us above the C call
+A case lumen answers with lumen.UnsupportedError is "not run", and so are its targets.
+Machines are noisy: quote ratios, not milliseconds.
+"""
+
+import argparse
+import dataclasses
+import gc
+import importlib
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+try:
+    import cv2
+except ImportError:  # cv2 is the reference peer of every target: nothing to compare without it
+    cv2 = None
+
+import lumen
+
+# ---- what is timed -------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    name: str
+    op: str                    # "filter2d" or "gaussian"
+    ksize: int = 0             # filter2d: k; exact Gaussian: 2*round(3*sigma)+1; fast: 0
+    sigma: float = 0.0
+    precision: str = "exact"
+    batch: int = 1
+
+
+def gaussian_ksize(sigma):
+    """lumen bench's Gaussian size 2*round(3*sigma)+1 (C's lround: halves away from zero)."""
+    return 2 * int(math.floor(3.0 * sigma + 0.5)) + 1
+
+
+CASES = (
+    [Case(f"filter2d_k{k}", "filter2d", k) for k in (3, 7, 15, 31, 61, 121, 201)]
+    + [Case("filter2d_k61_batch10", "filter2d", 61, batch=10)]
+    + [Case(f"gaussian_s{s}", "gaussian", gaussian_ksize(s), float(s)) for s in (1, 3, 10, 30, 50)]
+    + [Case(f"gaussian_fast_s{s}", "gaussian", 0, float(s), "fast") for s in (30, 50)]
+)
+DEFAULT_SIZE = "3000x2000"   # lumen bench's and the targets' image
+OVERHEAD_CASE = "overhead"
+CASE_NAMES = [c.name for c in CASES] + [OVERHEAD_CASE]
+
+BIG_K = (31, 61, 121, 201)
+#: case name -> [(against, limit)]: lumen/peer ratio of minima must be <= limit. `against` is
+#: a peer, or "lumen x1" (the batch case against lumen's own single-image case).
+TARGETS = {
+    "filter2d_k3": [("cv2", 1.0)], "filter2d_k7": [("cv2", 1.0)], "filter2d_k15": [("cv2", 0.3)],
+    **{f"filter2d_k{k}": [("cv2", 0.25), ("scipy", 0.5)] for k in BIG_K},
+    "filter2d_k61_batch10": [("lumen x1", 10.0)],
+    "gaussian_s1": [("cv2", 1.0)], "gaussian_s3": [("cv2", 0.5)], "gaussian_s10": [("cv2", 0.5)],
+    "gaussian_s30": [("cv2", 0.25)], "gaussian_s50": [("cv2", 0.25)],
+    "gaussian_fast_s30": [("cv2", 0.05)], "gaussian_fast_s50": [("cv2", 0.05)],
+}
+#: The batch case's single-image counterpart.
+BATCH_SINGLE = {"filter2d_k61_batch10": "filter2d_k61"}
+#: "Call overhead for a 64x64 f32 blur <= 5 us above the C call".
+OVERHEAD_LIMIT_US = 5.0
+OVERHEAD_SIDE = 64
+
+SCIPY_DIRECT_MAX_K = 7        # ndimage.correlate up to here, oaconvolve above (k >= 15)
+SCIPY_GAUSS_MAX_SIGMA = 10    # correlate1d beyond this takes seconds per call
+CHECK_W, CHECK_H = 256, 192   # > every pad (150 at sigma 50): one reflection, no wrap-around
+F32_REL = 1e-5                # tests/python/tolerances.py
+FAST_GAUSS_REL = 1e-3
+
+COLUMNS = """\
+columns:
+  case           the case name (--case picks them)
+  k              kernel size (filter2d k x k; Gaussian ksize = 2*round(3*sigma)+1; '-' for the
+                 fast Gaussian, which has none)
+  method         what lumen ran (lumen.last_run()["method"]): direct, separable, fft, recursive
+  cold           ms of lumen's first call on a fresh lumen.Context (FFT planning, kernel
+                 spectrum, thread start-up, first touch), not part of min/med
+  lumen min/med  ms, min and median of the warm lumen calls
+  cv2 ... torch  ms, min/median of the warm peer calls; '-' not run (peer missing or turned
+                 off, or no such peer for the case); 'skipped (Ns/call)' over --torch-cap
+  l/cv2 l/sp l/torch
+                 lumen min / peer min: below 1 means lumen is faster (0.25 = 4x faster)
+  batch row      peers are 10x their single-image time; lumen is one call on N=10 images
+targets: met when the ratio is <= the limit, MISSED when not, 'not run' when a side is absent.
+overhead: min and median us per call of the C call (timed in C) and of the Python call with
+  out= given and with a new output; overhead = Python - C, judged on the min."""
+
+
+# ---- inputs --------------------------------------------------------------------------------
+
+def lcg_floats(n, seed, lo, hi):
+    """lumen's cli_lcg_unit sequence (Knuth's MMIX LCG, top 24 bits), as lumen bench uses it."""
+    state, mask, tops = seed, (1 << 64) - 1, []
+    for _ in range(n):
+        state = (state * 6364136223846793005 + 1442695040888963407) & mask
+        tops.append(state >> 40)
+    u = np.array(tops, np.float32) / np.float32(1 << 24)  # exact: 24-bit integers
+    return np.float32(lo) + (np.float32(hi) - np.float32(lo)) * u
+
+
+def filter_kernel(k):
+    """lumen bench's random k x k kernel for filter2d_kK (seed 1000 + k)."""
+    return lcg_floats(k * k, 1000 + k, -1.0, 1.0).reshape(k, k)
+
+
+def gauss_taps(case):
+    return cv2.getGaussianKernel(case.ksize, case.sigma, ktype=cv2.CV_32F).ravel()
+
+
+def make_image(w, h, seed=42):
+    return np.random.default_rng(seed).random((h, w), dtype=np.float32)
+
+
+def reflect_pad(img, pad_y, pad_x):
+    """img extended by BORDER_REFLECT. cv2.copyMakeBorder, not np.pad: numpy 1.24's
+    'symmetric' is wrong for pads wider than the image (see tests/python/conftest.py)."""
+    return cv2.copyMakeBorder(img, pad_y, pad_y, pad_x, pad_x, cv2.BORDER_REFLECT)
+
+
+# ---- lumen ---------------------------------------------------------------------------------
+
+def lumen_fn(case, img, out, ctx):
+    """The lumen call of a case on img (H x W, or N x H x W x 1), writing into out."""
+    if case.op == "filter2d":
+        kernel = filter_kernel(case.ksize)
+        return lambda: lumen.filter2d(img, kernel, border="reflect", out=out, context=ctx)
+    if case.precision == "fast":  # the recursive Gaussian has no ksize
+        return lambda: lumen.gaussian_blur(img, case.sigma, border="reflect", precision="fast",
+                                           out=out, context=ctx)
+    return lambda: lumen.gaussian_blur(img, case.sigma, ksize=case.ksize, border="reflect",
+                                       out=out, context=ctx)
+
+
+def batch_of(img, n):
+    """n copies of img as an N x H x W x 1 batch (lumen's layout for a batch of gray images)."""
+    return np.ascontiguousarray(np.broadcast_to(img[None, :, :, None], (n,) + img.shape + (1,)))
+
+
+# ---- peers ---------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Peer:
+    lib: str
+    call: str        # what is timed, in words
+    fn: object       # () -> np.ndarray, the result on the bench image
+    macs: float = 0  # multiply-adds (torch's cost estimate)
+
+
+def cv2_peer(case, img):
+    out = np.empty_like(img)  # dst= like lumen's out=: neither side pays a new 24 MB array
+    if case.op == "filter2d":
+        k = filter_kernel(case.ksize)
+        return Peer("cv2", "cv2.filter2D", lambda: cv2.filter2D(
+            img, -1, k, dst=out, borderType=cv2.BORDER_REFLECT))
+    ks = (case.ksize, case.ksize)
+    return Peer("cv2", "cv2.GaussianBlur", lambda: cv2.GaussianBlur(
+        img, ks, case.sigma, dst=out, borderType=cv2.BORDER_REFLECT))
+
+
+def scipy_peer(case, img):
+    import scipy.ndimage as ndi
+    import scipy.signal as sps
+    if case.op == "filter2d":
+        k = filter_kernel(case.ksize)
+        if case.ksize <= SCIPY_DIRECT_MAX_K:
+            out = np.empty_like(img)
+            return Peer("scipy", "ndi.correlate", lambda: ndi.correlate(
+                img, k, output=out, mode="reflect"))
+        p, flipped = case.ksize // 2, k[::-1, ::-1].copy()  # flipped: convolution = correlation
+        return Peer("scipy", "oaconvolve", lambda: sps.oaconvolve(
+            reflect_pad(img, p, p), flipped, mode="valid"))
+    if case.sigma > SCIPY_GAUSS_MAX_SIGMA:
+        return None
+    g, tmp, out = gauss_taps(case), np.empty_like(img), np.empty_like(img)
+
+    def correlate1d_x2():
+        ndi.correlate1d(img, g, axis=1, output=tmp, mode="reflect")
+        return ndi.correlate1d(tmp, g, axis=0, output=out, mode="reflect")
+    return Peer("scipy", "correlate1d x2", correlate1d_x2)
+
+
+def torch_peer(case, img):
+    import torch
+    import torch.nn.functional as F
+    p = case.ksize // 2
+    x = torch.from_numpy(reflect_pad(img, p, p))[None, None]  # padded outside the timing
+    h, w = img.shape
+    if case.op == "filter2d":
+        wt = torch.from_numpy(filter_kernel(case.ksize))[None, None]
+        return Peer("torch", "conv2d", lambda: _no_grad(lambda: F.conv2d(x, wt))[0, 0].numpy(),
+                    macs=float(h * w * case.ksize ** 2))
+    g = torch.from_numpy(gauss_taps(case))
+    row, col = g.reshape(1, 1, 1, -1), g.reshape(1, 1, -1, 1)
+    return Peer("torch", "conv2d 1xk, kx1",
+                lambda: _no_grad(lambda: F.conv2d(F.conv2d(x, row), col))[0, 0].numpy(),
+                macs=float((h + 2 * p) * w * case.ksize + h * w * case.ksize))
+
+
+def _no_grad(fn):
+    import torch
+    with torch.no_grad():  # no autograd bookkeeping: plain inference, as a torch user would
+        return fn()
+
+
+PEER_MAKERS = {"cv2": cv2_peer, "scipy": scipy_peer, "torch": torch_peer}
+
+
+def exact_twin(case):
+    """The exact single-image case whose peer calls stand for this case's: the fast Gaussian
+    is timed against the exact one, the batch against 10x the single image."""
+    if case.op == "filter2d":
+        return Case(f"filter2d_k{case.ksize}", "filter2d", case.ksize)
+    return Case(f"gaussian_s{case.sigma:g}", "gaussian", gaussian_ksize(case.sigma), case.sigma)
+
+
+# ---- timing --------------------------------------------------------------------------------
+
+def time_calls(fn, repeat, cap_s=None):
+    """{"ms_cold", "ms_min", "ms_median", "result"}: one first call, then `repeat` timed ones;
+    when the first call took over cap_s seconds, no more calls and status 'skipped'."""
+    t0 = time.perf_counter()
+    result = fn()
+    cold = (time.perf_counter() - t0) * 1e3
+    if cap_s is not None and cold > cap_s * 1e3:
+        return {"status": "skipped", "ms_cold": cold, "note": f"skipped ({secs(cold / 1e3)}/call)"}
+    warm = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        result = fn()
+        warm.append((time.perf_counter() - t0) * 1e3)
+    return {"status": "ok", "ms_cold": cold, "ms_min": min(warm),
+            "ms_median": statistics.median(warm), "result": result}
+
+
+def secs(s):
+    return f"{s:.1f}s" if s < 10 else f"{s:.0f}s"
+
+
+class TorchBudget:
+    """Keeps torch's direct convolutions of huge kernels from running for minutes: predicts a
+    call from the best rate measured so far and refuses calls far over the cap."""
+
+    def __init__(self, cap_s):
+        self.cap_s, self.best_s_per_mac = cap_s, None
+
+    def predict_s(self, peer):
+        return None if self.best_s_per_mac is None else peer.macs * self.best_s_per_mac
+
+    def run(self, peer, repeat):
+        est = self.predict_s(peer)
+        if est is not None and est > 4 * self.cap_s:  # the best rate says far too long
+            return {"status": "skipped", "note": f"skipped (~{secs(est)}/call est.)"}
+        r = time_calls(peer.fn, repeat, self.cap_s)
+        ms = r.get("ms_min", r["ms_cold"])
+        rate = ms * 1e-3 / peer.macs
+        self.best_s_per_mac = min(rate, self.best_s_per_mac or rate)
+        return r
+
+
+# ---- comparing results ---------------------------------------------------------------------
+
+def tolerance(case, img):
+    """Allowed max |lumen - peer| (tests/python/tolerances.py's rules)."""
+    span = float(img.max() - img.min()) or 1.0
+    if case.precision == "fast":
+        return FAST_GAUSS_REL * span
+    ksum = float(np.abs(filter_kernel(case.ksize)).sum()) if case.op == "filter2d" else 1.0
+    return F32_REL * span * max(1.0, ksum)
+
+
+def max_diff(a, b):
+    a, b = np.asarray(a, np.float64).reshape(-1), np.asarray(b, np.float64).reshape(-1)
+    if a.shape != b.shape:
+        return math.inf
+    return float(np.max(np.abs(a - b)))
+
+
+def fast_reference(case, img):
+    """What the fast Gaussian approximates: cv2.GaussianBlur with OpenCV's own (larger) ksize."""
+    return cv2.GaussianBlur(img, (0, 0), case.sigma, borderType=cv2.BORDER_REFLECT)
+
+
+def check_case(case, libs, ctx):
+    """[{case, what, max_abs_diff, tol}] of lumen against every peer on a small image."""
+    img = make_image(CHECK_W, CHECK_H, seed=7)
+    exact = exact_twin(case)
+    want = np.empty_like(img)
+    lumen_fn(exact, img, want, ctx)()
+    tol, got = tolerance(exact, img), []
+    for lib in libs:
+        peer = PEER_MAKERS[lib](exact, img)
+        if peer is not None:
+            got.append((peer.call, max_diff(peer.fn(), want), tol))
+    if case.precision == "fast":
+        fast = np.empty_like(img)
+        lumen_fn(case, img, fast, ctx)()
+        got.append(("lumen fast vs cv2.GaussianBlur(ksize=0)",
+                    max_diff(fast, fast_reference(case, img)), tolerance(case, img)))
+    if case.batch > 1:
+        batch = np.empty((2,) + img.shape + (1,), np.float32)
+        lumen_fn(case, batch_of(img, 2), batch, ctx)()
+        got.append(("lumen batch vs single", max_diff(batch[1, ..., 0], want), tol))
+    return [{"case": case.name, "what": w, "max_abs_diff": e, "tol": t} for w, e, t in got]
+
+
+def check_all(cases, libs, threads):
+    """Runs check_case for every case; aborts loudly at the first disagreement."""
+    ctx, results = lumen.Context(threads=threads), []
+    for case in cases:
+        for r in check_case(case, libs, ctx):
+            if not r["max_abs_diff"] <= r["tol"]:  # also catches NaN
+                sys.exit(f"lumen.bench: FATAL: {r['case']}: {r['what']} differs from lumen on "
+                         f"a {CHECK_W}x{CHECK_H} f32 image: max |diff| {r['max_abs_diff']:.3g} "
+                         f"> {r['tol']:.3g}. The timings would not compare like with like.")
+            results.append(r)
+    return results
+
+
+def print_check(results):
+    if results:
+        worst = max(results, key=lambda r: r["max_abs_diff"] / r["tol"])
+        print(f"start-up check: {len(results)} peer results equal lumen's on {CHECK_W}x{CHECK_H} "
+              f"within tolerance (closest: {worst['case']} {worst['what']}, "
+              f"{worst['max_abs_diff']:.2g} of {worst['tol']:.2g})")
+
+
+# ---- running a case ------------------------------------------------------------------------
+
+class Runner:
+    """Times lumen and the peers case by case; peer timings are shared between cases that
+    ask the same thing (see exact_twin), lumen's are kept for the batch case's x1 ratio."""
+
+    def __init__(self, args, libs, img):
+        self.args, self.libs, self.img = args, libs, img
+        self.torch = TorchBudget(args.torch_cap)
+        self.peer_cache, self.lumen_cache = {}, {}
+        self.out = np.zeros_like(img)  # touched now: no cold call pays its page faults
+
+    def lumen(self, case):
+        if case.name not in self.lumen_cache:
+            self.lumen_cache[case.name] = self._time_lumen(case)
+        return self.lumen_cache[case.name]
+
+    def _time_lumen(self, case):
+        img, out = self.img, self.out
+        if case.batch > 1:
+            img, out = batch_of(img, case.batch), np.zeros((case.batch,) + img.shape + (1,),
+                                                           np.float32)
+        ctx = lumen.Context(threads=self.args.threads)  # fresh: the cold call pays it all
+        try:
+            r = time_calls(lumen_fn(case, img, out, ctx), self.args.repeat)
+        except lumen.UnsupportedError as e:
+            return {"status": "unsupported", "error": str(e)}
+        run = lumen.last_run()
+        r.update({k: run.get(k) for k in ("method", "isa", "threads", "device")})
+        r["result"] = out if case.batch == 1 else None
+        return r
+
+    def peers(self, case):
+        key = exact_twin(case)
+        if key not in self.peer_cache:
+            self.peer_cache[key] = {lib: self._time_peer(lib, key) for lib in self.libs}
+        got = self.peer_cache[key]
+        return {lib: scaled(r, case.batch) for lib, r in got.items()} if case.batch > 1 else got
+
+    def _time_peer(self, lib, case):
+        peer = PEER_MAKERS[lib](case, self.img)
+        if peer is None:
+            return {"status": "n/a", "call": None}
+        if lib == "torch":
+            r = self.torch.run(peer, self.args.repeat)
+        else:
+            r = time_calls(peer.fn, self.args.repeat)
+        r["call"] = peer.call
+        return r
+
+    def row(self, case):
+        lu, peers = self.lumen(case), self.peers(case)
+        single = self.lumen(next(c for c in CASES if c.name == BATCH_SINGLE[case.name])) \
+            if case.name in BATCH_SINGLE else None
+        row = make_row(case, lu, peers, single, self.img.shape)
+        self.drop_results()
+        return row
+
+    def drop_results(self):
+        """Full-size results are compared once, in make_row; keeping them all would hold
+        hundreds of MB (three peers x twelve cases x 24 MB at 3000x2000)."""
+        for r in list(self.lumen_cache.values()) + [
+                r for got in self.peer_cache.values() for r in got.values()]:
+            r.pop("result", None)
+
+
+def scaled(r, n):
+    """A peer's timing for n images in a row (the batch case)."""
+    if r.get("status") != "ok":
+        return dict(r, result=None)
+    return dict(r, call=f"{n}x {r['call']}", result=None,
+                **{k: r[k] * n for k in ("ms_cold", "ms_min", "ms_median")})
+
+
+def ratio(a, b):
+    return a / b if a and b else None
+
+
+def make_row(case, lu, peers, single, shape):
+    """The JSON-ready row of a case: timings, ratios, full-size differences, targets."""
+    ok = lu.get("status") == "ok"
+    lmin, lmed = (lu["ms_min"], lu["ms_median"]) if ok else (None, None)
+    ratios = {lib: ratio(lmin, r.get("ms_min")) for lib, r in peers.items()}
+    ratios_med = {lib: ratio(lmed, r.get("ms_median")) for lib, r in peers.items()}
+    if single is not None:
+        ratios["lumen x1"] = ratio(lmin, single.get("ms_min"))
+        ratios_med["lumen x1"] = ratio(lmed, single.get("ms_median"))
+    diffs = {lib: max_diff(r["result"], lu["result"]) for lib, r in peers.items()
+             if ok and r.get("result") is not None and lu.get("result") is not None}
+    return {
+        "name": case.name, "op": case.op, "ksize": case.ksize or None,
+        "sigma": case.sigma or None, "precision": case.precision, "batch": case.batch,
+        "width": shape[1], "height": shape[0],
+        "lumen": {k: v for k, v in lu.items() if k != "result"},
+        "peers": {lib: {k: v for k, v in r.items() if k != "result"} for lib, r in peers.items()},
+        "ratio": ratios, "ratio_median": ratios_med, "max_abs_diff": diffs,
+        "targets": judge(case.name, ratios),
+    }
+
+
+def judge(name, ratios):
+    """[{against, ratio, limit, verdict}] for the case's targets."""
+    out = []
+    for against, limit in TARGETS.get(name, []):
+        r = ratios.get(against)
+        verdict = "not run" if r is None else ("met" if r <= limit else "MISSED")
+        out.append({"against": against, "ratio": r, "limit": limit, "verdict": verdict})
+    return out
+
+
+def diff_warnings(row, img):
+    """Full-size results that differ beyond tolerance (exact cases; the fast one approximates)."""
+    case = next(c for c in CASES if c.name == row["name"])
+    if case.precision == "fast":
+        return []
+    tol = tolerance(case, img)
+    return [f"{row['name']}: {lib} differs from lumen on the bench image: max |diff| "
+            f"{d:.3g} > {tol:.3g}" for lib, d in row["max_abs_diff"].items() if not d <= tol]
+
+
+# ---- call overhead -------------------------------------------------------------------------
+
+def time_c_calls(a, o, ctx, calls):
+    """Per-call seconds of the bare C call, timed in C; None when the helper is missing."""
+    try:  # a private helper of the extension: lumen._lumen._time_c(op, src, out, repeat, ...)
+        helper = importlib.import_module("lumen._lumen")._time_c
+    except (ImportError, AttributeError):
+        return None
+    return helper("gaussian_blur", a, o, calls, sigma=1.0, context=ctx)
+
+
+def time_py_calls(a, o, ctx, calls, fresh):
+    """Per-call seconds of lumen.gaussian_blur from Python; the loop is spelled out (no lambda)
+    so that only the call itself sits between the two clock reads."""
+    gb, clock, ns = lumen.gaussian_blur, time.perf_counter_ns, [0] * calls
+    if fresh:
+        for i in range(calls):
+            t0 = clock()
+            gb(a, 1.0, context=ctx)
+            ns[i] = clock() - t0
+    else:
+        for i in range(calls):
+            t0 = clock()
+            gb(a, 1.0, out=o, context=ctx)
+            ns[i] = clock() - t0
+    return [t * 1e-9 for t in ns]
+
+
+def stats_us(seconds):
+    return None if not seconds else {"min": min(seconds) * 1e6,
+                                     "median": statistics.median(seconds) * 1e6}
+
+
+def measure_overhead(calls, rounds=4):
+    """C call, Python with out=, Python with a new output: interleaved in `rounds` blocks so
+    that a noisy spell on the shared machine hits all three alike. One thread: OpenMP start-up
+    noise would otherwise swamp microseconds."""
+    ctx = lumen.Context(threads=1)
+    a = make_image(OVERHEAD_SIDE, OVERHEAD_SIDE)
+    o = np.zeros_like(a)
+    per = max(1, calls // rounds)
+    c, py_out, py_new = [], [], []
+    time_py_calls(a, o, ctx, 200, False)  # warm-up: the context, caches, branch predictors
+    gc_was = gc.isenabled()
+    gc.disable()  # a collection inside a timed call is not call overhead
+    try:
+        for _ in range(rounds):
+            got = time_c_calls(a, o, ctx, per)
+            c = None if got is None else c + list(got)
+            py_out += time_py_calls(a, o, ctx, per, False)
+            py_new += time_py_calls(a, o, ctx, per, True)
+    finally:
+        if gc_was:
+            gc.enable()
+    return overhead_result(c, py_out, py_new, per * rounds)
+
+
+def overhead_result(c, py_out, py_new, calls):
+    res = {"image": f"{OVERHEAD_SIDE}x{OVERHEAD_SIDE} f32", "sigma": 1.0, "threads": 1,
+           "calls": calls, "c_us": stats_us(c), "python_out_us": stats_us(py_out),
+           "python_new_us": stats_us(py_new), "limit_us": OVERHEAD_LIMIT_US, "targets": []}
+    for label, key in (("out= given", "python_out_us"), ("new output", "python_new_us")):
+        py = res[key]
+        over = None if c is None else {s: py[s] - res["c_us"][s] for s in ("min", "median")}
+        res[key.replace("_us", "_overhead_us")] = over
+        verdict = "not run" if over is None else (
+            "met" if over["min"] <= OVERHEAD_LIMIT_US else "MISSED")
+        res["targets"].append({"against": f"C call, {label}", "overhead_us": over and over["min"],
+                               "limit_us": OVERHEAD_LIMIT_US, "verdict": verdict})
+    return res
+
+
+# ---- the machine ---------------------------------------------------------------------------
+
+def cpu_model():
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "?"
+
+
+def lib_versions(libs):
+    v = {"python": platform.python_version(), "numpy": np.__version__,
+         "lumen": getattr(lumen, "__version__", "?"), "cv2": cv2.__version__}
+    if "scipy" in libs:
+        import scipy
+        v["scipy"] = scipy.__version__
+    if "torch" in libs:
+        import torch
+        v["torch"] = torch.__version__
+    return v
+
+
+def machine_info(args, libs):
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = os.cpu_count()
+    ctx = lumen.Context(threads=args.threads)
+    threads = {"lumen": ctx.threads, "cv2": cv2.getNumThreads(), "scipy": 1}
+    if "torch" in libs:
+        import torch
+        threads["torch"] = torch.get_num_threads()
+    return {"cpu": cpu_model(), "cpus_online": os.cpu_count(), "cpus_usable": usable,
+            "os": platform.platform(), "loadavg": os.getloadavg(),
+            "versions": lib_versions(libs), "threads": threads,
+            "lumen_cpu_features": getattr(ctx, "cpu_features", "?")}
+
+
+# ---- printing ------------------------------------------------------------------------------
+
+def ms(x):
+    """Three or four significant digits: 3.79, 12.3, 215, 2141."""
+    if x is None:
+        return "-"
+    return f"{x:.2f}" if x < 10 else f"{x:.1f}" if x < 1000 else f"{x:.0f}"
+
+
+def min_med(r):
+    if not r or r.get("status") in (None, "n/a"):
+        return "-"
+    if r["status"] != "ok":
+        return r.get("note", r["status"])
+    return f"{ms(r['ms_min'])}/{ms(r['ms_median'])}"
+
+
+def fmt_ratio(x):
+    return "-" if x is None else f"{x:.2f}"
+
+
+def print_header(machine, args):
+    v, t = machine["versions"], machine["threads"]
+    print(f"machine: {machine['cpu']}, {machine['cpus_usable']} usable of "
+          f"{machine['cpus_online']} CPUs; {machine['os']}; load average "
+          f"{machine['loadavg'][0]:.2f} at start")
+    print("versions: " + ", ".join(f"{k} {val}" for k, val in v.items()))
+    print("threads: " + ", ".join(f"{k} {val}" for k, val in t.items())
+          + f"; lumen uses {machine['lumen_cpu_features']}")
+    print(f"image {args.w}x{args.h} f32, 1 channel, border reflect; 1 cold + {args.repeat} warm "
+          f"runs per call; ratios = lumen min / peer min")
+
+
+HEAD = (f"{'case':<20} {'k':>3} {'method':<9} {'cold':>7} {'lumen min/med':>15} "
+        f"{'cv2 min/med':>15} {'l/cv2':>5} {'scipy min/med':>15} {'l/sp':>5} "
+        f"{'torch min/med':>20} {'l/torch':>7}")
+
+
+def print_row(row):
+    lu, p, r = row["lumen"], row["peers"], row["ratio"]
+    k = "-" if row["ksize"] is None else str(row["ksize"])
+    if lu["status"] == "ok":
+        left = f"{lu.get('method') or '?':<9} {ms(lu['ms_cold']):>7} {min_med(lu):>15}"
+    else:
+        left = f"{'n/a':<9} {lu['status']:>23}"
+    print(f"{row['name']:<20} {k:>3} {left} {min_med(p.get('cv2')):>15} "
+          f"{fmt_ratio(r.get('cv2')):>5} {min_med(p.get('scipy')):>15} "
+          f"{fmt_ratio(r.get('scipy')):>5} {min_med(p.get('torch')):>20} "
+          f"{fmt_ratio(r.get('torch')):>7}", flush=True)
+
+
+def print_legend(rows):
+    calls = {}
+    for row in rows:
+        for lib, r in row["peers"].items():
+            if r.get("call") and row["batch"] == 1:
+                calls.setdefault(lib, []).append(r["call"])
+    if any(row["batch"] > 1 for row in rows):
+        print("(batch row: peers are 10x their single-image time; lumen is one call on N=10)")
+    for lib, names in calls.items():
+        print(f"({lib}: {', '.join(dict.fromkeys(names))})")
+    if "torch" in calls:
+        print("(torch: input padded with BORDER_REFLECT outside the timing; see --help)")
+
+
+def print_overhead(ov):
+    if ov is None:
+        return
+    print(f"\ncall overhead: lumen.gaussian_blur(a, 1.0, ...) on {ov['image']}, "
+          f"Context(threads=1), {ov['calls']} calls each (us per call)")
+    print(f"  {'':<34} {'min':>8} {'median':>8} {'overhead min/med':>18}")
+    c = ov["c_us"]
+    print(f"  {'C call (lumen._lumen._time_c)':<34} "
+          + (f"{c['min']:>8.2f} {c['median']:>8.2f}" if c else
+             "    (PLACEHOLDER: lumen._lumen._time_c missing; no C baseline)"))
+    for label, key in (("Python, out=o", "python_out"), ("Python, new output", "python_new")):
+        py, over = ov[key + "_us"], ov[key + "_overhead_us"]
+        tail = f"{over['min']:>8.2f}/{over['median']:<8.2f}" if over else f"{'-':>18}"
+        print(f"  {label:<34} {py['min']:>8.2f} {py['median']:>8.2f} {tail}")
+
+
+def all_targets(rows, ov):
+    out = [(r["name"], t["against"], fmt_ratio(t["ratio"]), f"<={t['limit']:g}", t["verdict"])
+           for r in rows for t in r["targets"]]
+    for t in (ov or {}).get("targets", []):
+        val = "-" if t["overhead_us"] is None else f"{t['overhead_us']:.2f}us"
+        out.append(("overhead", t["against"], val, f"<={t['limit_us']:g}us", t["verdict"]))
+    return out
+
+
+def print_targets(rows, ov, warnings):
+    judged = all_targets(rows, ov)
+    print(f"\n{'target':<20} {'vs':<22} {'value':>8} {'limit':>8}  verdict")
+    for name, against, val, limit, verdict in judged:
+        print(f"{name:<20} {against:<22} {val:>8} {limit:>8}  {verdict}")
+    met = sum(j[4] == "met" for j in judged)
+    missed = [f"{j[0]} vs {j[1]}" for j in judged if j[4] == "MISSED"]
+    not_run = sorted({j[0] for j in judged if j[4] == "not run"})
+    line = f"\n{met}/{len(judged)} targets met"
+    line += f"; MISSED: {', '.join(missed)}" if missed else ""
+    line += f"; not run: {', '.join(not_run)}" if not_run else ""
+    print(line)
+    for r in rows:
+        if r["lumen"]["status"] != "ok":
+            print(f"  {r['name']}: lumen says {r['lumen']['status']}: {r['lumen'].get('error')}")
+    for w in warnings:
+        print(f"  WARNING: {w}")
+
+
+# ---- arguments -----------------------------------------------------------------------------
+
+def select_cases(spec):
+    """Case names from a comma list: exact names, ops (filter2d, gaussian) or name prefixes."""
+    if not spec:
+        return list(CASE_NAMES)
+    chosen = set()
+    for tok in (t.strip() for t in spec.split(",") if t.strip()):
+        hits = [tok] if tok in CASE_NAMES else [n for n in CASE_NAMES if n.startswith(tok)]
+        if not hits:
+            raise ValueError(f"unknown case '{tok}' (valid: {', '.join(CASE_NAMES)})")
+        chosen.update(hits)
+    return [n for n in CASE_NAMES if n in chosen]
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(
+        prog="python3 -m lumen.bench", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=__doc__, epilog=COLUMNS)
+    ap.add_argument("--size", default=DEFAULT_SIZE, metavar="WxH",
+                    help="image width x height (default 3000x2000)")
+    ap.add_argument("--repeat", type=int, default=7, metavar="N",
+                    help="warm runs per call (default 7)")
+    ap.add_argument("--threads", type=int, default=2, metavar="N",
+                    help="threads for lumen.Context, cv2.setNumThreads and "
+                         "torch.set_num_threads (default 2; SciPy is single-threaded)")
+    ap.add_argument("--case", default="", metavar="NAMES",
+                    help="comma list of case names, ops (filter2d, gaussian) or name prefixes; "
+                         "'overhead' is the call-overhead case (default: all: "
+                         + ", ".join(CASE_NAMES) + ")")
+    ap.add_argument("--json", action="store_true", help="print one JSON object, no table")
+    ap.add_argument("--no-scipy", action="store_true", help="leave SciPy out")
+    ap.add_argument("--no-torch", action="store_true", help="leave PyTorch out")
+    ap.add_argument("--torch-cap", type=float, default=3.0, metavar="S",
+                    help="skip a torch call that takes over S seconds (default 3)")
+    ap.add_argument("--overhead-calls", type=int, default=20000, metavar="N",
+                    help="calls per variant in the overhead case (default 20000)")
+    args = ap.parse_args(argv)
+    try:
+        args.w, args.h = (int(v) for v in args.size.lower().split("x"))
+        assert args.w > 0 and args.h > 0
+    except (ValueError, AssertionError):
+        ap.error(f"--size: expected WxH, got {args.size!r}")
+    if args.repeat < 1 or args.threads < 1 or args.overhead_calls < 10:
+        ap.error("--repeat and --threads must be >= 1, --overhead-calls >= 10")
+    try:
+        args.cases = select_cases(args.case)
+    except ValueError as e:
+        ap.error(f"--case: {e}")
+    return args
+
+
+def peer_libs(args):
+    """The peers that will run: cv2 always, SciPy and torch unless turned off or missing."""
+    if cv2 is None:
+        sys.exit("lumen.bench: OpenCV (cv2) is not importable; every target is against it")
+    libs = ["cv2"]
+    for lib, off in (("scipy", args.no_scipy), ("torch", args.no_torch)):
+        if off:
+            continue
+        try:
+            __import__(lib)
+            libs.append(lib)
+        except ImportError as e:
+            print(f"lumen.bench: {lib} skipped: {e}", file=sys.stderr)
+    return libs
+
+
+def set_threads(args, libs):
+    cv2.setNumThreads(args.threads)
+    if "torch" in libs:
+        import torch
+        torch.set_num_threads(args.threads)
+
+
+# ---- main ----------------------------------------------------------------------------------
+
+def run_cases(args, libs, names):
+    """Rows of the selected cases, printed as they finish unless --json."""
+    img = make_image(args.w, args.h)
+    runner, rows, warnings = Runner(args, libs, img), [], []
+    for case in (c for c in CASES if c.name in names):
+        row = runner.row(case)
+        rows.append(row)
+        warnings += diff_warnings(row, img)
+        if not args.json:
+            print_row(row)
+    return rows, warnings
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    libs = peer_libs(args)
+    set_threads(args, libs)
+    machine = machine_info(args, libs)
+    selected = [c for c in CASES if c.name in args.cases]
+    checks = check_all(selected, libs, args.threads)
+    if not args.json:
+        print_header(machine, args)
+        print_check(checks)
+        if selected:
+            print("\n" + HEAD + "\n" + "-" * len(HEAD))
+    rows, warnings = run_cases(args, libs, args.cases)
+    ov = measure_overhead(args.overhead_calls) if OVERHEAD_CASE in args.cases else None
+    if args.json:
+        machine["loadavg_end"] = os.getloadavg()
+        json.dump({"machine": machine, "size": [args.w, args.h], "repeat": args.repeat,
+                   "check": checks, "rows": rows, "overhead": ov, "warnings": warnings},
+                  sys.stdout, indent=2)
+        print()
+    else:
+        if rows:
+            print_legend(rows)
+        print_overhead(ov)
+        print_targets(rows, ov, warnings)
+        if args.size != DEFAULT_SIZE:
+            print(f"(the ratio targets are set for the default {DEFAULT_SIZE}; this run is "
+                  f"{args.w}x{args.h})")
+        print(f"load average {os.getloadavg()[0]:.2f} at the end")
+    return 1 if warnings else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
