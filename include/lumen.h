@@ -60,6 +60,8 @@ typedef struct lumen_image {
     lumen_dtype dtype;
     int64_t n, c, h, w;
     int64_t stride_n, stride_c, stride_h, stride_w;
+    int device; /* where data lives: 0 = host memory (the CPU), else a device index whose
+                 * memory it is (lumen_device_alloc); zero-initialised views are host views */
 } lumen_image;
 
 /* Contiguous interleaved view: n x h x w x c. */
@@ -140,6 +142,19 @@ int lumen_context_device(const lumen_context *ctx);
 /* Strict mode: an op the device cannot run fails instead of falling back to the CPU. */
 lumen_status lumen_context_set_strict(lumen_context *ctx, int strict);
 int lumen_context_strict(const lumen_context *ctx);
+/* Caps the device memory the context's device may allocate (bytes; 0 = no cap). An op that
+ * would exceed it runs out of memory, and falls back to the CPU unless strict. */
+lumen_status lumen_context_set_memory_limit(lumen_context *ctx, uint64_t bytes);
+/* The device of the context ("cpu", "cuda:0"), its name and memory: lumen_device_get_info. */
+
+/* Device memory for device-resident views (img.device = the context's device). On the CPU
+ * these are plain host allocations. Freed memory returns to the context's pool. */
+lumen_status lumen_device_alloc(lumen_context *ctx, size_t bytes, void **out);
+void lumen_device_free(lumen_context *ctx, void *p);
+lumen_status lumen_device_upload(lumen_context *ctx, void *dst, const void *src, size_t bytes);
+lumen_status lumen_device_download(lumen_context *ctx, void *dst, const void *src, size_t bytes);
+/* Waits until every op queued on the context's device has finished. */
+lumen_status lumen_context_synchronize(lumen_context *ctx);
 
 /* ---- options ----------------------------------------------------------- */
 

@@ -1,7 +1,9 @@
 /* Contexts: thread count, SIMD policy, CPU feature detection. */
 #include "internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 /* Plans and kernel spectra kept per context; spectra of big kernels are a few MB each. */
@@ -31,6 +33,22 @@ static bool cpu_has_avx2_fma(void)
 #endif
 }
 
+/* $LUMEN_DEVICE (default "auto") and $LUMEN_STRICT=1. A device asked for by name that is not
+ * there is an error, never a silent substitute. */
+static lumen_status apply_environment(lumen_context *ctx)
+{
+    const char *strict = getenv("LUMEN_STRICT");
+    ctx->strict = strict && *strict && strcmp(strict, "0") != 0;
+    const char *dev = getenv("LUMEN_DEVICE");
+    lumen_status s = lumen_context_set_device(ctx, dev && *dev ? dev : "auto");
+    if (s && dev && *dev) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", lumen_last_error());
+        return lumen_set_error(s, "LUMEN_DEVICE='%s': %s", dev, msg);
+    }
+    return s;
+}
+
 lumen_status lumen_context_create(lumen_context **out)
 {
     lumen_clear_error();
@@ -46,6 +64,11 @@ lumen_status lumen_context_create(lumen_context **out)
         free(ctx);
         return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "context: out of memory");
     }
+    lumen_status s = apply_environment(ctx);
+    if (s) {
+        lumen_context_destroy(ctx);
+        return s;
+    }
     *out = ctx;
     return LUMEN_OK;
 }
@@ -53,6 +76,7 @@ lumen_status lumen_context_create(lumen_context **out)
 void lumen_context_destroy(lumen_context *ctx)
 {
     if (!ctx) return;
+    lumen_context_release_device(ctx);
     lumen_plan_cache_destroy(ctx->plans);
     free(ctx);
 }

@@ -2,34 +2,44 @@
  * indices are assigned in backend order, the CPU first. */
 #include "internal.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Backends that own devices. The CUDA module will be appended when it is loaded. */
-static const lumen_backend *const device_backends[] = {&lumen_cpu_fast_backend};
-#define N_BACKENDS (int)(sizeof device_backends / sizeof device_backends[0])
-
 int lumen_device_count(void)
 {
     int n = 0;
-    for (int b = 0; b < N_BACKENDS; b++) n += device_backends[b]->device_count();
+    for (int b = 0; b < lumen_backend_count(); b++) n += lumen_backend_at(b)->device_count();
     return n;
+}
+
+/* The backend of device index and its index within it; NULL when there is none. */
+const lumen_backend *lumen_device_backend(int index, int *local)
+{
+    int first = 0;
+    for (int b = 0; b < lumen_backend_count() && index >= 0; b++) {
+        const lumen_backend *be = lumen_backend_at(b);
+        int n = be->device_count();
+        if (index < first + n) {
+            *local = index - first;
+            return be;
+        }
+        first += n;
+    }
+    return NULL;
 }
 
 lumen_status lumen_device_get_info(int index, lumen_device_info *out)
 {
     lumen_clear_error();
     if (!out) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "out: pointer is NULL");
-    int first = 0;
-    for (int b = 0; b < N_BACKENDS && index >= 0; b++) {
-        int n = device_backends[b]->device_count();
-        if (index < first + n) {
-            lumen_status s = device_backends[b]->device_info(index - first, out);
-            out->index = index;
-            return s;
-        }
-        first += n;
+    int local;
+    const lumen_backend *be = lumen_device_backend(index, &local);
+    if (be) {
+        lumen_status s = be->device_info(local, out);
+        out->index = index;
+        return s;
     }
     return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "device: index %d is not in 0..%d", index,
                            lumen_device_count() - 1);
@@ -53,23 +63,44 @@ static int auto_device(void)
     return 0;
 }
 
+void lumen_device_label(int i, char *buf, size_t size)
+{
+    lumen_device_info info;
+    int local = 0;
+    if (!lumen_device_backend(i, &local) || lumen_device_get_info(i, &info)) {
+        snprintf(buf, size, "device %d", i);
+        return;
+    }
+    if (!strcmp(info.backend, "cpu")) snprintf(buf, size, "cpu");
+    else snprintf(buf, size, "%s:%d", info.backend, local);
+}
+
+#define MAX_LABELS 64
+static char labels[MAX_LABELS][32];
+static int n_labels;
+static pthread_once_t labels_once = PTHREAD_ONCE_INIT;
+
+static void make_labels(void)
+{
+    n_labels = lumen_device_count() < MAX_LABELS ? lumen_device_count() : MAX_LABELS;
+    for (int i = 0; i < n_labels; i++) lumen_device_label(i, labels[i], sizeof labels[i]);
+}
+
+const char *lumen_device_name_static(int i)
+{
+    pthread_once(&labels_once, make_labels);
+    return i >= 0 && i < n_labels ? labels[i] : "?";
+}
+
 /* Comma-separated "cpu, cuda:0, ..." for error messages. */
 static void list_devices(char *buf, size_t size)
 {
-    lumen_device_info info;
     size_t used = 0;
     buf[0] = '\0';
-    int per_backend = 0;
-    char last[16] = "";
     for (int i = 0; i < lumen_device_count() && used < size; i++) {
-        if (lumen_device_get_info(i, &info)) continue;
-        per_backend = strcmp(last, info.backend) ? 0 : per_backend + 1;
-        snprintf(last, sizeof last, "%s", info.backend);
-        if (!strcmp(info.backend, "cpu"))
-            used += (size_t)snprintf(buf + used, size - used, "%scpu", i ? ", " : "");
-        else
-            used += (size_t)snprintf(buf + used, size - used, "%s%s:%d", i ? ", " : "",
-                                     info.backend, per_backend);
+        char label[48];
+        lumen_device_label(i, label, sizeof label);
+        used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? ", " : "", label);
     }
 }
 
@@ -114,14 +145,32 @@ lumen_status lumen_device_find(const char *spec, int *index)
                            "device: no device '%s' (this machine has: %s)", spec, have);
 }
 
+void lumen_context_release_device(lumen_context *ctx)
+{
+    lumen_plan_cache_clear(ctx->plans); /* device plans may refer to the state's stream */
+    if (ctx->be && ctx->be->state_destroy && ctx->be_state) ctx->be->state_destroy(ctx->be_state);
+    ctx->be = NULL;
+    ctx->be_state = NULL;
+    ctx->device = ctx->be_device = 0;
+}
+
 lumen_status lumen_context_set_device(lumen_context *ctx, const char *spec)
 {
     lumen_clear_error();
     if (!ctx) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "ctx: context is NULL");
-    int i;
+    int i, local = 0;
     lumen_status s = lumen_device_find(spec, &i);
     if (s) return s;
+    if (i == ctx->device) return LUMEN_OK;
+    const lumen_backend *be = lumen_device_backend(i, &local);
+    if (be == &lumen_cpu_fast_backend) be = NULL; /* the CPU path is the context's own */
+    void *state = NULL;
+    if (be && be->state_create && (s = be->state_create(local, &state))) return s;
+    lumen_context_release_device(ctx);
     ctx->device = i;
+    ctx->be = be;
+    ctx->be_device = local;
+    ctx->be_state = state;
     return LUMEN_OK;
 }
 
@@ -136,3 +185,11 @@ lumen_status lumen_context_set_strict(lumen_context *ctx, int strict)
 }
 
 int lumen_context_strict(const lumen_context *ctx) { return ctx ? ctx->strict : 0; }
+
+lumen_status lumen_context_set_memory_limit(lumen_context *ctx, uint64_t bytes)
+{
+    lumen_clear_error();
+    if (!ctx) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "ctx: context is NULL");
+    ctx->memory_limit = bytes;
+    return LUMEN_OK;
+}

@@ -1,48 +1,157 @@
-/* Runs normalised jobs on the context's device and chooses methods by cost. */
+/* Runs normalised jobs on the context's device and chooses methods by cost.
+ * Fallback lives here, not in backends: when the device's backend has no entry for the op or
+ * dtype, or runs out of memory, the job reruns on the CPU with one warning line; in strict mode
+ * that is an error instead. Device-resident views are staged through host memory for it. */
 #include "internal.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-/* Only the CPU exists so far; the scalar reference runs when SIMD is switched off. */
-static const lumen_backend *backend_for(const lumen_context *ctx)
+typedef lumen_status (*filter_entry)(lumen_context *, const lumen_filter_job *);
+
+/* The CPU runs the scalar reference when SIMD is switched off. */
+static const lumen_backend *cpu_backend(const lumen_context *ctx)
 {
     return ctx->simd ? &lumen_cpu_fast_backend : &lumen_cpu_reference_backend;
 }
 
-static void fill_info(const lumen_context *ctx, lumen_method method, lumen_run_info *info)
+static void fill_info(const lumen_context *ctx, lumen_method method, bool on_device,
+                      lumen_run_info *info)
 {
     if (!info) return;
     info->method = method;
-    info->device = "cpu";
-    info->isa = lumen_ctx_use_avx2(ctx) ? "avx2+fma" : ctx->simd ? "generic" : "scalar";
+    info->device = on_device ? lumen_device_name_static(ctx->device) : "cpu";
+    info->isa = on_device                  ? ctx->be->name
+                : lumen_ctx_use_avx2(ctx) ? "avx2+fma"
+                : ctx->simd               ? "generic"
+                                          : "scalar";
     info->threads = ctx->threads;
 }
 
-lumen_status lumen_run_filter(lumen_context *ctx, const lumen_filter_job *job, lumen_method method,
-                              lumen_run_info *info)
+static filter_entry entry_for(const lumen_backend *be, lumen_method method)
 {
-    const lumen_backend *be = backend_for(ctx);
-    lumen_status (*entry)(lumen_context *, const lumen_filter_job *) =
-        method == LUMEN_METHOD_SEPARABLE ? be->sep_filter
-        : method == LUMEN_METHOD_FFT     ? be->fft_filter
-                                         : be->filter2d;
+    return method == LUMEN_METHOD_SEPARABLE ? be->sep_filter
+           : method == LUMEN_METHOD_FFT     ? be->fft_filter
+                                            : be->filter2d;
+}
+
+static bool takes_dtypes(const lumen_backend *be, const lumen_image *src, const lumen_image *dst)
+{
+    return !be->dtypes || (((be->dtypes >> src->dtype) & 1) && ((be->dtypes >> dst->dtype) & 1));
+}
+
+static lumen_status run_on_cpu(lumen_context *ctx, const lumen_filter_job *job,
+                               lumen_method method, lumen_run_info *info)
+{
+    const lumen_backend *be = cpu_backend(ctx);
+    filter_entry entry = entry_for(be, method);
     /* The reference defines each kernel form once; every method is that definition. */
     if (!entry) entry = job->kernel ? be->filter2d : be->sep_filter;
     lumen_status s = entry(ctx, job);
-    if (s == LUMEN_OK) fill_info(ctx, method, info);
+    if (s == LUMEN_OK) fill_info(ctx, method, false, info);
     lumen_log(LUMEN_LOG_DEBUG, "ran %s on cpu (%s), %dx%d kernel, %d threads",
               lumen_method_name(method), be->name, job->kw, job->kh, ctx->threads);
     return s;
 }
 
+/* ---- staging device-resident views through host memory (fallback only) ---- */
+
+typedef struct staged {
+    lumen_image view; /* the host copy, same strides */
+    void *buf;
+    uintptr_t lo;
+    size_t bytes;
+} staged;
+
+/* Downloads the byte extent of a device view (also dst's: bytes between its pixels stay). */
+static lumen_status stage_in(lumen_context *ctx, const lumen_image *img, staged *st)
+{
+    uintptr_t hi;
+    lumen_image_extent(img, &st->lo, &hi);
+    st->bytes = hi - st->lo;
+    st->buf = malloc(st->bytes);
+    if (!st->buf)
+        return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "fallback: %zu-byte host copy failed",
+                               st->bytes);
+    st->view = *img;
+    st->view.device = 0;
+    st->view.data = (char *)st->buf + ((uintptr_t)img->data - st->lo);
+    return ctx->be->download(ctx, st->buf, (const void *)st->lo, st->bytes);
+}
+
+static lumen_status cpu_on_staged(lumen_context *ctx, const lumen_filter_job *job,
+                                  lumen_method method, lumen_run_info *info)
+{
+    staged in = {0}, out = {0};
+    lumen_filter_job host = *job;
+    lumen_status s = stage_in(ctx, job->src, &in);
+    if (!s) s = stage_in(ctx, job->dst, &out);
+    if (!s) {
+        host.src = &in.view;
+        host.dst = &out.view;
+        s = run_on_cpu(ctx, &host, method, info);
+    }
+    if (!s) s = ctx->be->upload(ctx, (void *)out.lo, out.buf, out.bytes);
+    if (!s && ctx->be->synchronize) s = ctx->be->synchronize(ctx);
+    free(in.buf);
+    free(out.buf);
+    return s;
+}
+
+/* Reruns on the CPU with one warning line, or fails in strict mode. */
+static lumen_status fall_back(lumen_context *ctx, const lumen_filter_job *job, lumen_method method,
+                              lumen_run_info *info, lumen_status why_status, const char *why)
+{
+    const char *dev = lumen_device_name_static(ctx->device);
+    if (ctx->strict)
+        return lumen_set_error(why_status, "device %s: %s (strict mode: no fallback to the CPU)",
+                               dev, why);
+    lumen_log(LUMEN_LOG_WARN, "%s %s on %s: %s; running it on the CPU", lumen_method_name(method),
+              "filter", dev, why);
+    lumen_clear_error();
+    if (job->src->device || job->dst->device) return cpu_on_staged(ctx, job, method, info);
+    return run_on_cpu(ctx, job, method, info);
+}
+
+lumen_status lumen_run_filter(lumen_context *ctx, const lumen_filter_job *job, lumen_method method,
+                              lumen_run_info *info)
+{
+    if (!ctx->be) return run_on_cpu(ctx, job, method, info);
+    const lumen_backend *be = ctx->be;
+    filter_entry entry = entry_for(be, method);
+    char why[300];
+    if (!entry) {
+        snprintf(why, sizeof why, "%s has no %s filter", be->name, lumen_method_name(method));
+        return fall_back(ctx, job, method, info, LUMEN_ERR_UNSUPPORTED, why);
+    }
+    if (!takes_dtypes(be, job->src, job->dst)) {
+        snprintf(why, sizeof why, "%s does not filter %s to %s", be->name,
+                 lumen_dtype_name(job->src->dtype), lumen_dtype_name(job->dst->dtype));
+        return fall_back(ctx, job, method, info, LUMEN_ERR_UNSUPPORTED, why);
+    }
+    lumen_status s = entry(ctx, job);
+    if (s == LUMEN_OK) fill_info(ctx, method, true, info);
+    if (s != LUMEN_ERR_OUT_OF_MEMORY && s != LUMEN_ERR_UNSUPPORTED) return s;
+    snprintf(why, sizeof why, "%s", lumen_last_error());
+    return fall_back(ctx, job, method, info, s, why);
+}
+
+/* Estimated seconds of method m: the device's model for what it runs, else the CPU's. */
+static double method_cost(lumen_context *ctx, const lumen_filter_job *job, lumen_method m)
+{
+    const lumen_backend *be = ctx->be && entry_for(ctx->be, m) ? ctx->be : cpu_backend(ctx);
+    return be->cost ? be->cost(ctx, job, m) : (double)m;
+}
+
 lumen_method lumen_choose_method(lumen_context *ctx, const lumen_filter_job *job, unsigned allowed)
 {
-    const lumen_backend *be = backend_for(ctx);
     lumen_method best = LUMEN_METHOD_AUTO;
     double best_cost = INFINITY;
     for (int m = LUMEN_METHOD_DIRECT; m <= LUMEN_METHOD_FFT; m++) {
         if (!(allowed & (1u << m))) continue;
-        double c = be->cost ? be->cost(ctx, job, (lumen_method)m) : (double)m;
+        double c = method_cost(ctx, job, (lumen_method)m);
         lumen_log(LUMEN_LOG_DEBUG, "cost of %s for a %dx%d kernel: %.3g ms",
                   lumen_method_name((lumen_method)m), job->kw, job->kh, c * 1e3);
         if (c >= 0 && c < best_cost) best_cost = c, best = (lumen_method)m;
@@ -55,14 +164,41 @@ lumen_method lumen_choose_method(lumen_context *ctx, const lumen_filter_job *job
     return best;
 }
 
-lumen_status lumen_run_gaussian_fast(lumen_context *ctx, const lumen_gauss_job *job,
-                                     lumen_run_info *info)
+static lumen_status gaussian_fast_on_cpu(lumen_context *ctx, const lumen_gauss_job *job,
+                                         lumen_run_info *info)
 {
-    const lumen_backend *be = backend_for(ctx);
+    const lumen_backend *be = cpu_backend(ctx);
     if (!be->gaussian_fast)
         return lumen_set_error(LUMEN_ERR_UNSUPPORTED, "precision: fast Gaussian not available on %s",
                                be->name);
     lumen_status s = be->gaussian_fast(ctx, job);
-    if (s == LUMEN_OK) fill_info(ctx, LUMEN_METHOD_RECURSIVE, info);
+    if (s == LUMEN_OK) fill_info(ctx, LUMEN_METHOD_RECURSIVE, false, info);
     return s;
+}
+
+lumen_status lumen_run_gaussian_fast(lumen_context *ctx, const lumen_gauss_job *job,
+                                     lumen_run_info *info)
+{
+    if (!ctx->be) return gaussian_fast_on_cpu(ctx, job, info);
+    const lumen_backend *be = ctx->be;
+    const char *dev = lumen_device_name_static(ctx->device);
+    lumen_status s = LUMEN_ERR_UNSUPPORTED;
+    char why[300];
+    snprintf(why, sizeof why, "%s has no fast Gaussian for %s", be->name,
+             lumen_dtype_name(job->src->dtype));
+    if (be->gaussian_fast && takes_dtypes(be, job->src, job->dst)) {
+        s = be->gaussian_fast(ctx, job);
+        if (s == LUMEN_OK) fill_info(ctx, LUMEN_METHOD_RECURSIVE, true, info);
+        if (s != LUMEN_ERR_OUT_OF_MEMORY && s != LUMEN_ERR_UNSUPPORTED) return s;
+        snprintf(why, sizeof why, "%s", lumen_last_error());
+    }
+    if (ctx->strict)
+        return lumen_set_error(s, "device %s: %s (strict mode: no fallback to the CPU)", dev, why);
+    if (job->src->device || job->dst->device)
+        return lumen_set_error(LUMEN_ERR_UNSUPPORTED,
+                               "device %s: %s, and the CPU cannot read device memory for it", dev,
+                               why);
+    lumen_log(LUMEN_LOG_WARN, "fast Gaussian on %s: %s; running it on the CPU", dev, why);
+    lumen_clear_error();
+    return gaussian_fast_on_cpu(ctx, job, info);
 }

@@ -6,14 +6,14 @@
 lumen_image lumen_image_nhwc(void *data, lumen_dtype dtype, int64_t n, int64_t h, int64_t w,
                              int64_t c)
 {
-    lumen_image im = {data, dtype, n, c, h, w, h * w * c, 1, w * c, c};
+    lumen_image im = {data, dtype, n, c, h, w, h * w * c, 1, w * c, c, 0};
     return im;
 }
 
 lumen_image lumen_image_nchw(void *data, lumen_dtype dtype, int64_t n, int64_t c, int64_t h,
                              int64_t w)
 {
-    lumen_image im = {data, dtype, n, c, h, w, c * h * w, h * w, w, 1};
+    lumen_image im = {data, dtype, n, c, h, w, c * h * w, h * w, w, 1, 0};
     return im;
 }
 

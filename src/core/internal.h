@@ -31,6 +31,10 @@ struct lumen_context {
     struct lumen_plan_cache *plans; /* FFT plans, kernel spectra (one thread at a time) */
     int device;  /* index into the device list (lumen_device_find) */
     bool strict; /* no fallback to the CPU */
+    uint64_t memory_limit;             /* device bytes the context may allocate; 0: no cap */
+    const struct lumen_backend *be;    /* the device's backend (NULL: the CPU) */
+    int be_device;                     /* the device's index within its backend */
+    void *be_state;                    /* the backend's per-context state (streams, pool) */
 };
 
 /* ---- plan cache: expensive set-up kept per context, keyed by bytes ----- */
@@ -105,7 +109,50 @@ typedef struct lumen_backend {
     /* Devices this backend drives; info->index is filled in by the runtime. */
     int (*device_count)(void);
     lumen_status (*device_info)(int i, lumen_device_info *info);
+    /* dtypes the entries take, as bits 1 << lumen_dtype (src and dst); 0 means all. */
+    unsigned dtypes;
+    /* Per-context state on device i (streams, memory pool, plans); NULL entries: none. */
+    lumen_status (*state_create)(int device, void **state);
+    void (*state_destroy)(void *state);
+    /* Device memory, for device-resident views and for copies around a CPU fallback. */
+    lumen_status (*alloc)(lumen_context *ctx, size_t bytes, void **out);
+    void (*release)(lumen_context *ctx, void *p);
+    lumen_status (*upload)(lumen_context *ctx, void *dst, const void *src, size_t bytes);
+    lumen_status (*download)(lumen_context *ctx, void *dst, const void *src, size_t bytes);
+    lumen_status (*synchronize)(lumen_context *ctx);
 } lumen_backend;
+
+/* ---- backend modules: shared objects loaded at run time (module.c) -----
+ * A module exports `lumen_module_init`; the core hands it these services, so a module never
+ * links the core (whose copy of the error state, logs and caches would not be the caller's). */
+#define LUMEN_MODULE_ABI 1
+#define LUMEN_MODULE_INIT_SYMBOL "lumen_module_init"
+typedef struct lumen_module_host {
+    int abi;
+    lumen_status (*set_error)(lumen_status s, const char *fmt, ...) LUMEN_PRINTF(2, 3);
+    void (*log)(lumen_log_level level, const char *fmt, ...) LUMEN_PRINTF(2, 3);
+    void *(*plan_get)(lumen_context *ctx, const void *key, size_t len);
+    void *(*plan_put)(lumen_context *ctx, const void *key, size_t len, void *value,
+                      void (*destroy)(void *), size_t bytes);
+    void *(*state)(const lumen_context *ctx);        /* from state_create */
+    int (*device)(const lumen_context *ctx);         /* index within the backend */
+    uint64_t (*memory_limit)(const lumen_context *ctx); /* bytes, 0: no cap */
+    void (*gaussian_kernel)(int n, double sigma, float *out); /* OpenCV's taps */
+} lumen_module_host;
+typedef lumen_status (*lumen_module_init_fn)(int abi, const lumen_module_host *host,
+                                             const lumen_backend **out);
+
+/* Backends that own devices, the CPU first; loads the modules on first use. */
+int lumen_backend_count(void);
+const lumen_backend *lumen_backend_at(int i);
+/* The backend of device `index` and the device's index within it; NULL if none. */
+const lumen_backend *lumen_device_backend(int index, int *local);
+/* Drops the context's device state (and plans); the context is on the CPU after. */
+void lumen_context_release_device(lumen_context *ctx);
+/* "cpu" or "cuda:0" for device index i (the spec lumen_device_find takes). */
+void lumen_device_label(int i, char *buf, size_t size);
+/* The same, as a string that lives as long as the process (for lumen_run_info.device). */
+const char *lumen_device_name_static(int i);
 
 /* The scalar oracle, kept forever; computes in double. */
 extern const lumen_backend lumen_cpu_reference_backend;

@@ -7,12 +7,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A view's memory must be the host's or the context's device's. */
+static lumen_status check_residence(const lumen_context *ctx, const lumen_image *img,
+                                    const char *what)
+{
+    if (img->device == 0 || img->device == ctx->device) return LUMEN_OK;
+    return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
+                           "%s: lives on device %d (%s) but the context runs on %s", what,
+                           img->device, lumen_device_name_static(img->device),
+                           lumen_device_name_static(ctx->device));
+}
+
 lumen_status lumen_op_check_common(const lumen_context *ctx, const lumen_image *src,
                                    const lumen_image *dst, lumen_border border, float value)
 {
     if (!ctx) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "ctx: context is NULL");
     lumen_status s = lumen_image_check_pair(src, dst);
     if (s) return s;
+    if ((s = check_residence(ctx, src, "src")) || (s = check_residence(ctx, dst, "dst"))) return s;
     if ((unsigned)border > LUMEN_BORDER_WRAP)
         return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "border: unknown mode %d", (int)border);
     if (border == LUMEN_BORDER_CONSTANT && isnan(value))
@@ -67,6 +79,9 @@ lumen_status lumen_op_unalias(const lumen_image **src, const lumen_image *dst,
     *copy = NULL;
     const lumen_image *s = *src;
     if (!views_overlap(s, dst)) return LUMEN_OK;
+    if (s->device || dst->device) /* a copy would need the device's own copy kernels */
+        return lumen_set_error(LUMEN_ERR_UNSUPPORTED,
+                               "dst: overlaps src in device memory; use separate buffers");
     size_t es = lumen_dtype_size(s->dtype);
     size_t bytes = (size_t)(s->n * s->c * s->h * s->w) * es;
     void *buf = malloc(bytes);

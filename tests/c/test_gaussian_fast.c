@@ -482,7 +482,7 @@ static void test_out_of_memory(void **state)
 #else
     uint8_t px = 0;
     /* 2^21 x 2^21 u8 views of one byte with zero strides: never read, T would need 16 TiB. */
-    lumen_image im = {&px, LUMEN_U8, 1, 1, 1 << 21, 1 << 21, 0, 0, 0, 0};
+    lumen_image im = {&px, LUMEN_U8, 1, 1, 1 << 21, 1 << 21, 0, 0, 0, 0, 0};
     lumen_context *ctx = ts_context(TS_GENERIC, 1);
     assert_int_equal(run_fast(ctx, &im, &im, 3.0, 3.0, LUMEN_BORDER_REFLECT, 0),
                      LUMEN_ERR_OUT_OF_MEMORY);

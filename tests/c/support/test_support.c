@@ -129,7 +129,7 @@ static int64_t view_offset(const lumen_image *v, int64_t b, int64_t c, int64_t y
 void ts_image_alloc(ts_image *im, ts_layout l, lumen_dtype t, int64_t n, int64_t c, int64_t h,
                     int64_t w)
 {
-    lumen_image v = {NULL, t, n, c, h, w, 0, 0, 0, 0};
+    lumen_image v = {NULL, t, n, c, h, w, 0, 0, 0, 0, 0};
     int64_t base;
     const int64_t elems = layout_strides(l, &v, &base) + 2 * EDGE_GUARD;
     base += EDGE_GUARD;

@@ -1,0 +1,150 @@
+/* Backends that own devices: the CPU, then the modules (liblumen_<name>.so) found at run
+ * time. A module that cannot be loaded (no driver, no CUDA libraries) is skipped with an info
+ * line, so one build runs everywhere and lists only the devices that are there.
+ * Search order: $LUMEN_MODULE_PATH (files or folders, ':'-separated), the folder of the
+ * program or library lumen is linked into, and the build tree's module folder. */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_BACKENDS 8
+
+static const lumen_backend *backends[MAX_BACKENDS];
+static int n_backends;
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+
+static void *host_plan_get(lumen_context *ctx, const void *key, size_t len)
+{
+    return lumen_plan_cache_get(ctx->plans, key, len);
+}
+
+static void *host_plan_put(lumen_context *ctx, const void *key, size_t len, void *value,
+                           void (*destroy)(void *), size_t bytes)
+{
+    return lumen_plan_cache_put(ctx->plans, key, len, value, destroy, bytes);
+}
+
+static void *host_state(const lumen_context *ctx) { return ctx->be_state; }
+static int host_device(const lumen_context *ctx) { return ctx->be_device; }
+static uint64_t host_memory_limit(const lumen_context *ctx) { return ctx->memory_limit; }
+
+static void host_gaussian_kernel(int n, double sigma, float *out)
+{
+    lumen_gaussian_kernel(n, sigma, out);
+}
+
+static const lumen_module_host host = {
+    .abi = LUMEN_MODULE_ABI,
+    .set_error = lumen_set_error,
+    .log = lumen_log,
+    .plan_get = host_plan_get,
+    .plan_put = host_plan_put,
+    .state = host_state,
+    .device = host_device,
+    .memory_limit = host_memory_limit,
+    .gaussian_kernel = host_gaussian_kernel,
+};
+
+static bool registered(const char *name)
+{
+    for (int i = 0; i < n_backends; i++)
+        if (!strcmp(backends[i]->name, name)) return true;
+    return false;
+}
+
+/* dlopen + init; a module whose backend is already registered is closed again. */
+static void load_module(const char *path)
+{
+    if (n_backends == MAX_BACKENDS) return;
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        lumen_log(LUMEN_LOG_INFO, "module %s not loaded: %s", path, dlerror());
+        return;
+    }
+    lumen_module_init_fn init = (lumen_module_init_fn)dlsym(h, LUMEN_MODULE_INIT_SYMBOL);
+    const lumen_backend *be = NULL;
+    if (!init || init(LUMEN_MODULE_ABI, &host, &be) != LUMEN_OK || !be || !be->name ||
+        registered(be->name)) {
+        lumen_log(LUMEN_LOG_INFO, "module %s: %s", path,
+                  !init ? "no lumen_module_init" : be && be->name ? "backend already loaded"
+                                                                 : lumen_last_error());
+        dlclose(h);
+        return;
+    }
+    backends[n_backends++] = be; /* kept open for the life of the process */
+    lumen_log(LUMEN_LOG_INFO, "module %s: backend %s, %d device(s)", path, be->name,
+              be->device_count ? be->device_count() : 0);
+}
+
+static bool is_module_name(const char *name)
+{
+    size_t n = strlen(name);
+    return !strncmp(name, "liblumen_", 9) && n > 12 && !strcmp(name + n - 3, ".so");
+}
+
+/* A file is loaded; a folder is searched for liblumen_*.so. */
+static void load_from(const char *path)
+{
+    DIR *d = opendir(path);
+    if (!d) {
+        if (path[0]) load_module(path);
+        return;
+    }
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!is_module_name(e->d_name)) continue;
+        char file[PATH_MAX];
+        if (snprintf(file, sizeof file, "%s/%s", path, e->d_name) < (int)sizeof file)
+            load_module(file);
+    }
+    closedir(d);
+}
+
+/* The folder of the executable or shared object this code is linked into. */
+static void own_folder(char *buf, size_t size)
+{
+    Dl_info info;
+    buf[0] = '\0';
+    if (!dladdr((void *)lumen_backend_count, &info) || !info.dli_fname) return;
+    char real[PATH_MAX];
+    if (!realpath(info.dli_fname, real)) return;
+    char *slash = strrchr(real, '/');
+    if (slash) *slash = '\0';
+    snprintf(buf, size, "%s", real);
+}
+
+static void load_all(void)
+{
+    backends[n_backends++] = &lumen_cpu_fast_backend;
+    const char *env = getenv("LUMEN_MODULE_PATH");
+    if (env) {
+        char *list = strdup(env);
+        for (char *save = NULL, *p = list ? strtok_r(list, ":", &save) : NULL; p;
+             p = strtok_r(NULL, ":", &save))
+            load_from(p);
+        free(list);
+    }
+    char dir[PATH_MAX];
+    own_folder(dir, sizeof dir);
+    if (dir[0]) load_from(dir);
+#ifdef LUMEN_BUILD_MODULE_DIR
+    load_from(LUMEN_BUILD_MODULE_DIR);
+#endif
+}
+
+int lumen_backend_count(void)
+{
+    pthread_once(&load_once, load_all);
+    return n_backends;
+}
+
+const lumen_backend *lumen_backend_at(int i)
+{
+    return i >= 0 && i < lumen_backend_count() ? backends[i] : NULL;
+}
