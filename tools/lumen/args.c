@@ -142,6 +142,8 @@ int cli_common_flag(cli_common *co, int id, const char *name, const char *value)
     case CLI_FLAG_VERBOSE: co->verbose = 1; return 0;
     case CLI_FLAG_NO_SIMD: co->no_simd = 1; return 0;
     case CLI_FLAG_FFT_PLANNING: return cli_arg_fft_planning(name, value, &co->fft_planning);
+    case CLI_FLAG_DEVICE: co->device = value; return 0;
+    case CLI_FLAG_STRICT: co->strict = 1; return 0;
     default: return -1;
     }
 }
@@ -154,6 +156,8 @@ int cli_context_create(const cli_common *co, lumen_context **out)
     if (co->threads > 0 && (s = lumen_context_set_threads(ctx, co->threads)))
         goto fail;
     if (co->no_simd && (s = lumen_context_set_simd(ctx, 0))) goto fail;
+    if (co->device && (s = lumen_context_set_device(ctx, co->device))) goto fail;
+    if (co->strict && (s = lumen_context_set_strict(ctx, 1))) goto fail;
     if ((s = lumen_context_set_fft_planning(ctx, co->fft_planning))) goto fail;
     *out = ctx;
     return 0;

@@ -25,12 +25,23 @@ enum {
     CLI_FLAG_VERBOSE,
     CLI_FLAG_NO_SIMD,
     CLI_FLAG_FFT_PLANNING,
+    CLI_FLAG_DEVICE,
+    CLI_FLAG_STRICT,
     CLI_FLAG_CMD = 100
 };
 
 #define CLI_COMMON_FLAGS                                                   \
     {"threads", 0, 1, CLI_FLAG_THREADS}, {"verbose", 'v', 0, CLI_FLAG_VERBOSE}, \
-    {"no-simd", 0, 0, CLI_FLAG_NO_SIMD}
+    {"no-simd", 0, 0, CLI_FLAG_NO_SIMD}, {"device", 0, 1, CLI_FLAG_DEVICE},     \
+    {"strict", 0, 0, CLI_FLAG_STRICT}
+
+/* Help lines of --device and --strict, for every subcommand's usage. */
+#define CLI_DEVICE_HELP                                                                     \
+    "  --device D        auto|cpu|cuda|cuda:N: where to run (default: $LUMEN_DEVICE, else\n" \
+    "                    auto: a discrete GPU, else an integrated one, else the CPU)\n"      \
+    "  --strict          fail instead of running on the CPU what the device cannot run\n"   \
+    "                    (default: $LUMEN_STRICT; without it the CPU reruns such an op and\n" \
+    "                    one warning line says so)\n"
 
 /* --fft-planning: shared by the subcommands that filter (filter, blur, box, bench). */
 #define CLI_FFT_FLAGS {"fft-planning", 0, 1, CLI_FLAG_FFT_PLANNING}
@@ -71,6 +82,8 @@ typedef struct cli_common {
     int verbose;
     int no_simd;
     lumen_fft_planning fft_planning; /* 0: LUMEN_FFT_ESTIMATE */
+    const char *device;              /* NULL: $LUMEN_DEVICE or auto */
+    int strict;
 } cli_common;
 
 /* Handles a common flag id: 0 or CLI_EXIT_USAGE; -1 when id is not a common flag. */

@@ -39,6 +39,7 @@ static const char usage[] =
     "  --threads N       worker threads, 1-1024 (default: $LUMEN_NUM_THREADS, else all CPUs)\n"
     CLI_FFT_PLANNING_HELP
     "  --no-simd         time the scalar reference path\n"
+    CLI_DEVICE_HELP
     "  -v, --verbose     print each case to stderr as it finishes\n"
     "  -h, --help        show this help\n"
     "\n"

@@ -22,6 +22,7 @@ static const char usage[] =
     "  --fft-planning P  estimate|measure, as on filter and blur; no effect today:\n"
     "                    box always runs the separable path, never the FFT\n"
     "  --no-simd         use the scalar reference path (for testing)\n"
+    CLI_DEVICE_HELP
     "  -v, --verbose     print op, shape, device, isa, method, threads and time to stderr\n"
     "  -h, --help        show this help\n"
     "\n"

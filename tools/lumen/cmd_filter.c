@@ -32,6 +32,7 @@ static const char usage[] =
     "  --threads N       worker threads, 1-1024 (default: $LUMEN_NUM_THREADS, else all CPUs)\n"
     CLI_FFT_PLANNING_HELP
     "  --no-simd         use the scalar reference path (for testing)\n"
+    CLI_DEVICE_HELP
     "  -v, --verbose     print op, shape, device, isa, method, threads and time to stderr\n"
     "  -h, --help        show this help\n"
     "\n"

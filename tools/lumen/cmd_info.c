@@ -9,13 +9,16 @@ static const char usage[] =
     "Usage: lumen info [--json] [options]\n"
     "\n"
     "Prints the library version, the CPU features the fast path uses, the number of\n"
-    "worker threads, the devices and the image formats.\n"
+    "worker threads, every device (the one ops would run on is marked) and the image\n"
+    "formats. Devices come from backend modules found at start-up (liblumen_cuda.so next\n"
+    "to the program, or on $LUMEN_MODULE_PATH); LUMEN_LOG=info says which were loaded.\n"
     "\n"
     "Options:\n"
     "  --json            print one JSON object instead of text (default: text)\n"
     "  --threads N       report as if run with N threads, 1-1024 (default:\n"
     "                    $LUMEN_NUM_THREADS, else all CPUs)\n"
     "  --no-simd         report the scalar reference path\n"
+    CLI_DEVICE_HELP
     "  -v, --verbose     accepted for symmetry with the other commands; no effect\n"
     "  -h, --help        show this help\n"
     "\n"
@@ -26,8 +29,6 @@ enum { F_JSON = CLI_FLAG_CMD };
 
 static const cli_flag flags[] = {{"json", 0, 0, F_JSON}, CLI_COMMON_FLAGS, {NULL, 0, 0, 0}};
 
-/* The CPU is the only device today; a list keeps the JSON shape stable when more arrive. */
-static const char *const devices[] = {"cpu"};
 static const char *const formats[] = {".npy", ".png", ".jpg", ".jpeg", ".tif", ".tiff"};
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
@@ -68,14 +69,43 @@ static void print_json_features(const char *features)
     print_json_list(items, n);
 }
 
+static void print_json_device(const lumen_device_info *d)
+{
+    printf("{\"index\": %d, \"name\": ", d->index);
+    cli_json_string(stdout, d->name);
+    printf(", \"backend\": ");
+    cli_json_string(stdout, d->backend);
+    printf(", \"kind\": \"%s\", \"memory_total\": %llu, \"memory_free\": %llu, "
+           "\"compute_capability\": ",
+           lumen_device_kind_name(d->kind), (unsigned long long)d->memory_total,
+           (unsigned long long)d->memory_free);
+    cli_json_string(stdout, d->compute_capability);
+    printf(", \"fp16\": %s, \"bf16\": %s}", d->fp16 ? "true" : "false",
+           d->bf16 ? "true" : "false");
+}
+
+static void print_json_devices(void)
+{
+    fputc('[', stdout);
+    for (int i = 0; i < lumen_device_count(); i++) {
+        lumen_device_info d;
+        if (lumen_device_get_info(i, &d)) continue;
+        if (i) fputs(", ", stdout);
+        print_json_device(&d);
+    }
+    fputc(']', stdout);
+}
+
 static void print_json(const lumen_context *ctx)
 {
     fputs("{\"version\": ", stdout);
     cli_json_string(stdout, lumen_version());
     fputs(", \"cpu_features\": ", stdout);
     print_json_features(lumen_cpu_features(ctx));
-    printf(", \"threads\": %d, \"devices\": ", lumen_context_threads(ctx));
-    print_json_list(devices, COUNT(devices));
+    printf(", \"threads\": %d, \"device\": %d, \"strict\": %s, \"devices\": ",
+           lumen_context_threads(ctx), lumen_context_device(ctx),
+           lumen_context_strict(ctx) ? "true" : "false");
+    print_json_devices();
     fputs(", \"formats\": ", stdout);
     print_json_list(formats, COUNT(formats));
     fputs("}\n", stdout);
@@ -88,12 +118,28 @@ static void print_text_list(const char *label, const char *const *items, int n)
     printf("\n");
 }
 
+/* "  0  cpu     Intel(R) Xeon(R) ...  cpu, 23.5 GiB (22.9 free)  <- in use" */
+static void print_text_devices(const lumen_context *ctx)
+{
+    printf("devices:\n");
+    for (int i = 0; i < lumen_device_count(); i++) {
+        lumen_device_info d;
+        if (lumen_device_get_info(i, &d)) continue;
+        printf("  %d  %-6s %s  (%s", i, d.backend, d.name, lumen_device_kind_name(d.kind));
+        if (d.compute_capability[0]) printf(", compute %s", d.compute_capability);
+        printf(", %.1f GiB, %.1f free)%s\n", (double)d.memory_total / (1 << 30),
+               (double)d.memory_free / (1 << 30),
+               i == lumen_context_device(ctx) ? "  <- in use" : "");
+    }
+}
+
 static void print_text(const lumen_context *ctx)
 {
     printf("lumen %s\n", lumen_version());
     printf("cpu features: %s\n", lumen_cpu_features(ctx));
     printf("threads:      %d\n", lumen_context_threads(ctx));
-    print_text_list("devices:", devices, COUNT(devices));
+    printf("strict:       %s\n", lumen_context_strict(ctx) ? "yes" : "no");
+    print_text_devices(ctx);
     print_text_list("formats:", formats, COUNT(formats));
 }
 

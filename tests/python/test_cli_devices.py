@@ -1,0 +1,95 @@
+"""Devices from the command line: `lumen info` lists them, `--device`/$LUMEN_DEVICE choose one,
+and what the device cannot run reruns on the CPU with exactly one warning line (`--strict` or
+$LUMEN_STRICT=1: exit 1 and no output). A GPU is not needed: the test double of a backend
+module (build/tests/mock/liblumen_mock.so: a software device running only the direct filter
+on f32) is loaded through $LUMEN_MODULE_PATH."""
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import run_cli
+
+
+@pytest.fixture(scope="module")
+def mock_env(lumen_bin):
+    path = Path(lumen_bin).resolve().parent / "tests" / "mock" / "liblumen_mock.so"
+    if not path.is_file():
+        pytest.fail(f"{path} is missing: the build makes it (tests/CMakeLists.txt)")
+    return {"LUMEN_MODULE_PATH": str(path), "LUMEN_DEVICE": "", "LUMEN_STRICT": ""}
+
+
+@pytest.fixture
+def job(tmp_path):
+    """An f32 and a u8 input, a 5x5 kernel, an output path."""
+    rng = np.random.default_rng(5)
+    np.save(tmp_path / "f32.npy", rng.random((17, 21)).astype(np.float32))
+    np.save(tmp_path / "u8.npy", (rng.random((17, 21)) * 255).astype(np.uint8))
+    np.save(tmp_path / "k.npy", rng.random((5, 5)).astype(np.float32))
+    return tmp_path
+
+
+def filt(lumen_bin, job, name, *extra, env=None):
+    return run_cli(lumen_bin, "filter", job / f"{name}.npy", job / "out.npy", "--kernel",
+                   job / "k.npy", "--method", "direct", "--verbose", *extra, env=env)
+
+
+def warnings(stderr):
+    return [line for line in stderr.splitlines() if line.startswith("lumen warn:")]
+
+
+def test_info_lists_every_device(lumen_bin, mock_env):
+    plain = json.loads(run_cli(lumen_bin, "info", "--json").stdout)
+    assert [d["backend"] for d in plain["devices"]][0] == "cpu" and plain["device"] == 0
+    cpu = plain["devices"][0]
+    assert cpu["kind"] == "cpu" and cpu["memory_total"] > 0 and cpu["name"]
+    r = run_cli(lumen_bin, "info", "--json", env=mock_env)
+    info = json.loads(r.stdout)
+    assert [d["backend"] for d in info["devices"]] == ["cpu", "mock"]
+    assert info["devices"][1]["kind"] == "software"
+    assert info["device"] == 0, "auto never picks a software device"
+    text = run_cli(lumen_bin, "info", "--device", "mock", env=mock_env).stdout
+    assert "lumen mock device" in text and "<- in use" in text.splitlines()[-2]
+
+
+def test_runs_on_the_chosen_device(lumen_bin, job, mock_env):
+    r = filt(lumen_bin, job, "f32", "--device", "mock", env=mock_env)
+    assert r.returncode == 0, r.stderr
+    assert "device mock:0" in r.stderr and not warnings(r.stderr)
+    on_cpu = np.load(job / "out.npy")
+    r = filt(lumen_bin, job, "f32", env=dict(mock_env, LUMEN_DEVICE="mock:0"))
+    assert r.returncode == 0 and "device mock:0" in r.stderr
+    assert np.allclose(np.load(job / "out.npy"), on_cpu, rtol=1e-5, atol=1e-5)
+
+
+def test_fallback_is_one_warning_line(lumen_bin, job, mock_env):
+    want = filt(lumen_bin, job, "u8")
+    assert want.returncode == 0
+    expected = np.load(job / "out.npy")
+    r = filt(lumen_bin, job, "u8", "--device", "mock", env=mock_env)
+    assert r.returncode == 0, r.stderr
+    assert len(warnings(r.stderr)) == 1, r.stderr
+    assert "mock:0" in r.stderr and "running it on the CPU" in r.stderr
+    assert "device cpu" in r.stderr
+    np.testing.assert_array_equal(np.load(job / "out.npy"), expected)
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_strict_fails_and_writes_nothing(lumen_bin, job, mock_env, how):
+    extra = ("--device", "mock") + (("--strict",) if how == "flag" else ())
+    env = dict(mock_env, LUMEN_STRICT="1" if how == "env" else "")
+    r = filt(lumen_bin, job, "u8", *extra, env=env)
+    assert r.returncode == 1
+    assert "strict" in r.stderr and "mock:0" in r.stderr and not warnings(r.stderr)
+    assert not (job / "out.npy").exists()
+
+
+def test_unknown_device_is_an_error(lumen_bin, job):
+    r = filt(lumen_bin, job, "f32", "--device", "cuda:7")
+    assert r.returncode == 1 and "cuda:7" in r.stderr and "cpu" in r.stderr
+    r = filt(lumen_bin, job, "f32", env={"LUMEN_DEVICE": "vulkan"})
+    assert r.returncode == 1 and "LUMEN_DEVICE='vulkan'" in r.stderr
+    assert not (job / "out.npy").exists()
