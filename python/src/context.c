@@ -4,36 +4,72 @@
  * reusing the same one, with its plan cache). A Context object has a lock instead. */
 #include "lumen_py.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define POOL_MAX 64
 
-static lumen_context *pool[POOL_MAX];
+/* Idle default contexts; device -1: created with the default device (auto/$LUMEN_DEVICE),
+ * else set to that device (for views that live in its memory). */
+static struct {
+    int device;
+    lumen_context *ctx;
+} pool[POOL_MAX];
 static int pool_size;
 
-static lumen_context *pool_take(void)
+/* Puts ctx on device index i, by the spec lumen_device_find resolves back to i. */
+static lumen_status set_device_index(lumen_context *ctx, int i)
 {
-    if (pool_size > 0) return pool[--pool_size];
+    lumen_device_info info;
+    lumen_status s = lumen_device_get_info(i, &info);
+    if (s) return s;
+    int nth = 0; /* "cuda:N": the N-th device of its backend */
+    for (int j = 0; j < i; j++) {
+        lumen_device_info other;
+        if (!lumen_device_get_info(j, &other) && !strcmp(other.backend, info.backend)) nth++;
+    }
+    char spec[48];
+    snprintf(spec, sizeof spec, "%s:%d", info.backend, nth);
+    return lumen_context_set_device(ctx, strcmp(info.backend, "cpu") ? spec : "cpu");
+}
+
+static lumen_context *pool_take(int device)
+{
+    for (int i = pool_size - 1; i >= 0; i--)
+        if (pool[i].device == device) {
+            lumen_context *ctx = pool[i].ctx;
+            pool[i] = pool[--pool_size];
+            return ctx;
+        }
     lumen_context *ctx = NULL;
     lumen_status s = lumen_context_create(&ctx);
-    if (s) lumenpy_raise(s);
+    if (!s && device >= 0) s = set_device_index(ctx, device);
+    if (s) {
+        lumen_context_destroy(ctx);
+        lumenpy_raise(s);
+        return NULL;
+    }
     return ctx;
 }
 
-static void pool_give(lumen_context *ctx)
+static void pool_give(lumen_context *ctx, int device)
 {
-    if (pool_size < POOL_MAX) pool[pool_size++] = ctx;
-    else lumen_context_destroy(ctx);
+    if (pool_size < POOL_MAX) {
+        pool[pool_size].device = device;
+        pool[pool_size++].ctx = ctx;
+    } else {
+        lumen_context_destroy(ctx);
+    }
 }
 
 void lumenpy_context_pool_clear(void)
 {
-    while (pool_size > 0) lumen_context_destroy(pool[--pool_size]);
+    while (pool_size > 0) lumen_context_destroy(pool[--pool_size].ctx);
 }
 
-lumen_context *lumenpy_context_acquire(PyObject *obj)
+lumen_context *lumenpy_context_acquire(PyObject *obj, int device)
 {
-    if (obj == NULL || obj == Py_None) return pool_take();
+    if (obj == NULL || obj == Py_None) return pool_take(device);
     if (!PyObject_TypeCheck(obj, &lumenpy_ContextType)) {
         PyErr_Format(PyExc_TypeError, "context: expected a lumen.Context, got %s",
                      Py_TYPE(obj)->tp_name);
@@ -48,10 +84,10 @@ lumen_context *lumenpy_context_acquire(PyObject *obj)
     return c->ctx;
 }
 
-void lumenpy_context_release(PyObject *obj, lumen_context *ctx)
+void lumenpy_context_release(PyObject *obj, lumen_context *ctx, int device)
 {
     if (!ctx) return;
-    if (obj == NULL || obj == Py_None) pool_give(ctx);
+    if (obj == NULL || obj == Py_None) pool_give(ctx, device);
     else PyThread_release_lock(((lumenpy_context *)obj)->lock);
 }
 
@@ -176,9 +212,9 @@ static PyObject *clear_plans(lumenpy_context *self, PyObject *unused)
 {
     (void)unused;
     if (check_ready(self)) return NULL;
-    lumen_context *ctx = lumenpy_context_acquire((PyObject *)self);
+    lumen_context *ctx = lumenpy_context_acquire((PyObject *)self, -1);
     lumen_context_clear_plans(ctx);
-    lumenpy_context_release((PyObject *)self, ctx);
+    lumenpy_context_release((PyObject *)self, ctx, -1);
     Py_RETURN_NONE;
 }
 

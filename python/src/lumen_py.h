@@ -61,10 +61,11 @@ typedef struct lumenpy_context {
     PyThread_type_lock lock; /* one C call at a time per context */
 } lumenpy_context;
 extern PyTypeObject lumenpy_ContextType;
-/* The context for a call: obj's (locked until release) or a default one from a pool. NULL
- * with an exception set when obj is not None and not a Context. */
-lumen_context *lumenpy_context_acquire(PyObject *obj);
-void lumenpy_context_release(PyObject *obj, lumen_context *ctx);
+/* The context for a call: obj's (locked until release) or a default one from a pool, on
+ * `device` (-1: the default device). NULL with an exception set when obj is not None and not a
+ * Context. */
+lumen_context *lumenpy_context_acquire(PyObject *obj, int device);
+void lumenpy_context_release(PyObject *obj, lumen_context *ctx, int device);
 void lumenpy_context_pool_clear(void);
 
 /* ---- what the last op did, per thread (module.c) ---- */

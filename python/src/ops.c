@@ -10,6 +10,7 @@ typedef struct op_call {
     PyObject *result; /* a new array, or out= */
     PyObject *ctx_obj;
     lumen_context *ctx;
+    int device; /* the device whose memory a view lives in, or -1 (host views only) */
 } op_call;
 
 static void op_cleanup(op_call *c)
@@ -61,7 +62,8 @@ static int op_begin(op_call *c, PyObject *src, PyObject *out, int dtype, PyObjec
         if (!c->result) goto fail;
     }
     c->ctx_obj = ctx_obj;
-    c->ctx = lumenpy_context_acquire(ctx_obj);
+    c->device = c->src.img.device ? c->src.img.device : c->dst.img.device ? c->dst.img.device : -1;
+    c->ctx = lumenpy_context_acquire(ctx_obj, c->device);
     if (c->ctx) return 0;
 fail:
     op_cleanup(c);
@@ -71,7 +73,13 @@ fail:
 /* Gives the context back and returns the result, or raises the C error. */
 static PyObject *op_end(op_call *c, lumen_status s, const lumen_run_info *info)
 {
-    lumenpy_context_release(c->ctx_obj, c->ctx);
+    /* Device results are complete when the call returns, whatever stream the caller uses. */
+    if (s == LUMEN_OK && c->device >= 0) {
+        Py_BEGIN_ALLOW_THREADS
+        s = lumen_context_synchronize(c->ctx);
+        Py_END_ALLOW_THREADS
+    }
+    lumenpy_context_release(c->ctx_obj, c->ctx, c->device);
     PyObject *r = NULL;
     if (s == LUMEN_OK) {
         lumenpy_record_run(info, &c->src.img, &c->dst.img);

@@ -2,6 +2,7 @@
  * Shapes: H x W (one channel), H x W x C (interleaved) or N x H x W x C (a batch). */
 #include "lumen_py.h"
 
+#include <stdio.h>
 #include <string.h>
 
 const char *lumenpy_dtype_label(lumen_dtype dt)
@@ -129,6 +130,18 @@ static int dl_device_is_host(int type)
            type == kDLCUDAManaged;
 }
 
+/* The lumen device whose memory a DLPack device holds: 0 for host-readable memory, a CUDA
+ * device's index for kDLCUDA when lumen has that device; -1 when lumen has none. */
+static int dl_lumen_device(int type, int id)
+{
+    if (dl_device_is_host(type)) return 0;
+    char spec[32];
+    int index;
+    snprintf(spec, sizeof spec, "cuda:%d", id);
+    if (type == kDLCUDA && lumen_device_find(spec, &index) == LUMEN_OK) return index;
+    return -1;
+}
+
 /* Refuses memory on a device lumen cannot use before anything is exported. */
 static int check_dlpack_device(PyObject *obj, const char *name)
 {
@@ -138,10 +151,10 @@ static int check_dlpack_device(PyObject *obj, const char *name)
     int ok = PyArg_ParseTuple(dev, "ii;__dlpack_device__ must return (type, id)", &type, &id);
     Py_DECREF(dev);
     if (!ok) return -1;
-    if (dl_device_is_host(type)) return 0;
+    if (dl_lumen_device(type, id) >= 0) return 0;
     PyErr_Format(lumenpy_ArgumentError,
                  "%s: the array lives on %s:%d (DLPack device type %d); lumen has no device "
-                 "for it in this build and does not copy behind your back: move it to host "
+                 "for it on this machine and does not copy behind your back: move it to host "
                  "memory first (e.g. tensor.cpu())",
                  name, dl_device_name(type), id, type);
     return -1;
@@ -189,8 +202,10 @@ static int refuse_bool(PyObject *obj, const char *name)
 static int view_from_dltensor(DLManagedTensor *m, const char *name, lumenpy_view *v)
 {
     DLTensor *t = &m->dl_tensor;
-    if (!dl_device_is_host(t->device.device_type)) {
-        PyErr_Format(lumenpy_ArgumentError, "%s: the DLPack tensor is not in host memory", name);
+    int device = dl_lumen_device(t->device.device_type, t->device.device_id);
+    if (device < 0) {
+        PyErr_Format(lumenpy_ArgumentError, "%s: the DLPack tensor is on a device lumen lacks",
+                     name);
         return -1;
     }
     lumen_dtype dt;
@@ -206,6 +221,7 @@ static int view_from_dltensor(DLManagedTensor *m, const char *name, lumenpy_view
     if (set_geometry(v, name, t->ndim, t->shape, strides)) return -1;
     v->img.data = (char *)t->data + t->byte_offset;
     v->img.dtype = dt;
+    v->img.device = device; /* device memory is used in place by a context on that device */
     return 0;
 }
 

@@ -1,0 +1,71 @@
+"""Devices from Python, without a GPU: the test double of a backend module (a software device
+running only the direct filter on f32, build/tests/mock/liblumen_mock.so) is loaded through
+$LUMEN_MODULE_PATH in a child interpreter, since modules are loaded once per process."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import lumen
+
+CHILD = r"""
+import json, numpy as np, lumen
+out = {"devices": [d["backend"] for d in lumen.devices()]}
+rng = np.random.default_rng(1)
+f32 = rng.random((15, 17)).astype(np.float32)
+u8 = (rng.random((15, 17)) * 255).astype(np.uint8)
+k = rng.random((3, 3))
+ctx = lumen.Context(device="mock")
+out["ctx"] = ctx.device
+want = lumen.filter2d(f32, k, method="direct", context=lumen.Context(device="cpu"))
+got = lumen.filter2d(f32, k, method="direct", context=ctx)
+out["f32"] = [lumen.last_run()["device"], float(abs(got - want).max())]
+want8 = lumen.filter2d(u8, k, context=lumen.Context(device="cpu"))
+got8 = lumen.filter2d(u8, k, context=ctx)
+out["u8"] = [lumen.last_run()["device"], bool((got8 == want8).all())]
+try:
+    lumen.filter2d(u8, k, context=lumen.Context(device="mock", strict=True))
+    out["strict"] = "no error"
+except lumen.UnsupportedError as e:
+    out["strict"] = str(e)
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def child():
+    build = Path(lumen.__file__).resolve().parents[2]
+    mock = build / "tests" / "mock" / "liblumen_mock.so"
+    if not mock.is_file():
+        pytest.fail(f"{mock} is missing (built by tests/CMakeLists.txt)")
+    env = dict(os.environ, LUMEN_MODULE_PATH=str(mock), LUMEN_DEVICE="", LUMEN_STRICT="")
+    r = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout), r.stderr
+
+
+def test_the_module_device_is_listed(child):
+    out, _ = child
+    assert out["devices"] == ["cpu", "mock"] and out["ctx"] == "mock:0"
+
+
+def test_runs_on_the_device(child):
+    out, _ = child
+    assert out["f32"][0] == "mock:0" and out["f32"][1] < 1e-5
+
+
+def test_falls_back_with_one_warning(child):
+    out, stderr = child
+    assert out["u8"] == ["cpu", True]
+    warnings = [line for line in stderr.splitlines() if line.startswith("lumen warn:")]
+    assert len(warnings) == 1 and "running it on the CPU" in warnings[0], stderr
+
+
+def test_strict_raises(child):
+    out, _ = child
+    assert "strict" in out["strict"] and "mock:0" in out["strict"]
