@@ -81,23 +81,39 @@ static lumen_status stage_in(lumen_context *ctx, const lumen_image *img, staged 
     return ctx->be->download(ctx, st->buf, (const void *)st->lo, st->bytes);
 }
 
-static lumen_status cpu_on_staged(lumen_context *ctx, const lumen_filter_job *job,
-                                  lumen_method method, lumen_run_info *info)
+/* Runs fn on host copies of src and dst when either lives in device memory, then uploads dst. */
+typedef lumen_status (*host_run)(lumen_context *ctx, const lumen_image *src, const lumen_image *dst,
+                                 void *arg);
+
+static lumen_status run_on_host_views(lumen_context *ctx, const lumen_image *src,
+                                      const lumen_image *dst, host_run fn, void *arg)
 {
+    if (!src->device && !dst->device) return fn(ctx, src, dst, arg);
     staged in = {0}, out = {0};
-    lumen_filter_job host = *job;
-    lumen_status s = stage_in(ctx, job->src, &in);
-    if (!s) s = stage_in(ctx, job->dst, &out);
-    if (!s) {
-        host.src = &in.view;
-        host.dst = &out.view;
-        s = run_on_cpu(ctx, &host, method, info);
-    }
+    lumen_status s = stage_in(ctx, src, &in);
+    if (!s) s = stage_in(ctx, dst, &out);
+    if (!s) s = fn(ctx, &in.view, &out.view, arg);
     if (!s) s = ctx->be->upload(ctx, (void *)out.lo, out.buf, out.bytes);
     if (!s && ctx->be->synchronize) s = ctx->be->synchronize(ctx);
     free(in.buf);
     free(out.buf);
     return s;
+}
+
+typedef struct filter_call {
+    const lumen_filter_job *job;
+    lumen_method method;
+    lumen_run_info *info;
+} filter_call;
+
+static lumen_status filter_on_cpu(lumen_context *ctx, const lumen_image *src,
+                                  const lumen_image *dst, void *arg)
+{
+    const filter_call *fc = arg;
+    lumen_filter_job job = *fc->job;
+    job.src = src;
+    job.dst = dst;
+    return run_on_cpu(ctx, &job, fc->method, fc->info);
 }
 
 /* Reruns on the CPU with one warning line, or fails in strict mode. */
@@ -111,8 +127,8 @@ static lumen_status fall_back(lumen_context *ctx, const lumen_filter_job *job, l
     lumen_log(LUMEN_LOG_WARN, "%s %s on %s: %s; running it on the CPU", lumen_method_name(method),
               "filter", dev, why);
     lumen_clear_error();
-    if (job->src->device || job->dst->device) return cpu_on_staged(ctx, job, method, info);
-    return run_on_cpu(ctx, job, method, info);
+    filter_call fc = {job, method, info};
+    return run_on_host_views(ctx, job->src, job->dst, filter_on_cpu, &fc);
 }
 
 lumen_status lumen_run_filter(lumen_context *ctx, const lumen_filter_job *job, lumen_method method,
@@ -164,6 +180,24 @@ lumen_method lumen_choose_method(lumen_context *ctx, const lumen_filter_job *job
     return best;
 }
 
+typedef struct gauss_call {
+    const lumen_gauss_job *job;
+    lumen_run_info *info;
+} gauss_call;
+
+static lumen_status gaussian_fast_on_cpu(lumen_context *ctx, const lumen_gauss_job *job,
+                                         lumen_run_info *info);
+
+static lumen_status gaussian_on_host_views(lumen_context *ctx, const lumen_image *src,
+                                           const lumen_image *dst, void *arg)
+{
+    const gauss_call *gc = arg;
+    lumen_gauss_job job = *gc->job;
+    job.src = src;
+    job.dst = dst;
+    return gaussian_fast_on_cpu(ctx, &job, gc->info);
+}
+
 static lumen_status gaussian_fast_on_cpu(lumen_context *ctx, const lumen_gauss_job *job,
                                          lumen_run_info *info)
 {
@@ -194,11 +228,8 @@ lumen_status lumen_run_gaussian_fast(lumen_context *ctx, const lumen_gauss_job *
     }
     if (ctx->strict)
         return lumen_set_error(s, "device %s: %s (strict mode: no fallback to the CPU)", dev, why);
-    if (job->src->device || job->dst->device)
-        return lumen_set_error(LUMEN_ERR_UNSUPPORTED,
-                               "device %s: %s, and the CPU cannot read device memory for it", dev,
-                               why);
     lumen_log(LUMEN_LOG_WARN, "fast Gaussian on %s: %s; running it on the CPU", dev, why);
     lumen_clear_error();
-    return gaussian_fast_on_cpu(ctx, job, info);
+    gauss_call gc = {job, info};
+    return run_on_host_views(ctx, job->src, job->dst, gaussian_on_host_views, &gc);
 }

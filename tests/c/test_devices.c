@@ -181,6 +181,25 @@ static void test_device_resident_views(void **state)
     assert_string_equal(info.device, "cpu");
     assert_int_equal(lumen_device_download(ctx, g8, dd, sizeof g8), LUMEN_OK);
     assert_memory_equal(g8, w8, sizeof g8);
+
+    /* The fast Gaussian is not the mock's either: staged through the host as well. */
+    lumen_gaussian_options g = lumen_gaussian_options_default();
+    g.sigma_x = g.sigma_y = 3.0;
+    g.precision = LUMEN_PRECISION_FAST;
+    lumen_image hs = lumen_image_nhwc(src, LUMEN_F32, 1, H, W, 1);
+    lumen_image hw = lumen_image_nhwc(want, LUMEN_F32, 1, H, W, 1);
+    lumen_context *cpu = context_on("cpu", 0);
+    assert_int_equal(lumen_gaussian_blur_ex(cpu, &hs, &hw, &g, NULL), LUMEN_OK);
+    lumen_context_destroy(cpu);
+    assert_int_equal(lumen_device_upload(ctx, ds, src, sizeof src), LUMEN_OK);
+    lumen_image vs = lumen_image_nhwc(ds, LUMEN_F32, 1, H, W, 1);
+    lumen_image vd = lumen_image_nhwc(dd, LUMEN_F32, 1, H, W, 1);
+    vs.device = vd.device = 1;
+    assert_int_equal(lumen_gaussian_blur_ex(ctx, &vs, &vd, &g, &info), LUMEN_OK);
+    assert_string_equal(info.device, "cpu");
+    assert_int_equal(lumen_device_download(ctx, got, dd, sizeof got), LUMEN_OK);
+    assert_memory_equal(got, want, sizeof got);
+
     lumen_device_free(ctx, ds);
     lumen_device_free(ctx, dd);
     lumen_context_destroy(ctx);
