@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define MAX_BACKENDS 8
 
@@ -94,7 +95,9 @@ static void load_from(const char *path)
 {
     DIR *d = opendir(path);
     if (!d) {
-        if (path[0]) load_module(path);
+        struct stat st;
+        if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) load_module(path);
+        else lumen_log(LUMEN_LOG_DEBUG, "module path %s: not there", path);
         return;
     }
     for (struct dirent *e; (e = readdir(d));) {
