@@ -23,7 +23,7 @@ $(BUILD)/build.ninja:
 
 $(ASAN_BUILD)/build.ninja:
 	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLUMEN_WERROR=ON -DLUMEN_SANITIZE=ON \
-	  -DPython3_EXECUTABLE=$(PYTHON) $(CMAKE_FLAGS)
+	  -DLUMEN_CUDA=OFF -DPython3_EXECUTABLE=$(PYTHON) $(CMAKE_FLAGS)
 
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
@@ -48,14 +48,14 @@ test-asan:
 
 # The CLI tests and the Python package's tests (the package as built in $(BUILD)/python).
 test-python:
-	LUMEN_BIN=$(abspath $(BUILD))/lumen PYTHONPATH=$(abspath $(BUILD))/python \
+	LUMEN_DEVICE=cpu LUMEN_BIN=$(abspath $(BUILD))/lumen PYTHONPATH=$(abspath $(BUILD))/python \
 	  $(PYTHON) -m pytest -q tests/python
 
 # The package's tests on the ASan+UBSan build. The interpreter is not instrumented, so the
 # runtimes are preloaded and Python's allocator bypassed; leaks are left to the RSS tests,
 # which cannot run here (ASan's quarantine holds freed memory).
 test-python-asan:
-	ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	LUMEN_DEVICE=cpu ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  PYTHONMALLOC=malloc LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
 	  PYTHONPATH=$(abspath $(ASAN_BUILD))/python $(PYTHON) -m pytest -q -p no:cacheprovider \
 	  --capture=sys -k "not rss" tests/python/test_py_*.py tests/python/test_phos_compat.py

@@ -45,6 +45,17 @@ class CMakeBuild(build_ext):
         target = Path(self.get_ext_fullpath(ext.name))
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(built, target)
+        self.copy_backend_modules(build, target.parent)
+
+    def copy_backend_modules(self, build, package_dir):
+        """Backend modules (liblumen_cuda.so, when nvcc was found) go next to the extension,
+        where lumen looks for them at run time; the build tree's copy is not there after pip."""
+        if subprocess.call(["cmake", "--build", str(build), "--target", "lumen_cuda"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) != 0:
+            print("lumen: no CUDA backend module built (no nvcc); CPU only")
+        for module in sorted((build / "modules").glob("liblumen_*.so")):
+            shutil.copyfile(module, package_dir / module.name)
+            print(f"lumen: backend module {module.name}")
 
 
 setup(

@@ -143,7 +143,7 @@ static int dl_lumen_device(int type, int id)
 }
 
 /* Refuses memory on a device lumen cannot use before anything is exported. */
-static int check_dlpack_device(PyObject *obj, const char *name)
+static int check_dlpack_device(PyObject *obj, const char *name, int *on_cuda)
 {
     PyObject *dev = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
     if (!dev) return -1;
@@ -151,6 +151,7 @@ static int check_dlpack_device(PyObject *obj, const char *name)
     int ok = PyArg_ParseTuple(dev, "ii;__dlpack_device__ must return (type, id)", &type, &id);
     Py_DECREF(dev);
     if (!ok) return -1;
+    *on_cuda = type == kDLCUDA;
     if (dl_lumen_device(type, id) >= 0) return 0;
     PyErr_Format(lumenpy_ArgumentError,
                  "%s: the array lives on %s:%d (DLPack device type %d); lumen has no device "
@@ -225,10 +226,25 @@ static int view_from_dltensor(DLManagedTensor *m, const char *name, lumenpy_view
     return 0;
 }
 
+/* obj.__dlpack__(stream=stream): the keyword, since the array API makes it keyword-only. */
+static PyObject *dlpack_on_stream(PyObject *obj, long stream)
+{
+    PyObject *method = PyObject_GetAttrString(obj, "__dlpack__");
+    PyObject *args = PyTuple_New(0), *kwargs = Py_BuildValue("{s:l}", "stream", stream);
+    PyObject *cap = method && args && kwargs ? PyObject_Call(method, args, kwargs) : NULL;
+    Py_XDECREF(method);
+    Py_XDECREF(args);
+    Py_XDECREF(kwargs);
+    return cap;
+}
+
 static int view_from_dlpack(PyObject *obj, const char *name, lumenpy_view *v)
 {
-    if (check_dlpack_device(obj, name) || refuse_bool(obj, name)) return -1;
-    PyObject *cap = PyObject_CallMethod(obj, "__dlpack__", NULL);
+    int on_cuda = 0;
+    if (check_dlpack_device(obj, name, &on_cuda) || refuse_bool(obj, name)) return -1;
+    /* CUDA producers order their pending writes before the legacy default stream (1), which
+     * lumen's CUDA streams wait for; host producers take no stream argument. */
+    PyObject *cap = on_cuda ? dlpack_on_stream(obj, 1) : PyObject_CallMethod(obj, "__dlpack__", NULL);
     if (!cap) return -1;
     DLManagedTensor *m = PyCapsule_GetPointer(cap, "dltensor");
     if (!m) {

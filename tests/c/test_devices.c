@@ -68,7 +68,9 @@ static void assert_close_f32(const float *got, const float *want)
 static void test_device_list(void **state)
 {
     (void)state;
-    assert_int_equal(lumen_device_count(), 2);
+    /* The mock comes first after the CPU ($LUMEN_MODULE_PATH is searched first); a GPU
+     * machine lists its CUDA devices after it. */
+    assert_true(lumen_device_count() >= 2);
     lumen_device_info info;
     assert_int_equal(lumen_device_get_info(0, &info), LUMEN_OK);
     assert_string_equal(info.backend, "cpu");
@@ -78,14 +80,15 @@ static void test_device_list(void **state)
     assert_int_equal(info.index, 1);
     int i = -1;
     assert_int_equal(lumen_device_find("auto", &i), LUMEN_OK);
-    assert_int_equal(i, 0); /* a software device is never chosen unless asked for */
+    assert_int_equal(lumen_device_get_info(i, &info), LUMEN_OK);
+    assert_int_not_equal(info.kind, LUMEN_DEVICE_SOFTWARE); /* never chosen unless asked for */
     assert_int_equal(lumen_device_find("mock", &i), LUMEN_OK);
     assert_int_equal(i, 1);
     assert_int_equal(lumen_device_find("mock:0", &i), LUMEN_OK);
     assert_int_equal(i, 1);
     assert_int_equal(lumen_device_find("mock:1", &i), LUMEN_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(lumen_last_error(), "cpu, mock:0"));
-    assert_int_equal(lumen_device_find("cuda", &i), LUMEN_ERR_INVALID_ARGUMENT);
+    assert_int_equal(lumen_device_find("vulkan", &i), LUMEN_ERR_INVALID_ARGUMENT);
     assert_int_equal(lumen_device_find("cuda:x", &i), LUMEN_ERR_INVALID_ARGUMENT);
 }
 

@@ -51,7 +51,7 @@ def child():
 
 def test_the_module_device_is_listed(child):
     out, _ = child
-    assert out["devices"] == ["cpu", "mock"] and out["ctx"] == "mock:0"
+    assert out["devices"][:2] == ["cpu", "mock"] and out["ctx"] == "mock:0"
 
 
 def test_runs_on_the_device(child):

@@ -1,0 +1,167 @@
+/*
+ * Shared declarations of the CUDA module: the core's services, errors, device-side views,
+ * the border rule and pixel load/store as device functions, and the entries of each file.
+ *
+ * The module never calls a core function: everything goes through cu_host (set by
+ * lumen_module_init), and it is linked with -Wl,--no-undefined without the core library.
+ */
+#ifndef LUMEN_CUDA_INTERNAL_H
+#define LUMEN_CUDA_INTERNAL_H
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+extern "C" {
+#include "internal.h"
+}
+
+/* The core's services (error messages, logging, plan cache, context state). */
+extern const lumen_module_host *cu_host;
+
+/* ---- errors ---------------------------------------------------------------- */
+
+/*
+ * Records "cuda: <what>: <CUDA's message>" and returns LUMEN_ERR_OUT_OF_MEMORY for an
+ * allocation failure (so the runtime can fall back to the CPU), else LUMEN_ERR_INTERNAL.
+ * Clears CUDA's last (non-sticky) error.
+ */
+lumen_status cu_fail(cudaError_t e, const char *what);
+
+#define CU_TRY(call, what)                                                                         \
+    do {                                                                                           \
+        cudaError_t cu_e_ = (call);                                                                \
+        if (cu_e_ != cudaSuccess) return cu_fail(cu_e_, what);                                     \
+    } while (0)
+
+/* The error of the last kernel launch, if any. */
+#define CU_TRY_LAUNCH(what) CU_TRY(cudaGetLastError(), what)
+
+/* ---- views in device memory -------------------------------------------------- */
+
+/* A lumen_image whose data lies in device memory; strides in elements, as lumen_image. */
+struct cu_view {
+    char *data; /* element (0, 0, 0, 0) */
+    int dtype;  /* lumen_dtype */
+    int es;     /* element size in bytes */
+    int64_t n, c, h, w;
+    int64_t sn, sc, sh, sw;
+};
+
+/* Planes of a view (n * c); plane p is image p / c, channel p % c. */
+static inline int64_t cu_planes(const cu_view &v) { return v.n * v.c; }
+
+/* ---- device functions ------------------------------------------------------------- */
+
+/* The CPU's lumen_border_index (src/backends/cpu/border.h) for the device: maps any integer i
+ * into [0, n) by the border rule; -1 means "the constant value". Exact for any offset. */
+__host__ __device__ __forceinline__ int64_t cu_mod(int64_t a, int64_t m)
+{
+    int64_t r = a % m;
+    return r < 0 ? r + m : r;
+}
+
+__host__ __device__ __forceinline__ int64_t cu_border_index(int64_t i, int64_t n, int border)
+{
+    if (i >= 0 && i < n) return i;
+    switch (border) {
+    case LUMEN_BORDER_CONSTANT: return -1;
+    case LUMEN_BORDER_REPLICATE: return i < 0 ? 0 : n - 1;
+    case LUMEN_BORDER_REFLECT: {
+        int64_t p = cu_mod(i, 2 * n); /* cba|abc: period 2n */
+        return p < n ? p : 2 * n - 1 - p;
+    }
+    case LUMEN_BORDER_REFLECT101: {
+        if (n == 1) return 0; /* as OpenCV: a single pixel reflects onto itself */
+        int64_t p = cu_mod(i, 2 * n - 2); /* dcb|abcd: period 2n-2 */
+        return p < n ? p : 2 * n - 2 - p;
+    }
+    case LUMEN_BORDER_WRAP: return cu_mod(i, n);
+    }
+    return -1;
+}
+
+/* Pixel of dtype t at p as f32 (lumen_load_px). */
+__device__ __forceinline__ float cu_load(const char *p, int t)
+{
+    switch (t) {
+    case LUMEN_U8: return (float)*(const uint8_t *)p;
+    case LUMEN_U16: return (float)*(const uint16_t *)p;
+    default: return *(const float *)p;
+    }
+}
+
+/* Stores v as dtype t (lumen_store_px): u8/u16 round to nearest, ties to even
+ * (__float2uint_rn, as lrintf in the default rounding mode), then saturate; NaN gives 0. */
+__device__ __forceinline__ void cu_store(char *p, int t, float v)
+{
+    switch (t) {
+    case LUMEN_U8: *(uint8_t *)p = !(v > 0.0f) ? 0 : v >= 255.0f ? 255 : (uint8_t)__float2uint_rn(v); break;
+    case LUMEN_U16:
+        *(uint16_t *)p = !(v > 0.0f) ? 0 : v >= 65535.0f ? 65535 : (uint16_t)__float2uint_rn(v);
+        break;
+    default: *(float *)p = v; break;
+    }
+}
+
+/* Element (0, 0) of plane p. */
+__host__ __device__ __forceinline__ char *cu_plane_ptr(const cu_view &v, int64_t p)
+{
+    return v.data + ((p / v.c) * v.sn + (p % v.c) * v.sc) * v.es;
+}
+
+/* src(x, y) of a plane with the border rule; bval for the constant border. */
+__device__ __forceinline__ float cu_fetch(const cu_view &s, const char *plane, int64_t y, int64_t x,
+                                          int border, float bval)
+{
+    int64_t yy = cu_border_index(y, s.h, border), xx = cu_border_index(x, s.w, border);
+    if (yy < 0 || xx < 0) return bval;
+    return cu_load(plane + (yy * s.sh + xx * s.sw) * s.es, s.dtype);
+}
+
+/* Grid limits: blockIdx.y and .z stop at 65535; kernels loop over the rest. */
+#define CU_GRID_YZ_MAX 65535
+
+/* ---- state (cuda_state.cu) ------------------------------------------------------ */
+
+struct cu_state;
+
+/* ---- the tiled filter (direct.cu), used by direct and by both separable passes ---- */
+
+/* Block shapes of the tiled kernel. */
+enum cu_tile_shape {
+    CU_TILE_2D,  /* 32 x 32 outputs per block: 2-D kernels */
+    CU_TILE_ROW, /* 128 x 8: the row pass (kh == 1) */
+    CU_TILE_COL  /* 32 x 64: the column pass (kw == 1) */
+};
+
+/* dst(x, y) = scale * sum_ij taps[i*kw+j] * src(x + j - ax, y + i - ay), border rule on src. */
+struct cu_tile_job {
+    cu_view src, dst;
+    const float *taps; /* device memory, kh x kw row-major */
+    int kw, kh, ax, ay;
+    int border;
+    float bval; /* the constant border's value, in src units */
+    float scale;
+    /* Optional: per-plane flags in device memory; when set, only planes whose flag is
+     * non-zero are filtered (the FFT path's direct rerun of non-finite planes). */
+    const int *plane_only_if;
+};
+
+lumen_status cu_tile_filter(cu_state *st, const cu_tile_job &job, cu_tile_shape shape);
+
+/* ---- backend entries ---------------------------------------------------------------- */
+
+lumen_status cu_filter2d(lumen_context *ctx, const lumen_filter_job *job);
+lumen_status cu_sep_filter(lumen_context *ctx, const lumen_filter_job *job);
+lumen_status cu_fft_filter(lumen_context *ctx, const lumen_filter_job *job);
+lumen_status cu_gaussian_fast(lumen_context *ctx, const lumen_gauss_job *job);
+
+/* FFT lengths (fft.cu): the padded size the FFT path uses along an axis of n samples. */
+int cu_fft_length(int64_t n, bool even);
+
+/* Streaming multiprocessors of backend device i (module.cu), 0 when unknown. */
+int cu_device_sm_count(int i);
+
+#endif
