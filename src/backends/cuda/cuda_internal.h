@@ -161,6 +161,17 @@ lumen_status cu_gaussian_fast(lumen_context *ctx, const lumen_gauss_job *job);
 /* FFT lengths (fft.cu): the padded size the FFT path uses along an axis of n samples. */
 int cu_fft_length(int64_t n, bool even);
 
+/* Rates measured on a device by calibrate.cu, for the cost model. */
+struct cu_rates {
+    double taps_s;       /* multiply-adds per second of the direct kernel */
+    double sep_taps_s;   /* taps per output pixel per second of the separable passes */
+    double fft_elems_s;  /* padded FFT elements per second of the whole FFT filter */
+    double host_bytes_s; /* host -> device bytes per second through staging */
+    bool measured;
+};
+/* The context's device's rates, measured on the first call; false when the probe failed. */
+bool cu_calibrated_rates(lumen_context *ctx, cu_rates *out);
+
 /* Streaming multiprocessors of backend device i (module.cu), 0 when unknown. */
 int cu_device_sm_count(int i);
 

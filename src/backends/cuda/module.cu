@@ -100,8 +100,9 @@ lumen_status device_info(int i, lumen_device_info *info)
 }
 
 /* ---- cost model ------------------------------------------------------------------------
- * UNCALIBRATED: round numbers for an H100-class GPU (132 SMs), scaled by the SM count. They
- * only rank methods roughly; issue 5 item 4 replaces them with measured rates. */
+ * Rates measured on the device (calibrate.cu) when the probe runs; otherwise these round
+ * numbers for an H100-class GPU (132 SMs), scaled by the SM count, which rank methods only
+ * roughly. */
 
 #define COST_LAUNCH 5e-6       /* seconds per kernel launch */
 #define COST_TAPS_PER_S 6e12   /* multiply-adds per second of the tiled kernel */
@@ -111,18 +112,40 @@ lumen_status device_info(int i, lumen_device_info *info)
                                   multiply, crop */
 #define COST_REF_SMS 132.0
 
+/* Seconds by the rates calibrate.cu measured on this GPU. */
+double measured_cost(const cu_rates &r, const lumen_filter_job *job, lumen_method method,
+                     double px, double planes, double host_bytes)
+{
+    const lumen_image *s = job->src;
+    double t = host_bytes / r.host_bytes_s;
+    switch (method) {
+    case LUMEN_METHOD_DIRECT:
+        return job->kernel ? t + px * job->kw * job->kh / r.taps_s : -1.0;
+    case LUMEN_METHOD_SEPARABLE:
+        return job->kx && job->ky ? t + px * (job->kw + job->kh) / r.sep_taps_s : -1.0;
+    case LUMEN_METHOD_FFT: {
+        const int nh = cu_fft_length(s->h + job->kh - 1, false);
+        const int nw = cu_fft_length(s->w + job->kw - 1, true);
+        return nh < 0 || nw < 0 ? -1.0 : t + planes * nh * nw / r.fft_elems_s;
+    }
+    default: return -1.0;
+    }
+}
+
 double cost(lumen_context *ctx, const lumen_filter_job *job, lumen_method method)
 {
     const lumen_image *s = job->src, *d = job->dst;
     const double planes = (double)s->n * s->c, px = planes * s->h * s->w;
     const double es_in = s->dtype == LUMEN_U8 ? 1 : s->dtype == LUMEN_U16 ? 2 : 4;
     const double es_out = d->dtype == LUMEN_U8 ? 1 : d->dtype == LUMEN_U16 ? 2 : 4;
+    /* host views cross the bus whatever the method */
+    const double host_bytes = (s->device ? 0.0 : px * es_in) + (d->device ? 0.0 : px * es_out);
+    cu_rates r;
+    if (cu_calibrated_rates(ctx, &r)) return measured_cost(r, job, method, px, planes, host_bytes);
     const int sms = cu_device_sm_count(cu_host->device(ctx));
     const double speed = sms > 0 ? sms / COST_REF_SMS : 1.0;
     const double taps_s = COST_TAPS_PER_S * speed, bytes_s = COST_DEV_BYTES_S * speed;
-    /* host views cross the bus whatever the method */
-    double t = (s->device ? 0.0 : px * es_in / COST_HOST_BYTES_S) +
-               (d->device ? 0.0 : px * es_out / COST_HOST_BYTES_S);
+    double t = host_bytes / COST_HOST_BYTES_S;
     switch (method) {
     case LUMEN_METHOD_DIRECT:
         if (!job->kernel) return -1.0;
