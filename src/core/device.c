@@ -63,16 +63,14 @@ static int auto_device(void)
     return 0;
 }
 
+/* From the backend table alone: asking a GPU for its info can create a driver context there. */
 void lumen_device_label(int i, char *buf, size_t size)
 {
-    lumen_device_info info;
     int local = 0;
-    if (!lumen_device_backend(i, &local) || lumen_device_get_info(i, &info)) {
-        snprintf(buf, size, "device %d", i);
-        return;
-    }
-    if (!strcmp(info.backend, "cpu")) snprintf(buf, size, "cpu");
-    else snprintf(buf, size, "%s:%d", info.backend, local);
+    const lumen_backend *be = lumen_device_backend(i, &local);
+    if (!be) snprintf(buf, size, "device %d", i);
+    else if (be == &lumen_cpu_fast_backend) snprintf(buf, size, "cpu");
+    else snprintf(buf, size, "%s:%d", be->name, local);
 }
 
 #define MAX_LABELS 64
