@@ -259,6 +259,51 @@ lumen_status lumen_gaussian_kernel(int n, double sigma, float *out);
 /* The kernel size GaussianBlur derives from sigma for this dtype. */
 int lumen_gaussian_ksize(double sigma, lumen_dtype dtype);
 
+/* ---- neural-network convolution (NCHW) ------------------------------------
+ * Tensors are lumen_image views read as N x C x H x W: x = (N, C, H, W), weights
+ * w = (K, C / groups, R, S) for conv2d and (C, K / groups, R, S) for conv_transpose2d,
+ * y = (N, K, P, Q). Shapes and every rule are PyTorch's Conv2d / ConvTranspose2d: zero padding
+ * on both sides, cross-correlation, bias optional (K floats or NULL). f32 now; f16/bf16
+ * storage with f32 accumulation later. */
+
+typedef struct lumen_conv2d_params {
+    int stride_h, stride_w;             /* >= 1 */
+    int pad_h, pad_w;                   /* >= 0 */
+    int dilation_h, dilation_w;         /* >= 1 */
+    int groups;                         /* >= 1, divides C and K */
+    int output_pad_h, output_pad_w;     /* conv_transpose2d only: 0 <= op < max(stride, dilation) */
+} lumen_conv2d_params;
+
+/* stride 1, padding 0, dilation 1, groups 1, output padding 0. */
+lumen_conv2d_params lumen_conv2d_params_default(void);
+
+/* Output height and width of conv2d: (H + 2p - d(R-1) - 1) / s + 1 per axis. */
+lumen_status lumen_conv2d_output_size(const lumen_image *x, const lumen_image *w,
+                                      const lumen_conv2d_params *p, int64_t *out_h,
+                                      int64_t *out_w);
+/* y = conv2d(x, w) + bias into a preallocated y of the output size (the conv_into form). */
+lumen_status lumen_conv2d(lumen_context *ctx, const lumen_image *x, const lumen_image *w,
+                          const float *bias, const lumen_conv2d_params *p, const lumen_image *y,
+                          lumen_run_info *info);
+
+/* Output size of conv_transpose2d: (H - 1)s - 2p + d(R-1) + op + 1 per axis. */
+lumen_status lumen_conv_transpose2d_output_size(const lumen_image *x, const lumen_image *w,
+                                                const lumen_conv2d_params *p, int64_t *out_h,
+                                                int64_t *out_w);
+lumen_status lumen_conv_transpose2d(lumen_context *ctx, const lumen_image *x,
+                                    const lumen_image *w, const float *bias,
+                                    const lumen_conv2d_params *p, const lumen_image *y,
+                                    lumen_run_info *info);
+
+/* The same, allocating y as a contiguous NCHW f32 tensor (free it with lumen_image_free). */
+lumen_status lumen_conv2d_alloc(lumen_context *ctx, const lumen_image *x, const lumen_image *w,
+                                const float *bias, const lumen_conv2d_params *p, lumen_image *y,
+                                lumen_run_info *info);
+lumen_status lumen_conv_transpose2d_alloc(lumen_context *ctx, const lumen_image *x,
+                                          const lumen_image *w, const float *bias,
+                                          const lumen_conv2d_params *p, lumen_image *y,
+                                          lumen_run_info *info);
+
 /* ---- image files --------------------------------------------------------
  * By extension: .png (u8/u16, 1/3/4 channels (2 = gray+alpha)), .jpg/.jpeg
  * (u8, 1/3 channels), .tif/.tiff (u8/u16/f32, 1..4 channels), .npy (u8/u16/f32;
