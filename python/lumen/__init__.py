@@ -21,6 +21,8 @@ from ._lumen import (  # noqa: F401  (the C extension is the API)
     UnsupportedError,
     __version__,
     box_blur,
+    conv2d,
+    conv_transpose2d,
     device_info,
     devices,
     filter2d,
@@ -44,6 +46,7 @@ BORDER_ALIASES = {
 
 __all__ = [
     "ArgumentError", "Context", "Error", "FileError", "UnsupportedError", "BORDER_ALIASES",
-    "box_blur", "device_info", "devices", "filter2d", "gaussian_blur", "gaussian_kernel",
-    "gaussian_ksize", "last_run", "read_image", "sep_filter2d", "write_image",
+    "box_blur", "conv2d", "conv_transpose2d", "device_info", "devices", "filter2d",
+    "gaussian_blur", "gaussian_kernel", "gaussian_ksize", "last_run", "read_image",
+    "sep_filter2d", "write_image",
 ]

@@ -84,5 +84,8 @@ PyObject *lumenpy_devices(PyObject *self, PyObject *unused);
 PyObject *lumenpy_device_info(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *lumenpy_read_image(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *lumenpy_write_image(PyObject *self, PyObject *args, PyObject *kw);
+/* conv.c: NCHW neural-network convolution (torch.nn.functional's argument rules) */
+PyObject *lumenpy_conv2d(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *lumenpy_conv_transpose2d(PyObject *self, PyObject *args, PyObject *kw);
 
 #endif

@@ -63,6 +63,18 @@ static PyMethodDef methods[] = {
      "box_blur(src, ksize, *, normalize=True, border='reflect', border_value=0.0, out=None,\n"
      "         dtype=None, context=None)\n\n"
      "Mean over a ksize box (cv2.blur); normalize=False gives sums (cv2.boxFilter)."},
+    {"conv2d", (PyCFunction)(void (*)(void))lumenpy_conv2d, KW,
+     "conv2d(x, weight, bias=None, *, stride=1, padding=0, dilation=1, groups=1, out=None,\n"
+     "       context=None)\n\n"
+     "torch.nn.functional.conv2d on float32 N x C x H x W tensors (NumPy or DLPack):\n"
+     "weight (K, C/groups, R, S), bias None or K values; padding an int, (h, w), 'valid' or\n"
+     "'same'. Returns a new float32 array (N, K, P, Q), or writes out= and returns it."},
+    {"conv_transpose2d", (PyCFunction)(void (*)(void))lumenpy_conv_transpose2d, KW,
+     "conv_transpose2d(x, weight, bias=None, *, stride=1, padding=0, output_padding=0,\n"
+     "                 groups=1, dilation=1, out=None, context=None)\n\n"
+     "torch.nn.functional.conv_transpose2d on float32 N x C x H x W tensors: weight\n"
+     "(C, K/groups, R, S), bias None or K values. Returns a new float32 array (N, K, P, Q),\n"
+     "or writes out= and returns it."},
     {"gaussian_kernel", (PyCFunction)(void (*)(void))lumenpy_gaussian_kernel, KW,
      "gaussian_kernel(n, sigma) -> float32 array (cv2.getGaussianKernel)"},
     {"gaussian_ksize", (PyCFunction)(void (*)(void))lumenpy_gaussian_ksize, KW,
