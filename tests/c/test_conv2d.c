@@ -638,8 +638,15 @@ static void test_alloc(void **state)
     assert_int_equal(lumen_conv2d_alloc(fx.ctx, &fx.x, &fx.w, NULL, &fx.p, &y, &info), LUMEN_OK);
     assert_true(y.n == 1 && y.c == EK && y.h == EH && y.w == EW && y.dtype == LUMEN_F32);
     assert_true(y.stride_w == 1 && y.stride_h == EW && y.stride_c == EH * EW);
-    assert_string_equal(info.isa, "scalar");
+    /* The fast path runs with SIMD on (avx2+fma or generic); the reference ("scalar") only
+     * with SIMD off. */
+    assert_true(!strcmp(info.isa, "avx2+fma") || !strcmp(info.isa, "generic"));
     assert_int_equal(info.threads, lumen_context_threads(fx.ctx));
+    lumen_image_free(&y);
+    assert_int_equal(lumen_context_set_simd(fx.ctx, 0), LUMEN_OK);
+    assert_int_equal(lumen_conv2d_alloc(fx.ctx, &fx.x, &fx.w, NULL, &fx.p, &y, &info), LUMEN_OK);
+    assert_string_equal(info.isa, "scalar");
+    assert_int_equal(lumen_context_set_simd(fx.ctx, 1), LUMEN_OK);
     lumen_image_free(&y);
     lumen_conv2d_params p = fx.p;
     p.stride_w = 2, p.output_pad_w = 1;

@@ -21,4 +21,30 @@ lumen_status lumen_cpu_conv2d_reference(lumen_context *ctx, const lumen_conv_job
 /* The definition of conv_transpose2d as the exact adjoint of conv2d, in gather form. */
 lumen_status lumen_cpu_conv_transpose2d_reference(lumen_context *ctx, const lumen_conv_job *job);
 
+/*
+ * The fast path of conv2d (forward only): implicit im2col packed straight into B panels plus a
+ * blocked, register-tiled SGEMM, C (K/g x N*P*Q per group) = W (K/g x C/g*R*S) * im2col(x), f32
+ * accumulation (FMA) with the reduction split into blocks of at most LUMEN_GEMM_KC terms that are
+ * added into y. 1x1 stride-1 unpadded convs pack x's rows directly (a plain GEMM). Threads
+ * (ctx->threads) split groups x column blocks. *isa receives "avx2+fma" or "generic".
+ */
+lumen_status lumen_cpu_conv2d_gemm(lumen_context *ctx, const lumen_conv_job *job, const char **isa);
+
+/* Microkernel tile and the largest reduction block. */
+#define LUMEN_GEMM_MR 6
+#define LUMEN_GEMM_NR 16
+#define LUMEN_GEMM_KC 256
+
+/*
+ * c[i*ldc + j] = (first ? bias[i] : c[i*ldc + j]) + sum_p a[p*MR + i] * b[p*NR + j] for i < MR,
+ * j < NR: a is an MR-row sliver of packed weights, b a 64-byte aligned NR-column sliver of
+ * packed im2col columns, both kc deep.
+ */
+typedef void (*lumen_sgemm_ukr_fn)(int64_t kc, const float *a, const float *b, float *c,
+                                   int64_t ldc, const float *bias, int first);
+void lumen_sgemm_ukr_avx2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+                          const float *bias, int first);
+void lumen_sgemm_ukr_generic(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+                             const float *bias, int first);
+
 #endif
