@@ -11,7 +11,6 @@
  */
 #include "test_support.h"
 
-#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -453,18 +452,6 @@ static int teardown(void **state)
     return 0;
 }
 
-/* True if word occurs in msg delimited by non-identifier characters. */
-static bool names(const char *msg, const char *word)
-{
-    const size_t n = strlen(word);
-    for (const char *p = strstr(msg, word); p; p = strstr(p + 1, word)) {
-        const bool left = p == msg || !(isalnum((unsigned char)p[-1]) || p[-1] == '_');
-        const bool right = !(isalnum((unsigned char)p[n]) || p[n] == '_');
-        if (left && right) return true;
-    }
-    return false;
-}
-
 static bool y_untouched(void)
 {
     const unsigned char *b = (const unsigned char *)fx.yb;
@@ -477,7 +464,7 @@ static void expect_err_(lumen_status got, lumen_status want, const char *arg, co
                         const char *what, int line)
 {
     const char *msg = lumen_last_error();
-    if (got != want || !names(msg, arg) || (arg2 && !names(msg, arg2)) || !y_untouched())
+    if (got != want || !ts_names(msg, arg) || (arg2 && !ts_names(msg, arg2)) || !y_untouched())
         fail_msg("line %d, %s: status %d (want %d), message '%s' (want one naming '%s'%s%s), y %s",
                  line, what, (int)got, (int)want, msg, arg, arg2 ? " and " : "", arg2 ? arg2 : "",
                  y_untouched() ? "untouched" : "WRITTEN");
@@ -610,15 +597,15 @@ static void test_errors_overlap_device(void **state)
     lumen_image y = lumen_image_nchw(buf + EC * EH * EW - 1, LUMEN_F32, 1, EK, EH, EW);
     lumen_status s = lumen_conv2d(fx.ctx, &x, &fx.w, NULL, &fx.p, &y, NULL);
     assert_int_equal(s, INVALID);
-    assert_true(names(lumen_last_error(), "y") && names(lumen_last_error(), "x"));
+    assert_true(ts_names(lumen_last_error(), "y") && ts_names(lumen_last_error(), "x"));
     lumen_image wy = lumen_image_nchw(fx.wb, LUMEN_F32, 1, EK, EH, EW); /* y on w's memory */
     s = lumen_conv_transpose2d(fx.ctx, &fx.x, &fx.wt, NULL, &fx.p, &wy, NULL);
     assert_int_equal(s, INVALID);
-    assert_true(names(lumen_last_error(), "w"));
+    assert_true(ts_names(lumen_last_error(), "w"));
     lumen_image by = lumen_image_nchw(fx.yb, LUMEN_F32, 1, EK, EH, EW);
     s = lumen_conv2d(fx.ctx, &fx.x, &fx.w, (const float *)fx.yb + 3, &fx.p, &by, NULL);
     assert_int_equal(s, INVALID);
-    assert_true(names(lumen_last_error(), "bias"));
+    assert_true(ts_names(lumen_last_error(), "bias"));
     lumen_image d = fx.x;
     d.device = 1000; /* not the context's device (the CPU, 0) */
     memset(fx.yb, 0x77, sizeof fx.yb);
@@ -657,19 +644,19 @@ static void test_alloc(void **state)
     memset(&y, 0xAB, sizeof y);
     p.stride_h = 0;
     assert_int_equal(lumen_conv_transpose2d_alloc(fx.ctx, &fx.x, &fx.wt, NULL, &p, &y, NULL), INVALID);
-    assert_true(names(lumen_last_error(), "stride_h"));
+    assert_true(ts_names(lumen_last_error(), "stride_h"));
     assert_memory_equal(&y, &zero, sizeof y);
     memset(&y, 0xAB, sizeof y);
     assert_int_equal(lumen_conv2d_alloc(NULL, &fx.x, &fx.w, NULL, &fx.p, &y, NULL), INVALID);
-    assert_true(names(lumen_last_error(), "ctx"));
+    assert_true(ts_names(lumen_last_error(), "ctx"));
     assert_memory_equal(&y, &zero, sizeof y);
     assert_int_equal(lumen_conv2d_alloc(fx.ctx, &fx.x, &fx.w, NULL, &fx.p, NULL, NULL), INVALID);
-    assert_true(names(lumen_last_error(), "y"));
+    assert_true(ts_names(lumen_last_error(), "y"));
     int64_t oh;
     assert_int_equal(lumen_conv2d_output_size(&fx.x, &fx.w, &fx.p, &oh, NULL), INVALID);
-    assert_true(names(lumen_last_error(), "out_w"));
+    assert_true(ts_names(lumen_last_error(), "out_w"));
     assert_int_equal(lumen_conv_transpose2d_output_size(&fx.x, &fx.wt, NULL, &oh, &oh), INVALID);
-    assert_true(names(lumen_last_error(), "p"));
+    assert_true(ts_names(lumen_last_error(), "p"));
 }
 
 /* A hand-checkable case: x = 1..9 (3x3), w = 1..4 (2x2), bias 0.5, pad 1, stride 2. */

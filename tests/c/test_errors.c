@@ -5,7 +5,6 @@
  */
 #include "test_support.h"
 
-#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -42,18 +41,6 @@ static int teardown(void **state)
     return 0;
 }
 
-/* True if word occurs in msg delimited by non-identifier characters. */
-static bool names(const char *msg, const char *word)
-{
-    const size_t n = strlen(word);
-    for (const char *p = strstr(msg, word); p; p = strstr(p + 1, word)) {
-        const bool left = p == msg || !(isalnum((unsigned char)p[-1]) || p[-1] == '_');
-        const bool right = !(isalnum((unsigned char)p[n]) || p[n] == '_');
-        if (left && right) return true;
-    }
-    return false;
-}
-
 static bool dst_untouched(void)
 {
     const unsigned char *p = (const unsigned char *)fx.dbuf;
@@ -67,7 +54,7 @@ static void expect_err_(lumen_status got, lumen_status want, const char *arg, co
                         const char *what, int line)
 {
     const char *msg = lumen_last_error();
-    if (got != want || !msg[0] || !names(msg, arg) || (arg2 && !names(msg, arg2)) ||
+    if (got != want || !msg[0] || !ts_names(msg, arg) || (arg2 && !ts_names(msg, arg2)) ||
         !dst_untouched())
         fail_msg(
             "line %d, %s: status %d (want %d), message '%s' (want one naming '%s'%s%s), dst %s",

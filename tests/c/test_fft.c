@@ -14,7 +14,6 @@
 
 #include "backends/cpu/cpu.h"
 
-#include <ctype.h>
 #include <ftw.h>
 #include <math.h>
 #include <pthread.h>
@@ -1048,18 +1047,6 @@ static void test_huge_finite_values(void **state)
 /* ---- errors -----------------------------------------------------------------------------------
  */
 
-/* True if word occurs in msg delimited by non-identifier characters. */
-static bool names(const char *msg, const char *word)
-{
-    const size_t n = strlen(word);
-    for (const char *p = strstr(msg, word); p; p = strstr(p + 1, word)) {
-        const bool left = p == msg || !(isalnum((unsigned char)p[-1]) || p[-1] == '_');
-        const bool right = !(isalnum((unsigned char)p[n]) || p[n] == '_');
-        if (left && right) return true;
-    }
-    return false;
-}
-
 static void expect_err_(lumen_status got, const char *arg, const ts_image *dst, const char *what,
                         int line)
 {
@@ -1068,7 +1055,7 @@ static void expect_err_(lumen_status got, const char *arg, const ts_image *dst, 
     if (dst)
         for (size_t i = 0; i < dst->elems * dst->es; i++)
             if (dst->inside[i / dst->es] && dst->buf[i] != 0x77) untouched = false;
-    if (got != LUMEN_ERR_INVALID_ARGUMENT || !names(msg, arg) || !untouched)
+    if (got != LUMEN_ERR_INVALID_ARGUMENT || !ts_names(msg, arg) || !untouched)
         fail_msg("line %d, %s: status %d (want %d), message '%s' (want one naming '%s'), dst %s",
                  line, what, (int)got, (int)LUMEN_ERR_INVALID_ARGUMENT, msg, arg,
                  untouched ? "untouched" : "WRITTEN");

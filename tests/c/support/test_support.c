@@ -3,6 +3,7 @@
 
 #include "internal.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -721,4 +722,15 @@ void ts_expect(const ts_op *op, lumen_dtype t, int64_t h, int64_t w, const doubl
         for (int threads = 1; threads <= 2; threads++)
             expect_on(op, (ts_engine)e, threads, &s, want, tol, what);
     ts_image_free(&s);
+}
+
+bool ts_names(const char *msg, const char *word)
+{
+    const size_t n = strlen(word);
+    for (const char *p = strstr(msg, word); p; p = strstr(p + 1, word)) {
+        const bool left = p == msg || !(isalnum((unsigned char)p[-1]) || p[-1] == '_');
+        const bool right = !(isalnum((unsigned char)p[n]) || p[n] == '_');
+        if (left && right) return true;
+    }
+    return false;
 }

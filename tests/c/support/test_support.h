@@ -105,6 +105,9 @@ void ts_image_fill_bytes(ts_image *im, unsigned char byte);
 /* True if the bytes outside the view still hold TS_GUARD_BYTE; msg names the first bad one. */
 bool ts_guards_intact(const ts_image *im, char *msg, size_t len);
 
+/* True if word occurs in msg as a whole identifier (error messages name their argument). */
+bool ts_names(const char *msg, const char *word);
+
 double ts_get(const lumen_image *im, int64_t b, int64_t c, int64_t y, int64_t x);
 void ts_set(const lumen_image *im, int64_t b, int64_t c, int64_t y, int64_t x, double v);
 /* Largest |value| in the view (NaN and Inf skipped). */
