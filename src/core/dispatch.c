@@ -23,7 +23,7 @@ static void fill_info(const lumen_context *ctx, lumen_method method, bool on_dev
     if (!info) return;
     info->method = method;
     info->device = on_device ? lumen_device_name_static(ctx->device) : "cpu";
-    info->isa = on_device                  ? ctx->be->name
+    info->isa = on_device                 ? ctx->be->name
                 : lumen_ctx_use_avx2(ctx) ? "avx2+fma"
                 : ctx->simd               ? "generic"
                                           : "scalar";
@@ -42,8 +42,8 @@ static bool takes_dtypes(const lumen_backend *be, const lumen_image *src, const 
     return !be->dtypes || (((be->dtypes >> src->dtype) & 1) && ((be->dtypes >> dst->dtype) & 1));
 }
 
-static lumen_status run_on_cpu(lumen_context *ctx, const lumen_filter_job *job,
-                               lumen_method method, lumen_run_info *info)
+static lumen_status run_on_cpu(lumen_context *ctx, const lumen_filter_job *job, lumen_method method,
+                               lumen_run_info *info)
 {
     const lumen_backend *be = cpu_backend(ctx);
     filter_entry entry = entry_for(be, method);
@@ -116,19 +116,29 @@ static lumen_status filter_on_cpu(lumen_context *ctx, const lumen_image *src,
     return run_on_cpu(ctx, &job, fc->method, fc->info);
 }
 
-/* Reruns on the CPU with one warning line, or fails in strict mode. */
-static lumen_status fall_back(lumen_context *ctx, const lumen_filter_job *job, lumen_method method,
-                              lumen_run_info *info, lumen_status why_status, const char *why)
+/* Reruns an op (what: "direct filter", "fast Gaussian") on the CPU through fn, with one
+ * warning line; in strict mode fails with why_status instead. */
+static lumen_status fall_back(lumen_context *ctx, const char *what, const lumen_image *src,
+                              const lumen_image *dst, lumen_status why_status, const char *why,
+                              host_run fn, void *arg)
 {
     const char *dev = lumen_device_name_static(ctx->device);
     if (ctx->strict)
         return lumen_set_error(why_status, "device %s: %s (strict mode: no fallback to the CPU)",
                                dev, why);
-    lumen_log(LUMEN_LOG_WARN, "%s %s on %s: %s; running it on the CPU", lumen_method_name(method),
-              "filter", dev, why);
+    lumen_log(LUMEN_LOG_WARN, "%s on %s: %s; running it on the CPU", what, dev, why);
     lumen_clear_error();
+    return run_on_host_views(ctx, src, dst, fn, arg);
+}
+
+static lumen_status filter_fall_back(lumen_context *ctx, const lumen_filter_job *job,
+                                     lumen_method method, lumen_run_info *info,
+                                     lumen_status why_status, const char *why)
+{
+    char what[48];
+    snprintf(what, sizeof what, "%s filter", lumen_method_name(method));
     filter_call fc = {job, method, info};
-    return run_on_host_views(ctx, job->src, job->dst, filter_on_cpu, &fc);
+    return fall_back(ctx, what, job->src, job->dst, why_status, why, filter_on_cpu, &fc);
 }
 
 lumen_status lumen_run_filter(lumen_context *ctx, const lumen_filter_job *job, lumen_method method,
@@ -140,18 +150,18 @@ lumen_status lumen_run_filter(lumen_context *ctx, const lumen_filter_job *job, l
     char why[300];
     if (!entry) {
         snprintf(why, sizeof why, "%s has no %s filter", be->name, lumen_method_name(method));
-        return fall_back(ctx, job, method, info, LUMEN_ERR_UNSUPPORTED, why);
+        return filter_fall_back(ctx, job, method, info, LUMEN_ERR_UNSUPPORTED, why);
     }
     if (!takes_dtypes(be, job->src, job->dst)) {
         snprintf(why, sizeof why, "%s does not filter %s to %s", be->name,
                  lumen_dtype_name(job->src->dtype), lumen_dtype_name(job->dst->dtype));
-        return fall_back(ctx, job, method, info, LUMEN_ERR_UNSUPPORTED, why);
+        return filter_fall_back(ctx, job, method, info, LUMEN_ERR_UNSUPPORTED, why);
     }
     lumen_status s = entry(ctx, job);
     if (s == LUMEN_OK) fill_info(ctx, method, true, info);
     if (s != LUMEN_ERR_OUT_OF_MEMORY && s != LUMEN_ERR_UNSUPPORTED) return s;
     snprintf(why, sizeof why, "%s", lumen_last_error());
-    return fall_back(ctx, job, method, info, s, why);
+    return filter_fall_back(ctx, job, method, info, s, why);
 }
 
 /* Estimated seconds of method m: the device's model for what it runs, else the CPU's. */
@@ -186,7 +196,16 @@ typedef struct gauss_call {
 } gauss_call;
 
 static lumen_status gaussian_fast_on_cpu(lumen_context *ctx, const lumen_gauss_job *job,
-                                         lumen_run_info *info);
+                                         lumen_run_info *info)
+{
+    const lumen_backend *be = cpu_backend(ctx);
+    if (!be->gaussian_fast)
+        return lumen_set_error(LUMEN_ERR_UNSUPPORTED,
+                               "precision: fast Gaussian not available on %s", be->name);
+    lumen_status s = be->gaussian_fast(ctx, job);
+    if (s == LUMEN_OK) fill_info(ctx, LUMEN_METHOD_RECURSIVE, false, info);
+    return s;
+}
 
 static lumen_status gaussian_on_host_views(lumen_context *ctx, const lumen_image *src,
                                            const lumen_image *dst, void *arg)
@@ -198,24 +217,11 @@ static lumen_status gaussian_on_host_views(lumen_context *ctx, const lumen_image
     return gaussian_fast_on_cpu(ctx, &job, gc->info);
 }
 
-static lumen_status gaussian_fast_on_cpu(lumen_context *ctx, const lumen_gauss_job *job,
-                                         lumen_run_info *info)
-{
-    const lumen_backend *be = cpu_backend(ctx);
-    if (!be->gaussian_fast)
-        return lumen_set_error(LUMEN_ERR_UNSUPPORTED, "precision: fast Gaussian not available on %s",
-                               be->name);
-    lumen_status s = be->gaussian_fast(ctx, job);
-    if (s == LUMEN_OK) fill_info(ctx, LUMEN_METHOD_RECURSIVE, false, info);
-    return s;
-}
-
 lumen_status lumen_run_gaussian_fast(lumen_context *ctx, const lumen_gauss_job *job,
                                      lumen_run_info *info)
 {
     if (!ctx->be) return gaussian_fast_on_cpu(ctx, job, info);
     const lumen_backend *be = ctx->be;
-    const char *dev = lumen_device_name_static(ctx->device);
     lumen_status s = LUMEN_ERR_UNSUPPORTED;
     char why[300];
     snprintf(why, sizeof why, "%s has no fast Gaussian for %s", be->name,
@@ -226,10 +232,6 @@ lumen_status lumen_run_gaussian_fast(lumen_context *ctx, const lumen_gauss_job *
         if (s != LUMEN_ERR_OUT_OF_MEMORY && s != LUMEN_ERR_UNSUPPORTED) return s;
         snprintf(why, sizeof why, "%s", lumen_last_error());
     }
-    if (ctx->strict)
-        return lumen_set_error(s, "device %s: %s (strict mode: no fallback to the CPU)", dev, why);
-    lumen_log(LUMEN_LOG_WARN, "fast Gaussian on %s: %s; running it on the CPU", dev, why);
-    lumen_clear_error();
     gauss_call gc = {job, info};
-    return run_on_host_views(ctx, job->src, job->dst, gaussian_on_host_views, &gc);
+    return fall_back(ctx, "fast Gaussian", job->src, job->dst, s, why, gaussian_on_host_views, &gc);
 }
