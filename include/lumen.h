@@ -131,6 +131,8 @@ typedef struct lumen_device_info {
 
 int lumen_device_count(void);
 lumen_status lumen_device_get_info(int index, lumen_device_info *out);
+/* The spec that names device `index` ("cpu", "cuda:0"), as lumen_device_find takes it. */
+lumen_status lumen_device_spec(int index, char *buf, size_t size);
 /* "cpu", "discrete", "integrated", "software". */
 const char *lumen_device_kind_name(lumen_device_kind kind);
 /* Resolves "auto", "cpu", "cuda" (the first CUDA device) or "cuda:N" to a device index;

@@ -20,17 +20,9 @@ static int pool_size;
 /* Puts ctx on device index i, by the spec lumen_device_find resolves back to i. */
 static lumen_status set_device_index(lumen_context *ctx, int i)
 {
-    lumen_device_info info;
-    lumen_status s = lumen_device_get_info(i, &info);
-    if (s) return s;
-    int nth = 0; /* "cuda:N": the N-th device of its backend */
-    for (int j = 0; j < i; j++) {
-        lumen_device_info other;
-        if (!lumen_device_get_info(j, &other) && !strcmp(other.backend, info.backend)) nth++;
-    }
     char spec[48];
-    snprintf(spec, sizeof spec, "%s:%d", info.backend, nth);
-    return lumen_context_set_device(ctx, strcmp(info.backend, "cpu") ? spec : "cpu");
+    lumen_status s = lumen_device_spec(i, spec, sizeof spec);
+    return s ? s : lumen_context_set_device(ctx, spec);
 }
 
 static lumen_context *pool_take(int device)
@@ -172,16 +164,9 @@ static int check_ready(lumenpy_context *self)
 
 static PyObject *device_label(int index)
 {
-    lumen_device_info info;
-    lumen_status s = lumen_device_get_info(index, &info);
-    if (s) return lumenpy_raise(s);
-    int nth = 0; /* the spec form: "cpu" or "cuda:N" */
-    for (int i = 0; i < index; i++) {
-        lumen_device_info other;
-        if (!lumen_device_get_info(i, &other) && !strcmp(other.backend, info.backend)) nth++;
-    }
-    if (!strcmp(info.backend, "cpu")) return PyUnicode_FromString("cpu");
-    return PyUnicode_FromFormat("%s:%d", info.backend, nth);
+    char spec[48];
+    lumen_status s = lumen_device_spec(index, spec, sizeof spec);
+    return s ? lumenpy_raise(s) : PyUnicode_FromString(spec);
 }
 
 static PyObject *get_device(lumenpy_context *self, void *unused)

@@ -73,6 +73,18 @@ void lumen_device_label(int i, char *buf, size_t size)
     else snprintf(buf, size, "%s:%d", be->name, local);
 }
 
+lumen_status lumen_device_spec(int index, char *buf, size_t size)
+{
+    lumen_clear_error();
+    if (!buf || size == 0) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "buf: no room");
+    int local;
+    if (!lumen_device_backend(index, &local))
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "device: index %d is not in 0..%d",
+                               index, lumen_device_count() - 1);
+    lumen_device_label(index, buf, size);
+    return LUMEN_OK;
+}
+
 #define MAX_LABELS 64
 static char labels[MAX_LABELS][32];
 static int n_labels;

@@ -89,6 +89,13 @@ static void test_device_list(void **state)
     assert_int_equal(lumen_device_find("mock:1", &i), LUMEN_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(lumen_last_error(), "cpu, mock:0"));
     assert_int_equal(lumen_device_find("vulkan", &i), LUMEN_ERR_INVALID_ARGUMENT);
+    char spec[32];
+    assert_int_equal(lumen_device_spec(0, spec, sizeof spec), LUMEN_OK);
+    assert_string_equal(spec, "cpu");
+    assert_int_equal(lumen_device_spec(1, spec, sizeof spec), LUMEN_OK);
+    assert_string_equal(spec, "mock:0");
+    assert_int_equal(lumen_device_spec(lumen_device_count(), spec, sizeof spec),
+                     LUMEN_ERR_INVALID_ARGUMENT);
     assert_int_equal(lumen_device_find("cuda:x", &i), LUMEN_ERR_INVALID_ARGUMENT);
 }
 
