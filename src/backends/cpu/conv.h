@@ -47,4 +47,18 @@ void lumen_sgemm_ukr_avx2(int64_t kc, const float *a, const float *b, float *c, 
 void lumen_sgemm_ukr_generic(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
                              const float *bias, int first);
 
+/*
+ * A microkernel and its tile: slivers of A are kc x mr (a[p*mr + i]), slivers of B kc x nr
+ * (b[p*nr + j], 64-byte aligned). Every user of the SGEMM (im2col, Winograd, transposed conv)
+ * packs for the tile of the kernel it got here, never for the macros above.
+ */
+typedef struct lumen_sgemm_kernel {
+    int mr, nr;
+    lumen_sgemm_ukr_fn fn;
+    const char *isa; /* "avx2+fma", "generic", ... for run info */
+} lumen_sgemm_kernel;
+
+/* The fastest microkernel this context allows (SIMD switch and the CPU's features). */
+const lumen_sgemm_kernel *lumen_cpu_sgemm_kernel(const lumen_context *ctx);
+
 #endif

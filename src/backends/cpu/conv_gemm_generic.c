@@ -19,3 +19,13 @@ void lumen_sgemm_ukr_generic(int64_t kc, const float *a, const float *b, float *
         for (int j = 0; j < LUMEN_GEMM_NR; j++) ci[j] = (first ? bias[i] : ci[j]) + acc[i][j];
     }
 }
+
+static const lumen_sgemm_kernel kernel_generic = {LUMEN_GEMM_MR, LUMEN_GEMM_NR,
+                                                  lumen_sgemm_ukr_generic, "generic"};
+static const lumen_sgemm_kernel kernel_avx2 = {LUMEN_GEMM_MR, LUMEN_GEMM_NR, lumen_sgemm_ukr_avx2,
+                                               "avx2+fma"};
+
+const lumen_sgemm_kernel *lumen_cpu_sgemm_kernel(const lumen_context *ctx)
+{
+    return lumen_ctx_use_avx2(ctx) ? &kernel_avx2 : &kernel_generic;
+}
