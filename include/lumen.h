@@ -201,6 +201,7 @@ typedef struct lumen_run_info {
     const char *device;  /* "cpu" */
     const char *isa;     /* "avx2+fma" or "scalar" */
     int threads;
+    const char *algo; /* conv2d: "reference", "im2col+sgemm", ...; filters: NULL */
 } lumen_run_info;
 
 /* ---- operations ---------------------------------------------------------

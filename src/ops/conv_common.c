@@ -200,21 +200,11 @@ lumen_status lumen_conv_run(lumen_conv_kind kind, lumen_context *ctx, const lume
     lumen_status s = check_call(kind, ctx, x, w, bias, p, y);
     if (s || (s = device_fallback(kind, ctx))) return s;
     const lumen_conv_job job = {x, w, y, bias, *p};
-    /* conv2d takes the im2col + SGEMM path whenever SIMD paths are allowed; the reference (the
-     * oracle) runs with SIMD off. conv_transpose2d is on the reference for now. */
-    const char *isa = "scalar";
-    const bool fast = kind == LUMEN_CONV_FORWARD && ctx->simd;
-    if (fast) s = lumen_cpu_conv2d_gemm(ctx, &job, &isa);
-    else s = kind == LUMEN_CONV_FORWARD ? lumen_cpu_conv2d_reference(ctx, &job)
-                                        : lumen_cpu_conv_transpose2d_reference(ctx, &job);
+    lumen_run_info ri = {0};
+    if ((s = lumen_cpu_conv(ctx, kind, &job, &ri))) return s;
     lumen_log(LUMEN_LOG_DEBUG, "ran %s on cpu (%s, %s), %lldx%lld kernel, %d threads",
-              op_name(kind), fast ? "im2col+sgemm" : "reference", isa, (long long)w->h,
-              (long long)w->w, ctx->threads);
-    if (s || !info) return s;
-    info->method = LUMEN_METHOD_DIRECT;
-    info->device = "cpu";
-    info->isa = isa;
-    info->threads = ctx->threads;
+              op_name(kind), ri.algo, ri.isa, (long long)w->h, (long long)w->w, ri.threads);
+    if (info) *info = ri;
     return LUMEN_OK;
 }
 

@@ -4,8 +4,6 @@
 
 #include "backends/cpu/conv.h"
 
-typedef enum { LUMEN_CONV_FORWARD = 0, LUMEN_CONV_TRANSPOSED = 1 } lumen_conv_kind;
-
 /* Checks x, w and p (not y) and computes the output height and width; the message of an
  * empty output names the axis. *k receives the output channels. Never touches ctx. */
 lumen_status lumen_conv_shape(lumen_conv_kind kind, const lumen_image *x, const lumen_image *w,

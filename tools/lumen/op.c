@@ -53,7 +53,7 @@ static int filter_and_write(lumen_context *ctx, const cli_common *co, const lume
                   (long long)src->h, (long long)src->c);
         return CLI_EXIT_FAIL;
     }
-    lumen_run_info info = {LUMEN_METHOD_AUTO, NULL, NULL, 0};
+    lumen_run_info info = {LUMEN_METHOD_AUTO, NULL, NULL, 0, NULL};
     double t0 = cli_now_ms();
     lumen_status s = op->run(ctx, src, &dst, op->params, &info);
     double ms = cli_now_ms() - t0;

@@ -10,11 +10,20 @@
  * from x, w and bias. bias is NULL or K floats. When a backend table entry for conv is added
  * (issue 6), this struct moves to src/core/internal.h beside lumen_filter_job.
  */
+typedef enum { LUMEN_CONV_FORWARD = 0, LUMEN_CONV_TRANSPOSED = 1 } lumen_conv_kind;
+
 typedef struct lumen_conv_job {
     const lumen_image *x, *w, *y;
     const float *bias;
     lumen_conv2d_params p;
 } lumen_conv_job;
+
+/*
+ * Runs a job on the CPU with the algorithm chosen for its shape (conv_select.c): the reference
+ * when SIMD is off, else Winograd, im2col+SGEMM, ... Fills info's method, algo, isa, threads.
+ */
+lumen_status lumen_cpu_conv(lumen_context *ctx, lumen_conv_kind kind, const lumen_conv_job *job,
+                            lumen_run_info *info);
 
 /* The definition of conv2d: gather loops in double, threads over (n, k). Kept forever. */
 lumen_status lumen_cpu_conv2d_reference(lumen_context *ctx, const lumen_conv_job *job);

@@ -1,0 +1,27 @@
+/*
+ * The CPU's choice of conv algorithm per job. The reference (the oracle of the tests) runs
+ * when SIMD paths are off; otherwise the fastest path that takes the shape. Each fast path
+ * states its own error bound in docs/conv2d.md.
+ */
+#include "conv.h"
+
+lumen_status lumen_cpu_conv(lumen_context *ctx, lumen_conv_kind kind, const lumen_conv_job *job,
+                            lumen_run_info *info)
+{
+    const char *isa = "scalar", *algo = "reference";
+    lumen_status s;
+    if (!ctx->simd)
+        s = kind == LUMEN_CONV_FORWARD ? lumen_cpu_conv2d_reference(ctx, job)
+                                       : lumen_cpu_conv_transpose2d_reference(ctx, job);
+    else if (kind == LUMEN_CONV_FORWARD)
+        algo = "im2col+sgemm", s = lumen_cpu_conv2d_gemm(ctx, job, &isa);
+    else
+        s = lumen_cpu_conv_transpose2d_reference(ctx, job);
+    if (s) return s;
+    info->method = LUMEN_METHOD_DIRECT;
+    info->device = "cpu";
+    info->isa = isa;
+    info->algo = algo;
+    info->threads = ctx->threads;
+    return LUMEN_OK;
+}
