@@ -39,6 +39,13 @@ lumen_status lumen_cpu_conv_transpose2d_reference(lumen_context *ctx, const lume
  */
 lumen_status lumen_cpu_conv2d_gemm(lumen_context *ctx, const lumen_conv_job *job, const char **isa);
 
+/*
+ * The fast path of conv_transpose2d: split by output phase (stride_h x stride_w of them) into
+ * stride-1 conv2d jobs on the SGEMM path above (conv_transpose_gemm.c); same error bound.
+ */
+lumen_status lumen_cpu_conv_transpose2d_gemm(lumen_context *ctx, const lumen_conv_job *job,
+                                             const char **isa);
+
 /* Microkernel tile and the largest reduction block. */
 #define LUMEN_GEMM_MR 6
 #define LUMEN_GEMM_NR 16

@@ -16,7 +16,7 @@ lumen_status lumen_cpu_conv(lumen_context *ctx, lumen_conv_kind kind, const lume
     else if (kind == LUMEN_CONV_FORWARD)
         algo = "im2col+sgemm", s = lumen_cpu_conv2d_gemm(ctx, job, &isa);
     else
-        s = lumen_cpu_conv_transpose2d_reference(ctx, job);
+        algo = "phases+sgemm", s = lumen_cpu_conv_transpose2d_gemm(ctx, job, &isa);
     if (s) return s;
     info->method = LUMEN_METHOD_DIRECT;
     info->device = "cpu";
