@@ -21,8 +21,6 @@ from ._lumen import (  # noqa: F401  (the C extension is the API)
     UnsupportedError,
     __version__,
     box_blur,
-    conv2d,
-    conv_transpose2d,
     device_info,
     devices,
     filter2d,
@@ -34,6 +32,7 @@ from ._lumen import (  # noqa: F401  (the C extension is the API)
     sep_filter2d,
     write_image,
 )
+from ._conv import conv2d, conv_transpose2d  # noqa: F401  (adds unbatched and empty batches)
 
 #: Border names accepted besides lumen's own, and what they mean (docs/python.md).
 BORDER_ALIASES = {

@@ -38,10 +38,10 @@ static PyObject *lumenpy_last_run(PyObject *self, PyObject *unused)
     (void)self, (void)unused;
     if (!last_run.valid) Py_RETURN_NONE;
     const lumen_run_info *i = &last_run.info;
-    return Py_BuildValue("{s:s,s:s,s:s,s:i,s:K,s:K}", "method", lumen_method_name(i->method),
+    return Py_BuildValue("{s:s,s:s,s:s,s:i,s:K,s:K,s:z}", "method", lumen_method_name(i->method),
                          "device", i->device ? i->device : "?", "isa", i->isa ? i->isa : "?",
                          "threads", i->threads, "src_ptr", (unsigned long long)last_run.src,
-                         "dst_ptr", (unsigned long long)last_run.dst);
+                         "dst_ptr", (unsigned long long)last_run.dst, "algo", i->algo);
 }
 
 #define KW METH_VARARGS | METH_KEYWORDS

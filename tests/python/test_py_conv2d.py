@@ -324,6 +324,7 @@ def test_context_and_last_run():
     got = lumen.conv2d(x, w, context=ctx)
     run = lumen.last_run()
     assert run["src_ptr"] == ptr(x) and run["dst_ptr"] == ptr(got)
+    assert run["algo"] in ("im2col+sgemm", "winograd-f2x2", "winograd-f4x4", "reference")
     np.testing.assert_array_equal(got, lumen.conv2d(x, w))
     with pytest.raises(TypeError, match="context"):
         lumen.conv2d(x, w, context="cpu")
@@ -404,7 +405,6 @@ TORCH_REFUSES = {
                                   "output_padding"),
     "t_output_padding_neg": (True, X, WT, dict(stride=2, output_padding=-1), "output_padding"),
     "t_empty_output": (True, X, WT, dict(padding=5), "x"),
-    "x_3d": (False, X[0], W, dict(groups=2), "x"),   # torch reads it as unbatched; lumen: 4-D
     "x_5d": (False, X[None], W, dict(groups=2), "x"),
     "weight_3d": (False, X, W[0], dict(groups=2), "weight"),
     "weight_5d": (False, X, W[None], dict(groups=2), "weight"),
@@ -416,13 +416,43 @@ TORCH_REFUSES = {
 def test_refused_like_torch(case):
     transposed, x, w, kw, name = TORCH_REFUSES[case]
     fn = F.conv_transpose2d if transposed else F.conv2d
-    if case != "x_3d":
-        with pytest.raises(RuntimeError):
-            fn(torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(w), **kw)
+    with pytest.raises(RuntimeError):
+        fn(torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(w), **kw)
     with pytest.raises(ValueError) as e:
         lumen_op(transposed)(x, w, **kw)
     msg = str(e.value)
     assert msg.startswith(name), f"{case}: message does not name {name!r}: {msg}"
+
+
+@pytest.mark.parametrize("transposed", [False, True], ids=["conv2d", "conv_transpose2d"])
+def test_unbatched_input_like_torch(transposed):
+    """torch reads a (C, H, W) input as one unbatched image and returns (K, P, Q)."""
+    x = rand("unbatched", (4, 9, 7))
+    w = WT if transposed else W
+    got = check(transposed, x, w, rand("ub_bias", (w.shape[1] * 2 if transposed else 6,)),
+                stride=2, padding=1, groups=2)
+    assert got.ndim == 3
+    out = np.full(got.shape, np.nan, np.float32)
+    assert lumen_op(transposed)(x, w, stride=2, padding=1, groups=2, out=out) is out
+    np.testing.assert_array_equal(out, lumen_op(transposed)(x, w, stride=2, padding=1, groups=2))
+
+
+@pytest.mark.parametrize("transposed", [False, True], ids=["conv2d", "conv_transpose2d"])
+def test_empty_batch_like_torch(transposed):
+    """A batch of 0 images gives torch's empty (0, K, P, Q) result after the same checks."""
+    x, w = np.zeros((0, 4, 9, 7), np.float32), WT if transposed else W
+    fn = F.conv_transpose2d if transposed else F.conv2d
+    want = fn(torch.from_numpy(x), torch.from_numpy(w), stride=2, groups=2).shape
+    got = lumen_op(transposed)(x, w, stride=2, groups=2)
+    assert isinstance(got, np.ndarray) and got.shape == tuple(want) and got.dtype == np.float32
+    out = np.empty(tuple(want), np.float32)
+    assert lumen_op(transposed)(x, w, stride=2, groups=2, out=out) is out
+    with pytest.raises(ValueError, match="^out"):
+        lumen_op(transposed)(x, w, stride=2, groups=2, out=np.empty((0, 1, 1, 1), np.float32))
+    with pytest.raises(ValueError, match="^groups"):
+        lumen_op(transposed)(x, w, groups=3)
+    with pytest.raises(RuntimeError):
+        fn(torch.from_numpy(x), torch.from_numpy(w), groups=3)
 
 
 def test_output_padding_limit_is_max_of_stride_and_dilation():

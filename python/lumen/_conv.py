@@ -1,0 +1,43 @@
+"""conv2d and conv_transpose2d in every form torch.nn.functional takes.
+
+The C extension takes batched (N, C, H, W) tensors with N >= 1. torch also takes an unbatched
+(C, H, W) input, giving a (K, P, Q) result, and an empty batch (0, C, H, W), giving an empty
+(0, K, P, Q) result after the same argument checks; this layer adds those two forms.
+"""
+
+import functools
+
+import numpy as np
+
+from . import _lumen
+
+
+def _empty_batch(fn, x, weight, bias, out, params):
+    """The (0, K, P, Q) result of an empty batch: the arguments are checked by running one
+    all-zero image (a broadcast view, no memory), whose result gives K, P and Q."""
+    one = np.broadcast_to(np.float32(0), (1,) + tuple(x.shape[1:]))
+    shape = (0,) + tuple(fn(one, weight, bias, **params).shape[1:])
+    if out is None:
+        return np.empty(shape, np.float32)
+    if tuple(getattr(out, "shape", ())) != shape:
+        raise _lumen.ArgumentError(
+            f"out: shape {tuple(getattr(out, 'shape', ()))} differs from the expected {shape}")
+    return out
+
+
+def _all_forms(fn):
+    @functools.wraps(fn)
+    def call(x, weight, bias=None, *, out=None, **params):
+        nd = getattr(x, "ndim", None)
+        if nd == 3:  # unbatched (C, H, W): a batch of one, as torch does
+            r = fn(x[None], weight, bias, out=None if out is None else out[None], **params)
+            return out if out is not None else r[0]
+        if nd == 4 and x.shape[0] == 0:
+            return _empty_batch(fn, x, weight, bias, out, params)
+        return fn(x, weight, bias, out=out, **params)
+
+    return call
+
+
+conv2d = _all_forms(_lumen.conv2d)
+conv_transpose2d = _all_forms(_lumen.conv_transpose2d)
