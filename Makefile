@@ -72,6 +72,7 @@ test-pip:
 
 bench: build
 	$(BUILD)/lumen bench
+	$(BUILD)/lumen bench conv
 	PYTHONPATH=$(abspath $(BUILD))/python $(PYTHON) -m lumen.bench
 
 clean:

@@ -2,6 +2,7 @@
 
     python3 -m lumen.bench [--size WxH] [--repeat N] [--threads N] [--case NAMES] [--json]
                            [--no-scipy] [--no-torch] [--torch-cap S] [--overhead-calls N]
+                           [--batch N]
 
 Every library gets the same f32 image (H x W, one channel; seeded random values in [0, 1)),
 the same kernel (lumen bench's LCG taps, so the same as `lumen bench`) and border reflect
@@ -39,10 +40,32 @@ thread start-up) and the warm calls on that same context. The cases and the peer
       lumen.gaussian_blur(a, 1.0, out=o, context=ctx) and lumen.gaussian_blur(a, 1.0,
       context=ctx) on a 64 x 64 f32 image, Context(threads=1), timed call by call, against
       the bare C call timed in C by lumen._lumen._time_c on the same views.
+  conv cases (--case conv; the names, shapes and data of `lumen bench conv`):
+      l1_512x7x7_k3      32x512x7x7   * 512x512x3x3  pad 1          the issue's layers
+      l2_64x56x56_k3     8x64x56x56   * 64x64x3x3    pad 1
+      l3_256x14x14_k3    8x256x14x14  * 256x256x3x3  pad 1
+      l4_3x224x224_k7s2  8x3x224x224  * 64x3x7x7     stride 2 pad 3
+      pw_256x28x28_k1    8x256x28x28  * 128x256x1x1
+      dw_128x56x56_k3    8x128x56x56  * 128x1x3x3    pad 1, groups 128 (depthwise)
+      s2_128x28x28_k3s2  8x128x28x28  * 256x128x3x3  stride 2 pad 1
+      tr_256x14x14_k4s2  conv_transpose2d 8x256x14x14 * 256x128x4x4 stride 2 pad 1
+      tr_64x56x56_k3s2   conv_transpose2d 8x64x56x56 * 64x32x3x3 stride 2 pad 1 out-pad 1
+      x and w hold lumen bench conv's LCG values in [-1, 1) (seeds 42 and 43), no bias.
+      lumen   lumen.conv2d / conv_transpose2d(x, w, None, stride=, padding=, [output_padding=,]
+              groups=, out=out, context=ctx)   (out= preallocated, as the filter cases)
+      torch   torch.nn.functional.conv2d / conv_transpose2d on torch.from_numpy(x) and
+              torch.from_numpy(w): the same memory, converted outside the timing; torch
+              returns a new tensor per call (it has no out=), under torch.no_grad()
+      One cold call each, then --repeat rounds calling lumen and torch once each (the order
+      alternating), so both see the same noise. GFLOP/s = 2*N*K*P*Q*(C/groups)*R*S / time
+      (conv_transpose2d: 2*N*C*H*W*(K/groups)*R*S), on the min and the median. lumen's
+      output is compared with torch's once per case: max|lumen - torch| / max|torch| must
+      be <= 1e-4, else a WARNING and exit status 1. --batch N replaces every case's N.
 
 Threads: --threads N (default 2) goes to lumen.Context(threads=N), cv2.setNumThreads(N) and
 torch.set_num_threads(N); SciPy is single-threaded (ndimage, and scipy.fft in oaconvolve with
-its default workers=1).
+its default workers=1). A peer that cannot be imported is left out with a note on stderr;
+without torch the conv cases time lumen alone and their targets are 'not run'.
 
 Before anything is timed, every peer call is run on a small image (256 x 192) and compared
 with lumen's result; the run aborts if any differs beyond the reference tests' f32 tolerance
@@ -57,6 +80,8 @@ Targets, on the ratio of minima (lumen min / peer min):
                       exact Gaussian sigma=30,50 <= 0.25x cv2.GaussianBlur, fast <= 0.05x;
                       the batch of 10 <= 10x lumen's own warm single-image time
   python issue:       call overhead of a 64x64 f32 blur <= 5 us above the C call
+  conv issue:         l1..l4: lumen GFLOP/s >= 1.0x torch GFLOP/s (on the minima; this
+                      ratio is lumen/torch of rates, so above 1 means lumen is faster)
 A case lumen answers with lumen.UnsupportedError is "not run", and so are its targets.
 Machines are noisy: quote ratios, not milliseconds.
 """
@@ -107,9 +132,82 @@ CASES = (
     + [Case(f"gaussian_s{s}", "gaussian", gaussian_ksize(s), float(s)) for s in (1, 3, 10, 30, 50)]
     + [Case(f"gaussian_fast_s{s}", "gaussian", 0, float(s), "fast") for s in (30, 50)]
 )
+
+
+@dataclasses.dataclass(frozen=True)
+class ConvCase:
+    """One NCHW layer of `lumen bench conv` (same names, shapes and data as the C bench)."""
+    name: str
+    transposed: bool           # False: conv2d, True: conv_transpose2d
+    n: int
+    c: int
+    h: int
+    w: int
+    k: int                     # output channels
+    r: int                     # kernel height and width
+    s: int
+    stride: int = 1
+    pad: int = 0
+    output_pad: int = 0
+    groups: int = 1
+    target: bool = False       # one of the issue's layers: lumen >= 1.0x torch GFLOP/s
+
+    @property
+    def op(self):
+        return "conv_transpose2d" if self.transposed else "conv2d"
+
+    def weight_shape(self):
+        """(K, C/g, R, S) for conv2d, (C, K/g, R, S) for the transposed op, as torch has it."""
+        if self.transposed:
+            return (self.c, self.k // self.groups, self.r, self.s)
+        return (self.k, self.c // self.groups, self.r, self.s)
+
+    def out_hw(self):
+        if self.transposed:
+            return tuple((i - 1) * self.stride - 2 * self.pad + k + self.output_pad
+                         for i, k in ((self.h, self.r), (self.w, self.s)))
+        return tuple((i + 2 * self.pad - k) // self.stride + 1
+                     for i, k in ((self.h, self.r), (self.w, self.s)))
+
+    def gflop(self, n):
+        """2*N*K*P*Q*(C/g)*R*S; transposed: 2*N*C*H*W*(K/g)*R*S (each input feeds K/g*R*S)."""
+        if self.transposed:
+            terms = self.c * self.h * self.w * (self.k // self.groups)
+        else:
+            p, q = self.out_hw()
+            terms = self.k * p * q * (self.c // self.groups)
+        return 2.0 * n * terms * self.r * self.s * 1e-9
+
+    def shape_text(self, n):
+        """'32x512x7x7 * 512x512x3x3 p1', as `lumen bench conv` prints it ('*T': transposed)."""
+        w = "x".join(map(str, self.weight_shape()))
+        text = f"{n}x{self.c}x{self.h}x{self.w} {'*T' if self.transposed else '*'} {w}"
+        for tag, v, default in (("s", self.stride, 1), ("p", self.pad, 0),
+                                ("op", self.output_pad, 0), ("g", self.groups, 1)):
+            text += f" {tag}{v}" if v != default else ""
+        return text
+
+
+CONV_CASES = [
+    ConvCase("l1_512x7x7_k3", False, 32, 512, 7, 7, 512, 3, 3, pad=1, target=True),
+    ConvCase("l2_64x56x56_k3", False, 8, 64, 56, 56, 64, 3, 3, pad=1, target=True),
+    ConvCase("l3_256x14x14_k3", False, 8, 256, 14, 14, 256, 3, 3, pad=1, target=True),
+    ConvCase("l4_3x224x224_k7s2", False, 8, 3, 224, 224, 64, 7, 7, stride=2, pad=3, target=True),
+    ConvCase("pw_256x28x28_k1", False, 8, 256, 28, 28, 128, 1, 1),
+    ConvCase("dw_128x56x56_k3", False, 8, 128, 56, 56, 128, 3, 3, pad=1, groups=128),
+    ConvCase("s2_128x28x28_k3s2", False, 8, 128, 28, 28, 256, 3, 3, stride=2, pad=1),
+    ConvCase("tr_256x14x14_k4s2", True, 8, 256, 14, 14, 128, 4, 4, stride=2, pad=1),
+    ConvCase("tr_64x56x56_k3s2", True, 8, 64, 56, 56, 32, 3, 3, stride=2, pad=1, output_pad=1),
+]
+CONV_NAMES = [c.name for c in CONV_CASES]
+
 DEFAULT_SIZE = "3000x2000"   # lumen bench's and the targets' image
 OVERHEAD_CASE = "overhead"
-CASE_NAMES = [c.name for c in CASES] + [OVERHEAD_CASE]
+CASE_NAMES = [c.name for c in CASES] + [OVERHEAD_CASE] + CONV_NAMES
+#: --case words that pick a group of conv cases (the filter ops are name prefixes already).
+CASE_GROUPS = {"conv": CONV_NAMES,
+               **{op: [c.name for c in CONV_CASES if c.op == op]
+                  for op in ("conv2d", "conv_transpose2d")}}
 
 BIG_K = (31, 61, 121, 201)
 #: case name -> [(against, limit)]: lumen/peer ratio of minima must be <= limit. `against` is
@@ -148,7 +246,12 @@ columns:
   l/cv2 l/sp l/torch
                  lumen min / peer min: below 1 means lumen is faster (0.25 = 4x faster)
   batch row      peers are 10x their single-image time; lumen is one call on N=10 images
-targets: met when the ratio is <= the limit, MISSED when not, 'not run' when a side is absent.
+conv table: shape is x * w ('*T': transposed; s stride, p padding, op output padding,
+  g groups); algo is lumen.last_run()["algo"]; ms min/median and GFLOP/s on the min for lumen
+  and torch; l/torch = lumen GFLOP/s / torch GFLOP/s (above 1: lumen faster); rel err =
+  max|lumen - torch| / max|torch|.
+targets: met when the ratio is <= the limit (conv: >=), MISSED when not, 'not run' when a side
+  is absent.
 overhead: min and median us per call of the C call (timed in C) and of the Python call with
   out= given and with a new output; overhead = Python - C, judged on the min."""
 
@@ -156,12 +259,16 @@ overhead: min and median us per call of the C call (timed in C) and of the Pytho
 # ---- inputs --------------------------------------------------------------------------------
 
 def lcg_floats(n, seed, lo, hi):
-    """lumen's cli_lcg_unit sequence (Knuth's MMIX LCG, top 24 bits), as lumen bench uses it."""
-    state, mask, tops = seed, (1 << 64) - 1, []
-    for _ in range(n):
-        state = (state * 6364136223846793005 + 1442695040888963407) & mask
-        tops.append(state >> 40)
-    u = np.array(tops, np.float32) / np.float32(1 << 24)  # exact: 24-bit integers
+    """lumen's cli_lcg_unit sequence (Knuth's MMIX LCG, top 24 bits), as lumen bench uses it.
+
+    Vectorised, because the conv cases need millions of values: the i-th state (i = 1..n) is
+    a^i * seed + c * (1 + a + ... + a^(i-1)) mod 2^64, and NumPy's uint64 products and sums
+    wrap modulo 2^64 exactly as the C loop does."""
+    a, c = np.uint64(6364136223846793005), np.uint64(1442695040888963407)
+    powers = np.cumprod(np.full(n, a, np.uint64))                           # a^1 .. a^n
+    geometric = np.cumsum(np.concatenate((np.ones(1, np.uint64), powers[:-1])))[:n]
+    state = powers * np.uint64(seed) + geometric * c
+    u = (state >> np.uint64(40)).astype(np.float32) / np.float32(1 << 24)  # exact: 24-bit ints
     return np.float32(lo) + (np.float32(hi) - np.float32(lo)) * u
 
 
@@ -583,6 +690,183 @@ def overhead_result(c, py_out, py_new, calls):
     return res
 
 
+# ---- conv: lumen.conv2d / conv_transpose2d against torch ------------------------------------
+
+#: The conv issue's target: lumen's GFLOP/s >= this many times torch's, on l1..l4.
+CONV_TARGET = 1.0
+#: Largest allowed max|lumen - torch| / max|torch|: f32 sums of up to 4608 terms stay near
+#: 1e-6; a wrong fast path is off by O(1).
+CONV_REL = 1e-4
+#: Seeds of `lumen bench conv`: the same tensors in both benches.
+CONV_X_SEED, CONV_W_SEED = 42, 43
+
+
+def conv_tensors(case, n):
+    """x (N, C, H, W) and w as `lumen bench conv` makes them: LCG values in [-1, 1)."""
+    shape_x, shape_w = (n, case.c, case.h, case.w), case.weight_shape()
+    x = lcg_floats(math.prod(shape_x), CONV_X_SEED, -1.0, 1.0).reshape(shape_x)
+    w = lcg_floats(math.prod(shape_w), CONV_W_SEED, -1.0, 1.0).reshape(shape_w)
+    return x, w
+
+
+def conv_params(case):
+    """Keyword arguments shared by lumen's and torch's calls (torch's names)."""
+    p = {"stride": case.stride, "padding": case.pad, "groups": case.groups}
+    if case.transposed:
+        p["output_padding"] = case.output_pad
+    return p
+
+
+def lumen_conv_fn(case, x, w, out, ctx):
+    fn = lumen.conv_transpose2d if case.transposed else lumen.conv2d
+    params = conv_params(case)
+    return lambda: fn(x, w, None, out=out, context=ctx, **params)
+
+
+def torch_conv_fn(case, x, w):
+    """torch.nn.functional on the same memory (torch.from_numpy shares it: no copy)."""
+    import torch
+    import torch.nn.functional as F
+    xt, wt = torch.from_numpy(x), torch.from_numpy(w)
+    fn = F.conv_transpose2d if case.transposed else F.conv2d
+    params = conv_params(case)
+    return lambda: fn(xt, wt, None, **params)
+
+
+def time_interleaved(fns, repeat):
+    """{name: [cold ms, warm ms...]}: one cold call each, then `repeat` rounds that call every
+    fn once, the order alternating per round so neither always runs right after the other."""
+    clock, ms, results = time.perf_counter, {}, {}
+    names = list(fns)
+    for name in names:
+        t0 = clock()
+        results[name] = fns[name]()
+        ms[name] = [(clock() - t0) * 1e3]
+    for i in range(repeat):
+        for name in (names if i % 2 == 0 else names[::-1]):
+            t0 = clock()
+            fns[name]()
+            ms[name].append((clock() - t0) * 1e3)
+    return ms, results
+
+
+def conv_timing(ms, gflop):
+    warm = ms[1:]
+    lo, med = min(warm), statistics.median(warm)
+    return {"status": "ok", "ms_cold": ms[0], "ms_min": lo, "ms_median": med,
+            "gflops": gflop / lo * 1e3, "gflops_median": gflop / med * 1e3}
+
+
+def max_rel_err(got, want):
+    """max|got - want| / max|want|: relative to the output's scale, not per element (an
+    element near zero would make any rounding look huge)."""
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    if got.shape != want.shape:
+        return math.inf
+    return float(np.max(np.abs(got - want)) / (np.max(np.abs(want)) or 1.0))
+
+
+def run_conv_case(case, args, libs):
+    """Times lumen and torch interleaved on the same tensors; the row of the case."""
+    n = args.batch or case.n
+    x, w = conv_tensors(case, n)
+    out = np.zeros((n, case.k) + case.out_hw(), np.float32)  # touched: no page faults timed
+    ctx = lumen.Context(threads=args.threads)  # fresh: the cold call pays its one-time costs
+    fns = {"lumen": lumen_conv_fn(case, x, w, out, ctx)}
+    if "torch" in libs:
+        fns["torch"] = torch_conv_fn(case, x, w)
+    gflop = case.gflop(n)
+    try:
+        with _torch_no_grad(libs):
+            ms, results = time_interleaved(fns, args.repeat)
+    except lumen.UnsupportedError as e:
+        lu, peer, err = {"status": "unsupported", "error": str(e)}, {"status": "n/a"}, None
+    else:
+        lu = conv_timing(ms["lumen"], gflop)
+        run = lumen.last_run() or {}
+        lu.update({k: run.get(k) for k in ("algo", "isa", "threads", "device")})
+        peer, err = {"status": "n/a"}, None
+        if "torch" in fns:
+            import torch
+            peer = dict(conv_timing(ms["torch"], gflop), threads=torch.get_num_threads(),
+                        call=f"torch.nn.functional.{case.op}")
+            err = max_rel_err(out, results["torch"].numpy())
+    ratio = lu["gflops"] / peer["gflops"] if "gflops" in lu and "gflops" in peer else None
+    ratio_med = (lu["gflops_median"] / peer["gflops_median"]
+                 if "gflops" in lu and "gflops" in peer else None)
+    return {"name": case.name, "op": case.op, "shape": case.shape_text(n), "n": n,
+            "out": [n, case.k, *case.out_hw()], "gflop": gflop, "lumen": lu, "torch": peer,
+            "ratio": ratio, "ratio_median": ratio_med, "max_rel_err": err,
+            "targets": conv_targets(case, ratio)}
+
+
+def _torch_no_grad(libs):
+    """torch.no_grad() when torch runs (plain inference, as a torch user would), else nothing."""
+    if "torch" not in libs:
+        import contextlib
+        return contextlib.nullcontext()
+    import torch
+    return torch.no_grad()
+
+
+def conv_targets(case, ratio):
+    """The issue's target on l1..l4: lumen GFLOP/s / torch GFLOP/s >= CONV_TARGET."""
+    if not case.target:
+        return []
+    verdict = "not run" if ratio is None else ("met" if ratio >= CONV_TARGET else "MISSED")
+    return [{"against": "torch GFLOP/s", "ratio": ratio, "limit": CONV_TARGET,
+             "at_least": True, "verdict": verdict}]
+
+
+def conv_warnings(row):
+    err = row["max_rel_err"]
+    if err is None or err <= CONV_REL:
+        return []
+    return [f"{row['name']}: torch differs from lumen: max |diff| / max |torch| {err:.3g} "
+            f"> {CONV_REL:g}"]
+
+
+CONV_HEAD = (f"{'case':<18} {'shape (x * w)':<34} {'algo':<13} {'lumen min/med':>13} "
+             f"{'GFLOP/s':>8} {'torch min/med':>13} {'GFLOP/s':>8} {'l/torch':>7} "
+             f"{'rel err':>8}")
+
+
+def print_conv_title(args):
+    print(f"\nconv: f32 NCHW, values in [-1, 1) (lumen bench conv's data), 1 cold + "
+          f"{args.repeat} warm calls each, lumen and torch interleaved; ms min/median, "
+          f"GFLOP/s on the min; l/torch = lumen GFLOP/s / torch GFLOP/s (above 1: lumen "
+          f"faster)\n{CONV_HEAD}\n" + "-" * len(CONV_HEAD))
+
+
+def print_conv_row(row):
+    lu, t = row["lumen"], row["torch"]
+    if lu["status"] == "ok":
+        left = f"{lu.get('algo') or '?':<13} {min_med(lu):>13} {lu['gflops']:>8.1f}"
+    else:
+        left = f"{'n/a':<13} {lu['status']:>22}"
+    right = (f"{min_med(t):>13} {t['gflops']:>8.1f}" if t.get("status") == "ok"
+             else f"{'-':>13} {'-':>8}")
+    err = "-" if row["max_rel_err"] is None else f"{row['max_rel_err']:.1e}"
+    print(f"{row['name']:<18} {row['shape']:<34} {left} {right} {fmt_ratio(row['ratio']):>7} "
+          f"{err:>8}", flush=True)
+
+
+def run_conv_cases(args, libs, cases):
+    """Rows of the selected conv cases, printed as they finish unless --json."""
+    rows, warnings = [], []
+    if cases and not args.json:
+        print_conv_title(args)
+    for case in cases:
+        row = run_conv_case(case, args, libs)
+        rows.append(row)
+        warnings += conv_warnings(row)
+        if not args.json:
+            print_conv_row(row)
+    if rows and not args.json and "torch" not in libs:
+        print("(torch not run: no torch column, conv targets not run)")
+    return rows, warnings
+
+
 # ---- the machine ---------------------------------------------------------------------------
 
 def cpu_model():
@@ -597,7 +881,9 @@ def cpu_model():
 
 def lib_versions(libs):
     v = {"python": platform.python_version(), "numpy": np.__version__,
-         "lumen": getattr(lumen, "__version__", "?"), "cv2": cv2.__version__}
+         "lumen": getattr(lumen, "__version__", "?")}
+    if "cv2" in libs:
+        v["cv2"] = cv2.__version__
     if "scipy" in libs:
         import scipy
         v["scipy"] = scipy.__version__
@@ -613,7 +899,11 @@ def machine_info(args, libs):
     except AttributeError:
         usable = os.cpu_count()
     ctx = lumen.Context(threads=args.threads)
-    threads = {"lumen": ctx.threads, "cv2": cv2.getNumThreads(), "scipy": 1}
+    threads = {"lumen": ctx.threads}
+    if "cv2" in libs:
+        threads["cv2"] = cv2.getNumThreads()
+    if "scipy" in libs:
+        threads["scipy"] = 1
     if "torch" in libs:
         import torch
         threads["torch"] = torch.get_num_threads()
@@ -652,8 +942,9 @@ def print_header(machine, args):
     print("versions: " + ", ".join(f"{k} {val}" for k, val in v.items()))
     print("threads: " + ", ".join(f"{k} {val}" for k, val in t.items())
           + f"; lumen uses {machine['lumen_cpu_features']}")
-    print(f"image {args.w}x{args.h} f32, 1 channel, border reflect; 1 cold + {args.repeat} warm "
-          f"runs per call; ratios = lumen min / peer min")
+    if any(n not in CONV_NAMES for n in args.cases):  # the conv cases print their own line
+        print(f"image {args.w}x{args.h} f32, 1 channel, border reflect; 1 cold + {args.repeat} "
+              f"warm runs per call; ratios = lumen min / peer min")
 
 
 HEAD = (f"{'case':<20} {'k':>3} {'method':<9} {'cold':>7} {'lumen min/med':>15} "
@@ -705,7 +996,10 @@ def print_overhead(ov):
 
 
 def all_targets(rows, ov):
-    out = [(r["name"], t["against"], fmt_ratio(t["ratio"]), f"<={t['limit']:g}", t["verdict"])
+    """(name, against, value, limit, verdict) of every target: ratios of time at most the
+    limit; the conv targets (at_least) are ratios of GFLOP/s at least the limit."""
+    out = [(r["name"], t["against"], fmt_ratio(t["ratio"]),
+            f"{'>=' if t.get('at_least') else '<='}{t['limit']:g}", t["verdict"])
            for r in rows for t in r["targets"]]
     for t in (ov or {}).get("targets", []):
         val = "-" if t["overhead_us"] is None else f"{t['overhead_us']:.2f}us"
@@ -735,14 +1029,21 @@ def print_targets(rows, ov, warnings):
 # ---- arguments -----------------------------------------------------------------------------
 
 def select_cases(spec):
-    """Case names from a comma list: exact names, ops (filter2d, gaussian) or name prefixes."""
+    """Case names from a comma list: exact names, ops (filter2d, gaussian, conv2d,
+    conv_transpose2d), 'conv' (every conv case) or name prefixes."""
     if not spec:
         return list(CASE_NAMES)
     chosen = set()
     for tok in (t.strip() for t in spec.split(",") if t.strip()):
-        hits = [tok] if tok in CASE_NAMES else [n for n in CASE_NAMES if n.startswith(tok)]
+        if tok in CASE_NAMES:
+            hits = [tok]
+        elif tok in CASE_GROUPS:
+            hits = CASE_GROUPS[tok]
+        else:
+            hits = [n for n in CASE_NAMES if n.startswith(tok)]
         if not hits:
-            raise ValueError(f"unknown case '{tok}' (valid: {', '.join(CASE_NAMES)})")
+            valid = ", ".join(list(CASE_GROUPS) + CASE_NAMES)
+            raise ValueError(f"unknown case '{tok}' (valid: {valid})")
         chosen.update(hits)
     return [n for n in CASE_NAMES if n in chosen]
 
@@ -759,9 +1060,13 @@ def parse_args(argv):
                     help="threads for lumen.Context, cv2.setNumThreads and "
                          "torch.set_num_threads (default 2; SciPy is single-threaded)")
     ap.add_argument("--case", default="", metavar="NAMES",
-                    help="comma list of case names, ops (filter2d, gaussian) or name prefixes; "
+                    help="comma list of case names, ops (filter2d, gaussian, conv2d, "
+                         "conv_transpose2d), 'conv' (all conv cases) or name prefixes; "
                          "'overhead' is the call-overhead case (default: all: "
                          + ", ".join(CASE_NAMES) + ")")
+    ap.add_argument("--batch", type=int, default=0, metavar="N",
+                    help="N of every conv case instead of its own (as lumen bench conv "
+                         "--batch; 1 makes a quick run)")
     ap.add_argument("--json", action="store_true", help="print one JSON object, no table")
     ap.add_argument("--no-scipy", action="store_true", help="leave SciPy out")
     ap.add_argument("--no-torch", action="store_true", help="leave PyTorch out")
@@ -775,8 +1080,8 @@ def parse_args(argv):
         assert args.w > 0 and args.h > 0
     except (ValueError, AssertionError):
         ap.error(f"--size: expected WxH, got {args.size!r}")
-    if args.repeat < 1 or args.threads < 1 or args.overhead_calls < 10:
-        ap.error("--repeat and --threads must be >= 1, --overhead-calls >= 10")
+    if args.repeat < 1 or args.threads < 1 or args.overhead_calls < 10 or args.batch < 0:
+        ap.error("--repeat and --threads must be >= 1, --overhead-calls >= 10, --batch >= 1")
     try:
         args.cases = select_cases(args.case)
     except ValueError as e:
@@ -785,10 +1090,14 @@ def parse_args(argv):
 
 
 def peer_libs(args):
-    """The peers that will run: cv2 always, SciPy and torch unless turned off or missing."""
-    if cv2 is None:
-        sys.exit("lumen.bench: OpenCV (cv2) is not importable; every target is against it")
+    """The peers that will run: cv2 always, SciPy and torch unless turned off or missing.
+    A run of conv cases alone needs no cv2 (torch is their only peer)."""
     libs = ["cv2"]
+    if cv2 is None:
+        if any(n not in CONV_NAMES for n in args.cases):
+            sys.exit("lumen.bench: OpenCV (cv2) is not importable; every filter target is "
+                     "against it")
+        libs = []
     for lib, off in (("scipy", args.no_scipy), ("torch", args.no_torch)):
         if off:
             continue
@@ -801,7 +1110,8 @@ def peer_libs(args):
 
 
 def set_threads(args, libs):
-    cv2.setNumThreads(args.threads)
+    if "cv2" in libs:
+        cv2.setNumThreads(args.threads)
     if "torch" in libs:
         import torch
         torch.set_num_threads(args.threads)
@@ -835,21 +1145,27 @@ def main(argv=None):
         if selected:
             print("\n" + HEAD + "\n" + "-" * len(HEAD))
     rows, warnings = run_cases(args, libs, args.cases)
+    if rows and not args.json:
+        print_legend(rows)
+    conv_rows, conv_warn = run_conv_cases(
+        args, libs, [c for c in CONV_CASES if c.name in args.cases])
+    warnings += conv_warn
     ov = measure_overhead(args.overhead_calls) if OVERHEAD_CASE in args.cases else None
     if args.json:
         machine["loadavg_end"] = os.getloadavg()
         json.dump({"machine": machine, "size": [args.w, args.h], "repeat": args.repeat,
-                   "check": checks, "rows": rows, "overhead": ov, "warnings": warnings},
-                  sys.stdout, indent=2)
+                   "check": checks, "rows": rows, "conv_rows": conv_rows, "overhead": ov,
+                   "warnings": warnings}, sys.stdout, indent=2)
         print()
     else:
-        if rows:
-            print_legend(rows)
         print_overhead(ov)
-        print_targets(rows, ov, warnings)
-        if args.size != DEFAULT_SIZE:
+        print_targets(rows + conv_rows, ov, warnings)
+        if args.size != DEFAULT_SIZE and rows:
             print(f"(the ratio targets are set for the default {DEFAULT_SIZE}; this run is "
                   f"{args.w}x{args.h})")
+        if args.batch and conv_rows:
+            print(f"(the conv targets are set for each layer's own N; this run has N = "
+                  f"{args.batch})")
         print(f"load average {os.getloadavg()[0]:.2f} at the end")
     return 1 if warnings else 0
 

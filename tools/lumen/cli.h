@@ -44,6 +44,7 @@ int cmd_filter(int argc, char **argv);
 int cmd_blur(int argc, char **argv);
 int cmd_box(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_bench_conv(int argc, char **argv); /* `lumen bench conv`, from cmd_bench */
 int cmd_scene(int argc, char **argv);
 int cmd_kernel(int argc, char **argv);
 

@@ -10,7 +10,9 @@
 
 static const char usage[] =
     "Usage: lumen bench [--json] [--size WxH] [--repeat N] [--case NAMES] [options]\n"
+    "       lumen bench conv [--json] [--case NAMES] [--repeat N] [--batch N] [options]\n"
     "\n"
+
     "Times the ops in this process on a generated single-channel f32 image with\n"
     "deterministic pseudo-random pixels. Each case gets a fresh context and runs\n"
     "once cold (ms_cold: the first call with its one-time costs: FFT plans, which\n"
@@ -29,6 +31,8 @@ static const char usage[] =
     "                                 no ksize)\n"
     "All cases use --border reflect. A case the library answers 'unsupported' is\n"
     "listed as skipped (JSON: \"status\": \"unsupported\"), not as a failure.\n"
+    "'lumen bench conv' times NCHW conv2d and conv_transpose2d layers instead, with\n"
+    "GFLOP/s (see 'lumen bench conv --help').\n"
     "\n"
     "Options:\n"
     "  --json            print a JSON list of results instead of a table (default: table)\n"
@@ -419,6 +423,9 @@ static int run_all(const bench_state *st, const bench_buffers *b)
 
 int cmd_bench(int argc, char **argv)
 {
+    /* "conv" names the conv benchmark, a command of its own (cmd_bench_conv.c); bench itself
+     * takes no positional argument, so the word cannot be anything else. */
+    if (argc > 1 && !strcmp(argv[1], "conv")) return cmd_bench_conv(argc - 1, argv + 1);
     const cli_command cmd = {"bench", flags, on_flag, NULL, 0};
     bench_state st = {{0}, 0, 3000, 2000, 7, {0}};
     for (int i = 0; i < NCASES; i++) st.selected[i] = 1;
