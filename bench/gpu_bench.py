@@ -57,6 +57,16 @@ with lumen's CPU result (lumen.Context(device="cpu")) and the peers also with lu
 by max |diff| <= 1e-5 x span x max(1, sum|k|), the reference suite's f32 rule
 (tests/python/tolerances.py). A mismatch aborts the run (status 1) unless --keep-going.
 
+  conv_*        NCHW conv2d / conv_transpose2d (issue 6's layers) on torch CUDA tensors:
+      lumen     lumen.conv2d(x, w, bias, stride=, padding=, out=y, context=ctx) (cuDNN inside,
+                FP32 with FMA math; bias is a NumPy array: the binding takes host bias only)
+      torch     F.conv2d(x, w, bias, stride, padding) (cudnn.benchmark = True, TF32 off)
+      conv_32x512x7x7_k512_r3_p1 (target: lumen >= 1.0x torch, i.e. lumen min <= torch min),
+      conv_8x64x56x56_k64_r3_p1, conv_8x256x14x14_k256_r3_p1, conv_8x3x224x224_k64_r7_s2_p3,
+      convT_8x256x14x14_k128_r4_s2_p1 (conv_transpose2d, a DCGAN-style upsampling layer).
+      Checked: lumen's and torch's outputs agree within 2e-5 x max(conv(|x|, |w|)); lumen's
+      run info must name the device. --no-conv leaves them out, --conv-only runs only them.
+
 Targets (issue 5; H100/H200; ratios of minima):
   filter2d k=201 <= 1 ms, k=15 <= 0.3 ms, gaussian sigma=10 <= 0.2 ms (lumen min, warm);
   filter2d k >= 15: lumen <= 1/3 of cupyx.scipy.ndimage.correlate and <= 1/3 of torch
@@ -194,6 +204,9 @@ def parse_args(argv):
     ap.add_argument("--no-cupy", action="store_true", help="leave cupyx out")
     ap.add_argument("--no-torch-peer", action="store_true",
                     help="leave torch out as a peer (it still holds the device tensors)")
+    ap.add_argument("--no-conv", action="store_true", help="leave out the NCHW conv layers")
+    ap.add_argument("--conv-only", action="store_true",
+                    help="run only the NCHW conv layers (no filter cases)")
     ap.add_argument("--keep-going", action="store_true",
                     help="on a result mismatch, mark the row and go on (status 1 at the end) "
                          "instead of aborting")
@@ -731,6 +744,125 @@ def judge(rows, copy):
     return out
 
 
+# ---- NCHW conv (issue 6) ---------------------------------------------------------------------
+
+#: name, transposed, N, C, H, W, K, R(=S), stride, pad, output_padding
+CONV_LAYERS = (
+    ("conv_32x512x7x7_k512_r3_p1", False, 32, 512, 7, 7, 512, 3, 1, 1, 0),
+    ("conv_8x64x56x56_k64_r3_p1", False, 8, 64, 56, 56, 64, 3, 1, 1, 0),
+    ("conv_8x256x14x14_k256_r3_p1", False, 8, 256, 14, 14, 256, 3, 1, 1, 0),
+    ("conv_8x3x224x224_k64_r7_s2_p3", False, 8, 3, 224, 224, 64, 7, 2, 3, 0),
+    ("convT_8x256x14x14_k128_r4_s2_p1", True, 8, 256, 14, 14, 128, 4, 2, 1, 0),
+)
+#: lumen min / torch min at most this (lumen at least as fast as torch)
+CONV_TARGETS = {"conv_32x512x7x7_k512_r3_p1": 1.0}
+CONV_REL = 2e-5
+
+
+def run_conv_layer(bench, layer):
+    """One conv layer: lumen and torch on the same CUDA tensors, verified, timed."""
+    name, transposed, n, c, h, w, k, r, stride, pad, opad = layer
+    torch, lumen, F = bench.torch, bench.lumen, bench.F
+    dev = bench.dev
+    g = torch.Generator(device="cpu").manual_seed(6)
+    x = torch.randn(n, c, h, w, generator=g).to(dev)
+    wshape = (c, k, r, r) if transposed else (k, c, r, r)
+    wt = (torch.randn(*wshape, generator=g) / math.sqrt(c * r * r)).to(dev)
+    b = torch.randn(k, generator=g).to(dev)
+    b_np = b.cpu().numpy()
+    if transposed:
+        def tcall():
+            return F.conv_transpose2d(x, wt, b, stride=stride, padding=pad, output_padding=opad)
+    else:
+        def tcall():
+            return F.conv2d(x, wt, b, stride=stride, padding=pad)
+    want = tcall()
+    y = torch.empty_like(want)
+    state = {"ctx": lumen.Context(device=bench.args.device, strict=True)}
+
+    def lcall():
+        if transposed:
+            lumen.conv_transpose2d(x, wt, b_np, stride=stride, padding=pad, output_padding=opad,
+                                   out=y, context=state["ctx"])
+        else:
+            lumen.conv2d(x, wt, b_np, stride=stride, padding=pad, out=y, context=state["ctx"])
+
+    def lcold():
+        state["ctx"] = lumen.Context(device=bench.args.device, strict=True)  # empty plan cache
+        lcall()
+
+    row = {"name": name, "shape": list(layer[1:]), "lumen": {}, "torch": {}}
+    try:
+        y.fill_(float("nan"))
+        row["lumen"] = bench.timer.run(lcall, lcold)
+        run = lumen.last_run() or {}
+        row["algo"], row["device"] = run.get("algo"), run.get("device")
+    except Exception as e:  # noqa: BLE001 - an unsupported call is a row, not a crash
+        row["lumen"] = {"status": f"error: {type(e).__name__}: {e}"}
+        bench.failures.append(f"{name}: lumen: {e}")
+        return row
+    row["torch"] = bench.timer.run(tcall)
+    # error scale: conv(|x|, |w|) in float64 on the device
+    fn = F.conv_transpose2d if transposed else F.conv2d
+    kw = {"output_padding": opad} if transposed else {}
+    scale = fn(x.double().abs(), wt.double().abs(), None, stride=stride, padding=pad, **kw)
+    tol = CONV_REL * float(scale.max()) + 1e-6 * float(b.abs().max())
+    diff = (y.double() - want.double()).abs()
+    worst = float(diff.max()) if bool(torch.isfinite(diff).all()) else math.inf
+    rec = {"case": name, "what": "lumen vs torch", "max_abs_diff": worst, "tol": tol,
+           "ok": worst <= tol}
+    bench.checks.append(rec)
+    if not rec["ok"]:
+        msg = f"{name}: lumen vs torch: max |diff| {worst:.3g} > tol {tol:.3g}"
+        bench.failures.append(msg)
+        say(f"gpu_bench: MISMATCH: {msg}")
+        if not bench.args.keep_going:
+            raise Mismatch(msg)
+    if row.get("device") != bench.args.device:
+        bench.failures.append(f"{name}: lumen ran on {row.get('device')!r}")
+    elif not str(row.get("algo", "")).startswith("cudnn:"):
+        bench.warnings.append(f"{name}: lumen used {row.get('algo')} (not cuDNN)")
+    lm, tm = row["lumen"].get("ms_min"), row["torch"].get("ms_min")
+    row["ratio"] = lm / tm if lm and tm else None
+    flops = 2.0 * n * k * c * r * r * (want.shape[2] * want.shape[3] if not transposed
+                                      else h * w)
+    row["tflops_lumen"] = flops / (lm * 1e-3) / 1e12 if lm else None
+    row["tflops_torch"] = flops / (tm * 1e-3) / 1e12 if tm else None
+    return row
+
+
+def conv_targets(conv_rows):
+    out = []
+    for r in conv_rows:
+        limit = CONV_TARGETS.get(r["name"])
+        if limit is None:
+            continue
+        v = r.get("ratio")
+        verdict = "not run" if v is None else "met" if v <= limit else "MISSED"
+        out.append({"target": f"{r['name']}: lumen / torch F.conv2d (warm min)", "limit": limit,
+                    "value": v, "unit": "x", "verdict": verdict})
+    return out
+
+
+CONV_HEAD = ["layer", "lumen algo", "lumen min/med ms", "cold ms", "torch min/med ms",
+             "cold ms", "lumen/torch", "TFLOP/s lumen/torch"]
+
+
+def conv_cells(r):
+    lu, to = r.get("lumen", {}), r.get("torch", {})
+    return [r["name"], str(r.get("algo", lu.get("status", "-"))), min_med(lu), ms(lu.get("ms_cold")),
+            min_med(to), ms(to.get("ms_cold")), fr(r.get("ratio")),
+            (f"{r['tflops_lumen']:.1f} / {r['tflops_torch']:.1f}"
+             if r.get("tflops_lumen") and r.get("tflops_torch") else "-")]
+
+
+def conv_report(conv_rows):
+    if not conv_rows:
+        return []
+    return ["", "## NCHW conv (cuDNN, FP32 with FMA; torch with TF32 off)", "",
+            md_table(CONV_HEAD, [conv_cells(r) for r in conv_rows])]
+
+
 # ---- printing ------------------------------------------------------------------------------
 
 def ms(x):
@@ -885,6 +1017,11 @@ def print_report(args, info, rows, copy, targets, checks, failures, warnings):
             f"({copy['down_gbs']:.1f} GB/s); pageable (torch): up "
             f"{ms(copy['torch_pageable_up']['ms_min'])}, down "
             f"{ms(copy['torch_pageable_down']['ms_min'])} ms")
+    if info.get("conv"):
+        say("\nNCHW conv (torch CUDA tensors; cuDNN FP32 with FMA, torch TF32 off), ms:")
+        say(text_row(CONV_HEAD, CONV_HEAD))
+        for r in info["conv"]:
+            say(text_row(conv_cells(r), CONV_HEAD))
     say("\ntargets:")
     for t in targets:
         val = "-" if t["value"] is None else f"{t['value']:.3g} {t['unit']}"
@@ -974,7 +1111,8 @@ def markdown(args, info, rows, copy, targets, checks, failures, warnings):
               f"down {ms(copy['down_ms'])} ms ({copy['down_gbs']:.1f} GB/s). Pageable (torch, "
               f"for information): up {ms(copy['torch_pageable_up']['ms_min'])} ms, down "
               f"{ms(copy['torch_pageable_down']['ms_min'])} ms."]
-    L += ["", "## Targets (issue 5)", "", "| target | limit | value | verdict |",
+    L += conv_report(info.get("conv"))
+    L += ["", "## Targets (issues 5 and 6)", "", "| target | limit | value | verdict |",
           "|---|---:|---:|---|"]
     for t in targets:
         val = "-" if t["value"] is None else f"{t['value']:.3g} {t['unit']}"
@@ -1082,14 +1220,21 @@ def main(argv=None):
 
     bench = Bench(args, np, torch, cupy, lumen)
     rows, complete = [], False
+    conv_rows = info["conv"] = []
     try:
-        for case in (c for c in all_cases() if c.name in args.cases):
+        for case in (c for c in all_cases() if c.name in args.cases and not args.conv_only):
             t0 = time.perf_counter()
             row = bench.run_case(case)
             rows.append(row)
             cells = host_cells(row, bench.copy) if case.host else dev_cells(row)
             head = HOST_HEAD if case.host else DEV_HEAD
             say("  " + "  ".join(f"{h}={c}" for h, c in zip(head, cells) if h != "targets")
+                + f"  [{time.perf_counter() - t0:.1f}s]")
+        for layer in CONV_LAYERS if not args.no_conv else ():
+            t0 = time.perf_counter()
+            row = run_conv_layer(bench, layer)
+            conv_rows.append(row)
+            say("  " + "  ".join(f"{h}={c}" for h, c in zip(CONV_HEAD, conv_cells(row)))
                 + f"  [{time.perf_counter() - t0:.1f}s]")
         complete = True
     except Mismatch as e:
@@ -1102,7 +1247,7 @@ def main(argv=None):
         bench.failures.append(f"internal error: {type(e).__name__}: {e}")
         say(f"gpu_bench: FATAL: internal error: {type(e).__name__}: {e}")
     info["gpu_state_end"] = gpu_state()
-    targets = judge(rows, bench.copy)
+    targets = judge(rows, bench.copy) + conv_targets(conv_rows)
     print_report(args, info, rows, bench.copy, targets, bench.checks, bench.failures,
                  bench.warnings)
     write_outputs(args, info, rows, bench.copy, targets, bench.checks, bench.failures,

@@ -147,6 +147,12 @@ int lumen_context_strict(const lumen_context *ctx);
 /* Caps the device memory the context's device may allocate (bytes; 0 = no cap). An op that
  * would exceed it runs out of memory, and falls back to the CPU unless strict. */
 lumen_status lumen_context_set_memory_limit(lumen_context *ctx, uint64_t bytes);
+/* TF32 tensor-core math for f32 conv2d / conv_transpose2d on GPUs that have it (NVIDIA
+ * Ampere and later): faster, with products rounded to a 10-bit mantissa (relative error near
+ * 1e-3). Off by default: FP32 with FMA, as on the CPU. $LUMEN_TF32=1 turns it on for new
+ * contexts. Filters never use it; the CPU ignores it. */
+lumen_status lumen_context_set_tf32(lumen_context *ctx, int enabled);
+int lumen_context_tf32(const lumen_context *ctx);
 /* The device of the context ("cpu", "cuda:0"), its name and memory: lumen_device_get_info. */
 
 /* Device memory for device-resident views (img.device = the context's device). On the CPU

@@ -13,7 +13,8 @@
 #   3 configure     cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DLUMEN_CUDA=ON
 #                   -DPython3_EXECUTABLE=<python> (-DLUMEN_TESTS=OFF without cmocka)
 #   4 build         cmake --build build-gpu (ninja -k 0: as much as builds)
-#   5 CUDA module   build-gpu/modules/liblumen_cuda.so exists and its libraries resolve
+#   5 CUDA module   build-gpu/modules/liblumen_cuda.so exists and its libraries resolve; the
+#                   cuDNN entries conv uses are in libcudnn.so.9 (lumen_cudnn_symbols)
 #   6 lumen info    build-gpu/lumen info; with a GPU, a cuda device must be listed
 #   7 C tests cuda  ctest -R cuda -V (test_cuda.c; "no CUDA device: skipped" with a GPU fails)
 #   8 C tests rest  ctest -E cuda: the rest of the C suite (with a GPU, device auto is the GPU)
@@ -403,10 +404,16 @@ if [ -f "$MOD" ]; then
   if command -v ldd >/dev/null 2>&1; then
     ldd "$MOD" | grep -E "cu|not found" | sed 's/^/  /'
   fi
+  # conv loads libcudnn.so.9 at run time: does this machine's cuDNN have every entry it uses?
+  DNN_NOTE=""
+  if [ -x "$BUILD/lumen_cudnn_symbols" ]; then
+    DNN_NOTE=$("$BUILD/lumen_cudnn_symbols" 2>&1 | tail -1)
+    echo "cuDNN: $DNN_NOTE"
+  fi
   if command -v ldd >/dev/null 2>&1 && ldd "$MOD" | grep -q "not found"; then
     record "CUDA module" FAIL "$MOD has unresolved libraries (above)"
   else
-    record "CUDA module" PASS "$MOD"
+    record "CUDA module" PASS "$MOD${DNN_NOTE:+; $DNN_NOTE}"
   fi
 elif [ $BUILT = 0 ] && [ $CONFIGURED = 0 ]; then
   record "CUDA module" SKIP "nothing built"

@@ -81,22 +81,33 @@ static lumen_status stage_in(lumen_context *ctx, const lumen_image *img, staged 
     return ctx->be->download(ctx, st->buf, (const void *)st->lo, st->bytes);
 }
 
-/* Runs fn on host copies of src and dst when either lives in device memory, then uploads dst. */
-typedef lumen_status (*host_run)(lumen_context *ctx, const lumen_image *src, const lumen_image *dst,
-                                 void *arg);
+/* Runs an op on host views: views[0 .. n-1] are its inputs and views[n-1] its output. */
+typedef lumen_status (*host_run)(lumen_context *ctx, const lumen_image *const *views, void *arg);
 
-static lumen_status run_on_host_views(lumen_context *ctx, const lumen_image *src,
-                                      const lumen_image *dst, host_run fn, void *arg)
+#define MAX_VIEWS 4
+
+/* Runs fn on host copies of the views that live in device memory (host views are passed as
+ * they are), then uploads the output when it lives there. */
+static lumen_status run_on_host_views(lumen_context *ctx, const lumen_image *const *views, int n,
+                                      host_run fn, void *arg)
 {
-    if (!src->device && !dst->device) return fn(ctx, src, dst, arg);
-    staged in = {0}, out = {0};
-    lumen_status s = stage_in(ctx, src, &in);
-    if (!s) s = stage_in(ctx, dst, &out);
-    if (!s) s = fn(ctx, &in.view, &out.view, arg);
-    if (!s) s = ctx->be->upload(ctx, (void *)out.lo, out.buf, out.bytes);
-    if (!s && ctx->be->synchronize) s = ctx->be->synchronize(ctx);
-    free(in.buf);
-    free(out.buf);
+    staged st[MAX_VIEWS];
+    memset(st, 0, sizeof st);
+    const lumen_image *host[MAX_VIEWS];
+    lumen_status s = LUMEN_OK;
+    for (int i = 0; i < n; i++) {
+        host[i] = views[i];
+        if (!views[i]->device || s) continue;
+        s = stage_in(ctx, views[i], &st[i]);
+        host[i] = &st[i].view;
+    }
+    if (!s) s = fn(ctx, host, arg);
+    const staged *out = &st[n - 1];
+    if (!s && views[n - 1]->device) {
+        s = ctx->be->upload(ctx, (void *)out->lo, out->buf, out->bytes);
+        if (!s && ctx->be->synchronize) s = ctx->be->synchronize(ctx);
+    }
+    for (int i = 0; i < n; i++) free(st[i].buf);
     return s;
 }
 
@@ -106,21 +117,20 @@ typedef struct filter_call {
     lumen_run_info *info;
 } filter_call;
 
-static lumen_status filter_on_cpu(lumen_context *ctx, const lumen_image *src,
-                                  const lumen_image *dst, void *arg)
+static lumen_status filter_on_cpu(lumen_context *ctx, const lumen_image *const *views, void *arg)
 {
     const filter_call *fc = arg;
     lumen_filter_job job = *fc->job;
-    job.src = src;
-    job.dst = dst;
+    job.src = views[0];
+    job.dst = views[1];
     return run_on_cpu(ctx, &job, fc->method, fc->info);
 }
 
-/* Reruns an op (what: "direct filter", "fast Gaussian") on the CPU through fn, with one
- * warning line; in strict mode fails with why_status instead. */
-static lumen_status fall_back(lumen_context *ctx, const char *what, const lumen_image *src,
-                              const lumen_image *dst, lumen_status why_status, const char *why,
-                              host_run fn, void *arg)
+/* Reruns an op (what: "direct filter", "fast Gaussian", "conv2d") on the CPU through fn, with
+ * one warning line; in strict mode fails with why_status instead. views: as host_run's. */
+static lumen_status fall_back(lumen_context *ctx, const char *what, const lumen_image *const *views,
+                              int n, lumen_status why_status, const char *why, host_run fn,
+                              void *arg)
 {
     const char *dev = lumen_device_name_static(ctx->device);
     if (ctx->strict)
@@ -128,7 +138,7 @@ static lumen_status fall_back(lumen_context *ctx, const char *what, const lumen_
                                dev, why);
     lumen_log(LUMEN_LOG_WARN, "%s on %s: %s; running it on the CPU", what, dev, why);
     lumen_clear_error();
-    return run_on_host_views(ctx, src, dst, fn, arg);
+    return run_on_host_views(ctx, views, n, fn, arg);
 }
 
 static lumen_status filter_fall_back(lumen_context *ctx, const lumen_filter_job *job,
@@ -138,7 +148,8 @@ static lumen_status filter_fall_back(lumen_context *ctx, const lumen_filter_job 
     char what[48];
     snprintf(what, sizeof what, "%s filter", lumen_method_name(method));
     filter_call fc = {job, method, info};
-    return fall_back(ctx, what, job->src, job->dst, why_status, why, filter_on_cpu, &fc);
+    const lumen_image *views[2] = {job->src, job->dst};
+    return fall_back(ctx, what, views, 2, why_status, why, filter_on_cpu, &fc);
 }
 
 lumen_status lumen_run_filter(lumen_context *ctx, const lumen_filter_job *job, lumen_method method,
@@ -207,13 +218,13 @@ static lumen_status gaussian_fast_on_cpu(lumen_context *ctx, const lumen_gauss_j
     return s;
 }
 
-static lumen_status gaussian_on_host_views(lumen_context *ctx, const lumen_image *src,
-                                           const lumen_image *dst, void *arg)
+static lumen_status gaussian_on_host_views(lumen_context *ctx, const lumen_image *const *views,
+                                           void *arg)
 {
     const gauss_call *gc = arg;
     lumen_gauss_job job = *gc->job;
-    job.src = src;
-    job.dst = dst;
+    job.src = views[0];
+    job.dst = views[1];
     return gaussian_fast_on_cpu(ctx, &job, gc->info);
 }
 
@@ -233,5 +244,70 @@ lumen_status lumen_run_gaussian_fast(lumen_context *ctx, const lumen_gauss_job *
         snprintf(why, sizeof why, "%s", lumen_last_error());
     }
     gauss_call gc = {job, info};
-    return fall_back(ctx, "fast Gaussian", job->src, job->dst, s, why, gaussian_on_host_views, &gc);
+    const lumen_image *views[2] = {job->src, job->dst};
+    return fall_back(ctx, "fast Gaussian", views, 2, s, why, gaussian_on_host_views, &gc);
+}
+
+/* ---- NCHW convolution ---------------------------------------------------- */
+
+typedef struct conv_call {
+    lumen_conv_kind kind;
+    const lumen_conv_job *job;
+    lumen_run_info *info;
+} conv_call;
+
+static const char *conv_name(lumen_conv_kind kind)
+{
+    return kind == LUMEN_CONV_FORWARD ? "conv2d" : "conv_transpose2d";
+}
+
+/* The CPU's conv2d entry chooses the reference itself when SIMD is off (conv_select.c). */
+static lumen_status conv_on_cpu(lumen_context *ctx, lumen_conv_kind kind, const lumen_conv_job *job,
+                                lumen_run_info *info)
+{
+    lumen_run_info ri = {0};
+    lumen_status s = lumen_cpu_fast_backend.conv2d(ctx, kind, job, &ri);
+    if (s) return s;
+    lumen_log(LUMEN_LOG_DEBUG, "ran %s on cpu (%s, %s), %lldx%lld kernel, %d threads",
+              conv_name(kind), ri.algo, ri.isa, (long long)job->w->h, (long long)job->w->w,
+              ri.threads);
+    if (info) *info = ri;
+    return LUMEN_OK;
+}
+
+static lumen_status conv_on_host_views(lumen_context *ctx, const lumen_image *const *views,
+                                       void *arg)
+{
+    const conv_call *cc = arg;
+    lumen_conv_job job = *cc->job;
+    job.x = views[0];
+    job.w = views[1];
+    job.y = views[2];
+    return conv_on_cpu(ctx, cc->kind, &job, cc->info);
+}
+
+lumen_status lumen_run_conv(lumen_context *ctx, lumen_conv_kind kind, const lumen_conv_job *job,
+                            lumen_run_info *info)
+{
+    if (!ctx->be) return conv_on_cpu(ctx, kind, job, info);
+    const lumen_backend *be = ctx->be;
+    lumen_status s = LUMEN_ERR_UNSUPPORTED;
+    char why[300];
+    if (!be->conv2d) snprintf(why, sizeof why, "%s has no %s", be->name, conv_name(kind));
+    else snprintf(why, sizeof why, "%s does not run %s on f32", be->name, conv_name(kind));
+    if (be->conv2d && takes_dtypes(be, job->x, job->y)) {
+        lumen_run_info ri = {0};
+        s = be->conv2d(ctx, kind, job, &ri);
+        if (s == LUMEN_OK) {
+            fill_info(ctx, LUMEN_METHOD_DIRECT, true, &ri);
+            lumen_log(LUMEN_LOG_DEBUG, "ran %s on %s (%s)", conv_name(kind), ri.device, ri.algo);
+            if (info) *info = ri;
+            return LUMEN_OK;
+        }
+        if (s != LUMEN_ERR_OUT_OF_MEMORY && s != LUMEN_ERR_UNSUPPORTED) return s;
+        snprintf(why, sizeof why, "%s", lumen_last_error());
+    }
+    conv_call cc = {kind, job, info};
+    const lumen_image *views[3] = {job->x, job->w, job->y};
+    return fall_back(ctx, conv_name(kind), views, 3, s, why, conv_on_host_views, &cc);
 }

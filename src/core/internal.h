@@ -27,10 +27,12 @@ struct lumen_context {
     int threads;      /* >= 1 */
     bool simd;        /* user allows SIMD */
     bool cpu_avx2;    /* CPU has AVX2 + FMA and the OS saves YMM state */
+    bool cpu_avx512;  /* CPU has AVX-512 F/BW/DQ/VL and the OS saves opmask and ZMM state */
     lumen_fft_planning fft_planning;
     struct lumen_plan_cache *plans; /* FFT plans, kernel spectra (one thread at a time) */
     int device;  /* index into the device list (lumen_device_find) */
     bool strict; /* no fallback to the CPU */
+    bool tf32;   /* f32 conv may use TF32 tensor cores (lumen_context_set_tf32, $LUMEN_TF32) */
     uint64_t memory_limit;             /* device bytes the context may allocate; 0: no cap */
     const struct lumen_backend *be;    /* the device's backend (NULL: the CPU) */
     int be_device;                     /* the device's index within its backend */
@@ -58,6 +60,12 @@ bool lumen_cache_path(const char *name, char *buf, size_t size);
 
 /* True when the fast AVX2+FMA kernels may run in this context. */
 static inline bool lumen_ctx_use_avx2(const lumen_context *ctx) { return ctx->simd && ctx->cpu_avx2; }
+/* True when the AVX-512 kernels may run (they assume AVX2 + FMA too, so clearing cpu_avx2
+ * turns them off as well). */
+static inline bool lumen_ctx_use_avx512(const lumen_context *ctx)
+{
+    return lumen_ctx_use_avx2(ctx) && ctx->cpu_avx512;
+}
 
 /* Checks a view: data, positive sizes, dtype; `what` names it in messages. */
 lumen_status lumen_image_check(const lumen_image *img, const char *what);
@@ -94,6 +102,23 @@ typedef struct lumen_gauss_job {
     float border_value;
 } lumen_gauss_job;
 
+/* ---- NCHW convolution jobs (conv2d, conv_transpose2d) ------------------ */
+
+typedef enum { LUMEN_CONV_FORWARD = 0, LUMEN_CONV_TRANSPOSED = 1 } lumen_conv_kind;
+
+/*
+ * A validated conv job: x (N, C, H, W), w (K, C/g, R, S) for conv2d or (C, K/g, R, S) for
+ * conv_transpose2d, y (N, K, P, Q) already of the right shape, all f32, y disjoint from x, w
+ * and bias. The views are host views or views in the memory of the context's device (a
+ * backend stages host views itself, as for filters). bias is NULL or K floats, always in
+ * host memory: it is small, and a device backend uploads it (and may cache it by value).
+ */
+typedef struct lumen_conv_job {
+    const lumen_image *x, *w, *y;
+    const float *bias;
+    lumen_conv2d_params p;
+} lumen_conv_job;
+
 /* A backend: a table of kernel entries (NULL = not supported). */
 typedef struct lumen_backend {
     const char *name;
@@ -104,6 +129,12 @@ typedef struct lumen_backend {
     /* FFT: job->kernel, or kx (x) ky * scale when kernel is NULL */
     lumen_status (*fft_filter)(lumen_context *ctx, const lumen_filter_job *job);
     lumen_status (*gaussian_fast)(lumen_context *ctx, const lumen_gauss_job *job);
+    /* NCHW conv of either kind on f32. Sets info->algo (a static string: "cudnn:...",
+     * "im2col+sgemm"); the runtime fills the rest of info for device backends. Returns
+     * LUMEN_ERR_UNSUPPORTED (a kind or shape it lacks) or LUMEN_ERR_OUT_OF_MEMORY before y is
+     * written, so that the runtime can fall back. */
+    lumen_status (*conv2d)(lumen_context *ctx, lumen_conv_kind kind, const lumen_conv_job *job,
+                           lumen_run_info *info);
     /* Estimated seconds for job by method; < 0 when the method is not available. */
     double (*cost)(lumen_context *ctx, const lumen_filter_job *job, lumen_method method);
     /* Devices this backend drives; info->index is filled in by the runtime. */
@@ -125,7 +156,7 @@ typedef struct lumen_backend {
 /* ---- backend modules: shared objects loaded at run time (module.c) -----
  * A module exports `lumen_module_init`; the core hands it these services, so a module never
  * links the core (whose copy of the error state, logs and caches would not be the caller's). */
-#define LUMEN_MODULE_ABI 1
+#define LUMEN_MODULE_ABI 2 /* 2: lumen_backend.conv2d; host tf32, last_error */
 #define LUMEN_MODULE_INIT_SYMBOL "lumen_module_init"
 typedef struct lumen_module_host {
     int abi;
@@ -138,6 +169,8 @@ typedef struct lumen_module_host {
     int (*device)(const lumen_context *ctx);         /* index within the backend */
     uint64_t (*memory_limit)(const lumen_context *ctx); /* bytes, 0: no cap */
     void (*gaussian_kernel)(int n, double sigma, float *out); /* OpenCV's taps */
+    int (*tf32)(const lumen_context *ctx); /* 1: f32 conv may use TF32 (default 0) */
+    const char *(*last_error)(void);       /* the message set_error recorded last */
 } lumen_module_host;
 typedef lumen_status (*lumen_module_init_fn)(int abi, const lumen_module_host *host,
                                              const lumen_backend **out);
@@ -167,5 +200,9 @@ lumen_method lumen_choose_method(lumen_context *ctx, const lumen_filter_job *job
 /* Runs the fast Gaussian on the context's device, fills info. */
 lumen_status lumen_run_gaussian_fast(lumen_context *ctx, const lumen_gauss_job *job,
                                      lumen_run_info *info);
+/* Runs a conv job on the context's device (its backend's conv2d entry), else on the CPU
+ * (lumen_cpu_fast_backend.conv2d) with the fallback rules of every op; fills info. */
+lumen_status lumen_run_conv(lumen_context *ctx, lumen_conv_kind kind, const lumen_conv_job *job,
+                            lumen_run_info *info);
 
 #endif

@@ -35,6 +35,7 @@ static void *host_plan_put(lumen_context *ctx, const void *key, size_t len, void
 static void *host_state(const lumen_context *ctx) { return ctx->be_state; }
 static int host_device(const lumen_context *ctx) { return ctx->be_device; }
 static uint64_t host_memory_limit(const lumen_context *ctx) { return ctx->memory_limit; }
+static int host_tf32(const lumen_context *ctx) { return ctx->tf32; }
 
 static void host_gaussian_kernel(int n, double sigma, float *out)
 {
@@ -51,6 +52,8 @@ static const lumen_module_host host = {
     .device = host_device,
     .memory_limit = host_memory_limit,
     .gaussian_kernel = host_gaussian_kernel,
+    .tf32 = host_tf32,
+    .last_error = lumen_last_error,
 };
 
 static bool registered(const char *name)

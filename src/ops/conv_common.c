@@ -116,18 +116,15 @@ lumen_status lumen_conv_shape(lumen_conv_kind kind, const lumen_image *x, const 
     return check_axis(kind, *out_w, "width", x->w, w->w, p->pad_w, p->dilation_w);
 }
 
-/* The runtime's rule: host views, or views on the context's device. The device conv kernels
- * (cuDNN) are not there yet, so device-resident views are refused rather than staged. */
+/* The runtime's rule: host views, or views in the memory of the context's device (the device
+ * runs conv on them in place, or the runtime stages them for the CPU). */
 static lumen_status check_residence(const lumen_context *ctx, const lumen_image *t,
                                     const char *what)
 {
-    if (t->device == 0) return LUMEN_OK;
-    if (t->device != ctx->device)
-        return lumen_set_error(ERR_ARG, "%s: lives on device %d (%s) but the context runs on %s",
-                               what, t->device, lumen_device_name_static(t->device),
-                               lumen_device_name_static(ctx->device));
-    return lumen_set_error(LUMEN_ERR_UNSUPPORTED, "%s: device-resident tensors are not supported "
-                           "by conv yet; pass host memory", what);
+    if (t->device == 0 || t->device == ctx->device) return LUMEN_OK;
+    return lumen_set_error(ERR_ARG, "%s: lives on device %d (%s) but the context runs on %s",
+                           what, t->device, lumen_device_name_static(t->device),
+                           lumen_device_name_static(ctx->device));
 }
 
 static bool ranges_overlap(uintptr_t alo, uintptr_t ahi, uintptr_t blo, uintptr_t bhi)
@@ -135,20 +132,26 @@ static bool ranges_overlap(uintptr_t alo, uintptr_t ahi, uintptr_t blo, uintptr_
     return alo < bhi && blo < ahi;
 }
 
+/* Whether two views' byte ranges overlap; views in different memories never do. */
+static bool views_overlap(const lumen_image *a, const lumen_image *b)
+{
+    uintptr_t alo, ahi, blo, bhi;
+    lumen_image_extent(a, &alo, &ahi);
+    lumen_image_extent(b, &blo, &bhi);
+    return a->device == b->device && ranges_overlap(alo, ahi, blo, bhi);
+}
+
 /* y must not share memory with an input: the gather loops read inputs while writing y, and
- * an in-place conv has no meaning when shapes differ. Refused rather than copied. */
+ * an in-place conv has no meaning when shapes differ. Refused rather than copied. bias is
+ * host memory. */
 static lumen_status check_disjoint(const lumen_image *y, const lumen_image *x, const lumen_image *w,
                                    const float *bias, int64_t k)
 {
-    uintptr_t ylo, yhi, lo, hi;
+    if (views_overlap(y, x)) return lumen_set_error(ERR_ARG, "y: overlaps x; conv cannot run in place");
+    if (views_overlap(y, w)) return lumen_set_error(ERR_ARG, "y: overlaps w; conv cannot run in place");
+    uintptr_t ylo, yhi;
     lumen_image_extent(y, &ylo, &yhi);
-    lumen_image_extent(x, &lo, &hi);
-    if (ranges_overlap(ylo, yhi, lo, hi))
-        return lumen_set_error(ERR_ARG, "y: overlaps x; conv cannot run in place");
-    lumen_image_extent(w, &lo, &hi);
-    if (ranges_overlap(ylo, yhi, lo, hi))
-        return lumen_set_error(ERR_ARG, "y: overlaps w; conv cannot run in place");
-    if (bias && ranges_overlap(ylo, yhi, (uintptr_t)bias, (uintptr_t)(bias + k)))
+    if (bias && !y->device && ranges_overlap(ylo, yhi, (uintptr_t)bias, (uintptr_t)(bias + k)))
         return lumen_set_error(ERR_ARG, "y: overlaps bias; conv cannot run in place");
     return LUMEN_OK;
 }
@@ -179,33 +182,15 @@ static lumen_status check_call(lumen_conv_kind kind, const lumen_context *ctx,
     return check_disjoint(y, x, w, bias, k);
 }
 
-/* A GPU context has no conv entry yet: the CPU runs it (host views only), or strict fails. */
-static lumen_status device_fallback(lumen_conv_kind kind, const lumen_context *ctx)
-{
-    if (!ctx->be) return LUMEN_OK;
-    const char *dev = lumen_device_name_static(ctx->device);
-    if (ctx->strict)
-        return lumen_set_error(LUMEN_ERR_UNSUPPORTED, "device %s: %s has no %s (strict mode: no "
-                               "fallback to the CPU)", dev, ctx->be->name, op_name(kind));
-    lumen_log(LUMEN_LOG_WARN, "%s on %s: %s has no %s; running it on the CPU", op_name(kind), dev,
-              ctx->be->name, op_name(kind));
-    return LUMEN_OK;
-}
-
 lumen_status lumen_conv_run(lumen_conv_kind kind, lumen_context *ctx, const lumen_image *x,
                             const lumen_image *w, const float *bias,
                             const lumen_conv2d_params *p, const lumen_image *y,
                             lumen_run_info *info)
 {
     lumen_status s = check_call(kind, ctx, x, w, bias, p, y);
-    if (s || (s = device_fallback(kind, ctx))) return s;
+    if (s) return s;
     const lumen_conv_job job = {x, w, y, bias, *p};
-    lumen_run_info ri = {0};
-    if ((s = lumen_cpu_conv(ctx, kind, &job, &ri))) return s;
-    lumen_log(LUMEN_LOG_DEBUG, "ran %s on cpu (%s, %s), %lldx%lld kernel, %d threads",
-              op_name(kind), ri.algo, ri.isa, (long long)w->h, (long long)w->w, ri.threads);
-    if (info) *info = ri;
-    return LUMEN_OK;
+    return lumen_run_conv(ctx, kind, &job, info);
 }
 
 /* n*k*oh*ow floats, or 0 when that many bytes cannot be addressed. */

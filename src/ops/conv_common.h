@@ -10,7 +10,8 @@ lumen_status lumen_conv_shape(lumen_conv_kind kind, const lumen_image *x, const 
                               const lumen_conv2d_params *p, int64_t *k, int64_t *out_h,
                               int64_t *out_w);
 
-/* Every check of a call into a preallocated y, then runs it on the CPU reference. */
+/* Every check of a call into a preallocated y, then runs it on the context's device (or the
+ * CPU, by the runtime's fallback rules: src/core/dispatch.c). */
 lumen_status lumen_conv_run(lumen_conv_kind kind, lumen_context *ctx, const lumen_image *x,
                             const lumen_image *w, const float *bias,
                             const lumen_conv2d_params *p, const lumen_image *y,

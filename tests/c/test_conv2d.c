@@ -9,6 +9,7 @@
  * stays meaningful when they cancel). The reference accumulates in double and rounds once, so
  * it meets this by a wide margin (2^-24 A); fast paths and devices are held to the same bound.
  */
+#define _POSIX_C_SOURCE 200809L /* setenv for LUMEN_CPU_ISA */
 #include "test_support.h"
 
 #include <math.h>
@@ -625,9 +626,10 @@ static void test_alloc(void **state)
     assert_int_equal(lumen_conv2d_alloc(fx.ctx, &fx.x, &fx.w, NULL, &fx.p, &y, &info), LUMEN_OK);
     assert_true(y.n == 1 && y.c == EK && y.h == EH && y.w == EW && y.dtype == LUMEN_F32);
     assert_true(y.stride_w == 1 && y.stride_h == EW && y.stride_c == EH * EW);
-    /* The fast path runs with SIMD on (avx2+fma or generic); the reference ("scalar") only
-     * with SIMD off. */
-    assert_true(!strcmp(info.isa, "avx2+fma") || !strcmp(info.isa, "generic"));
+    /* The fast path runs with SIMD on (avx512, avx2+fma or generic); the reference ("scalar")
+     * only with SIMD off. */
+    assert_true(!strcmp(info.isa, "avx512") || !strcmp(info.isa, "avx2+fma") ||
+                !strcmp(info.isa, "generic"));
     assert_int_equal(info.threads, lumen_context_threads(fx.ctx));
     lumen_image_free(&y);
     assert_int_equal(lumen_context_set_simd(fx.ctx, 0), LUMEN_OK);
@@ -686,6 +688,117 @@ static void test_by_hand(void **state)
     for (int i = 0; i < 9; i++) assert_float_equal(tb[i], t_want[i], 0.0);
 }
 
+/* ---- every SGEMM microkernel ----------------------------------------------
+ * $LUMEN_CPU_ISA caps the kernels a context picks (read when it is created), so the forward
+ * grid runs once per ISA this CPU has, and run_info.isa must name the kernel that ran. */
+
+typedef struct isa_case {
+    const char *env, *isa, *feature; /* feature: in lumen_cpu_features when the CPU has it */
+} isa_case;
+
+static const isa_case isa_cases[] = {
+    {"generic", "generic", NULL}, {"avx2", "avx2+fma", "avx2"}, {"avx512", "avx512", "avx512f"}};
+
+static bool cpu_has(const char *feature)
+{
+    if (!feature) return true;
+    lumen_context *ctx = make_ctx(1);
+    const bool has = strstr(lumen_cpu_features(ctx), feature) != NULL;
+    lumen_context_destroy(ctx);
+    return has;
+}
+
+/* A 5x5 stride-2 conv (im2col on every ISA: no Winograd) must report the capped kernel. */
+static void expect_isa(const isa_case *ic)
+{
+    lumen_context *ctx = make_ctx(2);
+    const shape sp = {2, 5, 13, 12, 20, 5, 5, 2, 2, 2, 2, 1, 1, 1, 0, 0};
+    int64_t oh, ow;
+    out_hw(FWD, &sp, &oh, &ow);
+    ts_image x, w, y;
+    ts_image_alloc(&x, TS_PLANAR, LUMEN_F32, sp.n, sp.c, sp.h, sp.w);
+    ts_image_alloc(&w, TS_PLANAR, LUMEN_F32, sp.k, sp.c, sp.r, sp.s);
+    ts_image_alloc(&y, TS_PLANAR, LUMEN_F32, sp.n, sp.k, oh, ow);
+    fill_uniform(&x.v, 7), fill_uniform(&w.v, 8);
+    const lumen_conv2d_params p = params_of(&sp);
+    lumen_run_info info = {0};
+    assert_int_equal(lumen_conv2d(ctx, &x.v, &w.v, NULL, &p, &y.v, &info), LUMEN_OK);
+    if (strcmp(info.isa, ic->isa) || strcmp(info.algo, "im2col+sgemm"))
+        fail_msg("LUMEN_CPU_ISA=%s: ran %s on %s, want im2col+sgemm on %s", ic->env, info.algo,
+                 info.isa, ic->isa);
+    oracle o = oracle_run(FWD, &sp, &x.v, &w.v, NULL);
+    compare(&y.v, &o, ic->env);
+    free(o.y), free(o.a);
+    ts_image_free(&x), ts_image_free(&w), ts_image_free(&y);
+    lumen_context_destroy(ctx);
+}
+
+static void test_conv2d_grid_every_isa(void **state)
+{
+    (void)state;
+    int ran = 0;
+    for (int i = 0; i < TS_COUNT(isa_cases); i++) {
+        const isa_case *ic = &isa_cases[i];
+        if (!cpu_has(ic->feature)) {
+            print_message("note: no %s on this CPU; its SGEMM kernel is not tested\n", ic->env);
+            continue;
+        }
+        setenv("LUMEN_CPU_ISA", ic->env, 1);
+        expect_isa(ic);
+        grid(FWD);
+        unsetenv("LUMEN_CPU_ISA");
+        ran++;
+    }
+    assert_true(ran >= 1);
+}
+
+/* All-positive data and long reductions (1x1 over C = 512, 3x3 over C = 128: 512 and 1152
+ * terms per output) on every ISA: the worst case for f32 accumulation, where the error is a
+ * fraction of the sum itself rather than cancelling. */
+static void fill_positive(const lumen_image *im, uint64_t seed)
+{
+    ts_rng rng = ts_rng_make(seed);
+    for (int64_t b = 0; b < im->n; b++)
+        for (int64_t c = 0; c < im->c; c++)
+            for (int64_t y = 0; y < im->h; y++)
+                for (int64_t x = 0; x < im->w; x++) ts_set(im, b, c, y, x, ts_rng_uniform(&rng, 0, 1));
+}
+
+static void positive_case(const shape *sp)
+{
+    lumen_context *ctx = make_ctx(2);
+    int64_t oh, ow;
+    out_hw(FWD, sp, &oh, &ow);
+    ts_image x, w, y;
+    ts_image_alloc(&x, TS_PLANAR, LUMEN_F32, sp->n, sp->c, sp->h, sp->w);
+    ts_image_alloc(&w, TS_PLANAR, LUMEN_F32, sp->k, sp->c, sp->r, sp->s);
+    ts_image_alloc(&y, TS_PLANAR, LUMEN_F32, sp->n, sp->k, oh, ow);
+    fill_positive(&x.v, 11), fill_positive(&w.v, 12);
+    const lumen_conv2d_params p = params_of(sp);
+    lumen_run_info info = {0};
+    assert_int_equal(lumen_conv2d(ctx, &x.v, &w.v, NULL, &p, &y.v, &info), LUMEN_OK);
+    oracle o = oracle_run(FWD, sp, &x.v, &w.v, NULL);
+    char what[96];
+    snprintf(what, sizeof what, "all-positive %dx%d C=%d on %s", sp->r, sp->s, sp->c, info.isa);
+    compare(&y.v, &o, what);
+    free(o.y), free(o.a);
+    ts_image_free(&x), ts_image_free(&w), ts_image_free(&y);
+    lumen_context_destroy(ctx);
+}
+
+static void test_conv2d_positive_long_sums(void **state)
+{
+    (void)state;
+    const shape cases[] = {{2, 512, 9, 10, 40, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, 0},
+                           {1, 128, 9, 8, 30, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0}};
+    for (int i = 0; i < TS_COUNT(isa_cases); i++) {
+        if (!cpu_has(isa_cases[i].feature)) continue;
+        setenv("LUMEN_CPU_ISA", isa_cases[i].env, 1);
+        for (int j = 0; j < TS_COUNT(cases); j++) positive_case(&cases[j]);
+        unsetenv("LUMEN_CPU_ISA");
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -700,6 +813,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_errors_overlap_device, setup, teardown),
         cmocka_unit_test_setup_teardown(test_alloc, setup, teardown),
         cmocka_unit_test_setup_teardown(test_by_hand, setup, teardown),
+        cmocka_unit_test(test_conv2d_grid_every_isa),
+        cmocka_unit_test(test_conv2d_positive_long_sums),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

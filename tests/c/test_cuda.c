@@ -10,8 +10,13 @@
  * within 1e-3 of the range of the exact blur with OpenCV's round(8 sigma + 1) | 1 taps (plus
  * one unit for integer dsts).
  *
+ * NCHW conv2d and conv_transpose2d (conv.cu) are checked against the CPU scalar reference
+ * over a grid of shapes, on both CUDA paths: cuDNN ($LUMEN_CUDA_CONV=cudnn) and lumen's own
+ * kernel ($LUMEN_CUDA_CONV=own), with host, device-resident and channels-last views.
+ *
  * Without a CUDA device every test prints "no CUDA device: skipped" and skips.
  */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include "test_support.h"
 
 #include <math.h>
@@ -616,6 +621,371 @@ static void test_memory_limit(void **state)
     }
 }
 
+
+/* ---- NCHW conv ------------------------------------------------------------- */
+
+/* One conv of the grid: x (n, c, h, w); the weights are (k, c/g, r, s), or (c, k/g, r, s)
+ * transposed. */
+typedef struct conv_shape {
+    int transposed;
+    int64_t n, c, h, w, k, r, s;
+    lumen_conv2d_params p;
+} conv_shape;
+
+/* How the views of a run are placed. */
+typedef enum {
+    CV_HOST,          /* dense NCHW host arrays */
+    CV_DEVICE,        /* dense NCHW device memory */
+    CV_HOST_NHWC,     /* host x and y channels-last (cuDNN's path packs them) */
+    CV_DEVICE_NHWC,   /* the same in device memory */
+    CV_COUNT
+} conv_views;
+
+static const char *const conv_views_names[] = {"host", "device", "host-nhwc", "device-nhwc"};
+
+static lumen_image nchw_or_nhwc(void *data, int64_t n, int64_t c, int64_t h, int64_t w, bool nhwc)
+{
+    lumen_image v = lumen_image_nchw(data, LUMEN_F32, n, c, h, w);
+    if (nhwc) v.stride_c = 1, v.stride_w = c, v.stride_h = w * c, v.stride_n = h * w * c;
+    return v;
+}
+
+static lumen_image conv_weight(const conv_shape *cs, void *data)
+{
+    const int64_t g = cs->p.groups;
+    return cs->transposed ? lumen_image_nchw(data, LUMEN_F32, cs->c, cs->k / g, cs->r, cs->s)
+                          : lumen_image_nchw(data, LUMEN_F32, cs->k, cs->c / g, cs->r, cs->s);
+}
+
+static lumen_status conv_call(lumen_context *ctx, const conv_shape *cs, const lumen_image *x,
+                              const lumen_image *w, const float *bias, const lumen_image *y,
+                              lumen_run_info *info)
+{
+    return cs->transposed ? lumen_conv_transpose2d(ctx, x, w, bias, &cs->p, y, info)
+                          : lumen_conv2d(ctx, x, w, bias, &cs->p, y, info);
+}
+
+/* Output size, or false when the shape has no output. */
+static bool conv_out(const conv_shape *cs, int64_t *oh, int64_t *ow)
+{
+    float dummy = 0;
+    lumen_image x = lumen_image_nchw(&dummy, LUMEN_F32, cs->n, cs->c, cs->h, cs->w);
+    lumen_image w = conv_weight(cs, &dummy);
+    lumen_status s = cs->transposed ? lumen_conv_transpose2d_output_size(&x, &w, &cs->p, oh, ow)
+                                    : lumen_conv2d_output_size(&x, &w, &cs->p, oh, ow);
+    return s == LUMEN_OK;
+}
+
+static void conv_describe(const conv_shape *cs, conv_views v, char *buf, size_t len)
+{
+    const lumen_conv2d_params *p = &cs->p;
+    snprintf(buf, len,
+             "%s x(%lld,%lld,%lld,%lld) k=%lld r=%lld s=%lld stride=(%d,%d) pad=(%d,%d) "
+             "dil=(%d,%d) groups=%d out_pad=(%d,%d) %s views",
+             cs->transposed ? "conv_transpose2d" : "conv2d", (long long)cs->n, (long long)cs->c,
+             (long long)cs->h, (long long)cs->w, (long long)cs->k, (long long)cs->r,
+             (long long)cs->s, p->stride_h, p->stride_w, p->pad_h, p->pad_w, p->dilation_h,
+             p->dilation_w, p->groups, p->output_pad_h, p->output_pad_w, conv_views_names[v]);
+}
+
+/* Host data of one case: x, w, bias, the reference y and conv(|x|, |w|) (the error scale). */
+typedef struct conv_data {
+    int64_t oh, ow, nx, nw, ny;
+    float *x, *w, *bias, *want, *scale;
+    double scale_max;
+} conv_data;
+
+static void conv_data_free(conv_data *d)
+{
+    free(d->x), free(d->w), free(d->bias), free(d->want), free(d->scale);
+}
+
+static void conv_data_make(const conv_shape *cs, uint64_t seed, conv_data *d)
+{
+    assert_true(conv_out(cs, &d->oh, &d->ow));
+    d->nx = cs->n * cs->c * cs->h * cs->w;
+    d->nw = cs->k * (cs->c / cs->p.groups) * cs->r * cs->s;
+    d->ny = cs->n * cs->k * d->oh * d->ow;
+    d->x = malloc((size_t)d->nx * sizeof(float));
+    d->w = malloc((size_t)d->nw * sizeof(float));
+    d->bias = malloc((size_t)cs->k * sizeof(float));
+    d->want = malloc((size_t)d->ny * sizeof(float));
+    d->scale = malloc((size_t)d->ny * sizeof(float));
+    assert_true(d->x && d->w && d->bias && d->want && d->scale);
+    ts_rng rng = ts_rng_make(seed);
+    for (int64_t i = 0; i < d->nx; i++) d->x[i] = (float)ts_rng_uniform(&rng, -1, 1);
+    for (int64_t i = 0; i < d->nw; i++) d->w[i] = (float)ts_rng_uniform(&rng, -1, 1);
+    for (int64_t i = 0; i < cs->k; i++) d->bias[i] = (float)ts_rng_uniform(&rng, -1, 1);
+    lumen_context *ref = reference_context();
+    lumen_image x = lumen_image_nchw(d->x, LUMEN_F32, cs->n, cs->c, cs->h, cs->w);
+    lumen_image w = conv_weight(cs, d->w);
+    lumen_image y = lumen_image_nchw(d->want, LUMEN_F32, cs->n, cs->k, d->oh, d->ow);
+    assert_int_equal(conv_call(ref, cs, &x, &w, d->bias, &y, NULL), LUMEN_OK);
+    /* the error scale: sum |x w| per output, as conv(|x|, |w|) */
+    float *ax = malloc((size_t)d->nx * sizeof(float)), *aw = malloc((size_t)d->nw * sizeof(float));
+    assert_true(ax && aw);
+    for (int64_t i = 0; i < d->nx; i++) ax[i] = fabsf(d->x[i]);
+    for (int64_t i = 0; i < d->nw; i++) aw[i] = fabsf(d->w[i]);
+    x.data = ax, w.data = aw, y.data = d->scale;
+    assert_int_equal(conv_call(ref, cs, &x, &w, NULL, &y, NULL), LUMEN_OK);
+    free(ax), free(aw);
+    lumen_context_destroy(ref);
+    d->scale_max = 0;
+    for (int64_t i = 0; i < d->ny; i++) d->scale_max = fmax(d->scale_max, d->scale[i]);
+}
+
+/* Tolerances: the own kernel sums in f32 with FMA in the reference's order of taps; cuDNN's
+ * algorithms (FFT, Winograd) spread their rounding over the output, so their bound has a term
+ * in the largest output scale too. TF32 rounds products to 10 mantissa bits. */
+#define CONV_OWN_REL 1e-5
+#define CONV_DNN_REL 2e-5
+#define CONV_TF32_REL 3e-3
+
+static void conv_compare(const conv_data *d, const float *got, double rel, double rel_max,
+                         const char *what)
+{
+    for (int64_t i = 0; i < d->ny; i++) {
+        const double err = fabs((double)got[i] - d->want[i]);
+        const double tol = rel * d->scale[i] + rel_max * d->scale_max + 1e-6 * fabs(d->want[i]);
+        if (!(err <= tol))
+            fail_msg("%s: y[%lld] = %.9g, want %.9g (|err| %.3g > tol %.3g)", what, (long long)i,
+                     (double)got[i], (double)d->want[i], err, tol);
+    }
+}
+
+/* Copies a dense NCHW array into a view's layout (host memory) and back. */
+static void to_layout(const float *dense, const lumen_image *v, float *out)
+{
+    for (int64_t n = 0; n < v->n; n++)
+        for (int64_t c = 0; c < v->c; c++)
+            for (int64_t h = 0; h < v->h; h++)
+                for (int64_t w = 0; w < v->w; w++)
+                    out[n * v->stride_n + c * v->stride_c + h * v->stride_h + w * v->stride_w] =
+                        dense[((n * v->c + c) * v->h + h) * v->w + w];
+}
+
+static void from_layout(const float *in, const lumen_image *v, float *dense)
+{
+    for (int64_t n = 0; n < v->n; n++)
+        for (int64_t c = 0; c < v->c; c++)
+            for (int64_t h = 0; h < v->h; h++)
+                for (int64_t w = 0; w < v->w; w++)
+                    dense[((n * v->c + c) * v->h + h) * v->w + w] =
+                        in[n * v->stride_n + c * v->stride_c + h * v->stride_h + w * v->stride_w];
+}
+
+/*
+ * Runs one case on ctx with views placed as v; the result (dense NCHW) into got. Returns the
+ * status; info receives run info.
+ */
+static lumen_status conv_on_device(lumen_context *ctx, int dev, const conv_shape *cs,
+                                   const conv_data *d, conv_views v, float *got,
+                                   lumen_run_info *info)
+{
+    const bool nhwc = v == CV_HOST_NHWC || v == CV_DEVICE_NHWC;
+    const bool on_dev = v == CV_DEVICE || v == CV_DEVICE_NHWC;
+    const size_t bx = (size_t)d->nx * 4, bw = (size_t)d->nw * 4, by = (size_t)d->ny * 4;
+    float *hx = malloc(bx), *hy = malloc(by);
+    assert_true(hx && hy);
+    lumen_image x = nchw_or_nhwc(hx, cs->n, cs->c, cs->h, cs->w, nhwc);
+    lumen_image y = nchw_or_nhwc(hy, cs->n, cs->k, d->oh, d->ow, nhwc);
+    lumen_image w = conv_weight(cs, d->w);
+    to_layout(d->x, &x, hx);
+    for (int64_t i = 0; i < d->ny; i++) hy[i] = NAN; /* poison: every output must be written */
+    void *dx = NULL, *dw = NULL, *dy = NULL;
+    if (on_dev) {
+        assert_int_equal(lumen_device_alloc(ctx, bx, &dx), LUMEN_OK);
+        assert_int_equal(lumen_device_alloc(ctx, bw, &dw), LUMEN_OK);
+        assert_int_equal(lumen_device_alloc(ctx, by, &dy), LUMEN_OK);
+        assert_int_equal(lumen_device_upload(ctx, dx, hx, bx), LUMEN_OK);
+        assert_int_equal(lumen_device_upload(ctx, dw, d->w, bw), LUMEN_OK);
+        assert_int_equal(lumen_device_upload(ctx, dy, hy, by), LUMEN_OK);
+        x.data = dx, w.data = dw, y.data = dy;
+        x.device = w.device = y.device = dev;
+    }
+    lumen_status s = conv_call(ctx, cs, &x, &w, d->bias, &y, info);
+    if (on_dev) {
+        if (s == LUMEN_OK) s = lumen_context_synchronize(ctx);
+        assert_int_equal(lumen_device_download(ctx, hy, dy, by), LUMEN_OK);
+        lumen_device_free(ctx, dx), lumen_device_free(ctx, dw), lumen_device_free(ctx, dy);
+        y.data = hy;
+    }
+    from_layout(hy, &y, got);
+    free(hx), free(hy);
+    return s;
+}
+
+/* The grid: kernel 1/3/5/7 (5 is 5 x 3), stride 1/2, pad 0/1/3, dilation 1/2, groups 1/2/C,
+ * batch 1/3, on non-square 11 x 13 images; shapes without an output are left out. */
+static int conv_grid(int transposed, conv_shape *out, int max)
+{
+    static const int ks[] = {1, 3, 5, 7}, strides[] = {1, 2}, pads[] = {0, 1, 3}, dils[] = {1, 2};
+    static const int groups[] = {1, 2, 4}, batches[] = {1, 3};
+    int n = 0;
+    for (int a = 0; a < 4; a++)
+        for (int b = 0; b < 2; b++)
+            for (int c = 0; c < 3; c++)
+                for (int e = 0; e < 2; e++)
+                    for (int g = 0; g < 3; g++)
+                        for (int m = 0; m < 2; m++) {
+                            conv_shape cs = {transposed, batches[m], 4, 11, 13, 8, ks[a],
+                                             ks[a] == 5 ? 3 : ks[a], lumen_conv2d_params_default()};
+                            cs.p.stride_h = cs.p.stride_w = strides[b];
+                            cs.p.pad_h = cs.p.pad_w = pads[c];
+                            cs.p.dilation_h = cs.p.dilation_w = dils[e];
+                            cs.p.groups = groups[g];
+                            if (transposed && strides[b] > 1) cs.p.output_pad_h = 1; /* < stride */
+                            int64_t oh, ow;
+                            if (conv_out(&cs, &oh, &ow) && n < max) out[n++] = cs;
+                        }
+    return n;
+}
+
+/* Sets $LUMEN_CUDA_CONV; "cudnn" is refused (false) when cuDNN cannot be loaded here. */
+static bool conv_path(const char *path, int k)
+{
+    setenv("LUMEN_CUDA_CONV", path, 1);
+    if (strcmp(path, "cudnn")) return true;
+    conv_shape cs = {0, 1, 4, 11, 13, 8, 3, 3, lumen_conv2d_params_default()};
+    conv_data d;
+    conv_data_make(&cs, 1, &d);
+    float *got = malloc((size_t)d.ny * 4);
+    lumen_context *ctx = cuda_context(k);
+    lumen_run_info info;
+    const lumen_status s = conv_on_device(ctx, cuda_devices[k], &cs, &d, CV_HOST, got, &info);
+    lumen_context_destroy(ctx);
+    free(got);
+    conv_data_free(&d);
+    if (s == LUMEN_ERR_UNSUPPORTED && strstr(lumen_last_error(), "cuDNN is not available")) {
+        print_message("cuda:%d: %s: the cuDNN pass is skipped\n", k, lumen_last_error());
+        return false;
+    }
+    if (s) fail_msg("cuda:%d: first cuDNN conv: %s", k, lumen_last_error());
+    return true;
+}
+
+/* Every grid case on every device, on one path (state: "own" or "cudnn"). */
+static void test_conv_grid(void **state)
+{
+    REQUIRE_CUDA();
+    const char *path = *state;
+    const bool own = !strcmp(path, "own");
+    enum { MAX_CASES = 600 };
+    static conv_shape cases[MAX_CASES];
+    for (int kk = 0; kk < n_cuda; kk++) {
+        if (!conv_path(path, kk)) continue;
+        int ran = 0, not_dnn = 0;
+        for (int t = 0; t < 2; t++) {
+            const int n = conv_grid(t, cases, MAX_CASES);
+            lumen_context *ctx = cuda_context(kk);
+            for (int i = 0; i < n; i++) {
+                const conv_views v = (conv_views)(i % CV_COUNT);
+                conv_data d;
+                conv_data_make(&cases[i], 1000 + (uint64_t)i, &d);
+                float *got = malloc((size_t)d.ny * 4);
+                assert_non_null(got);
+                char what[400];
+                conv_describe(&cases[i], v, what, sizeof what);
+                lumen_run_info info;
+                memset(&info, 0, sizeof info);
+                const lumen_status s = conv_on_device(ctx, cuda_devices[kk], &cases[i], &d, v, got, &info);
+                if (s == LUMEN_ERR_UNSUPPORTED && !own && strstr(lumen_last_error(), "no algorithm")) {
+                    print_message("cuda:%d: cuDNN has no algorithm for %s\n", kk, what);
+                    not_dnn++;
+                } else if (s) {
+                    fail_msg("cuda:%d %s path: %s: %s", kk, path, what, lumen_last_error());
+                } else {
+                    char label[48];
+                    snprintf(label, sizeof label, "cuda:%d", kk);
+                    assert_string_equal(info.device, label);
+                    if (own) assert_string_equal(info.algo, "cuda:direct");
+                    else if (strncmp(info.algo, "cudnn:", 6) || strstr(info.algo, "tf32"))
+                        fail_msg("%s: algo %s (want cuDNN with FMA math)", what, info.algo);
+                    char msg[600];
+                    snprintf(msg, sizeof msg, "cuda:%d %s (%s)", kk, what, info.algo);
+                    conv_compare(&d, got, own ? CONV_OWN_REL : CONV_DNN_REL, own ? 0.0 : CONV_DNN_REL,
+                                 msg);
+                    ran++;
+                }
+                free(got);
+                conv_data_free(&d);
+            }
+            lumen_context_destroy(ctx);
+        }
+        print_message("cuda:%d %s path: %d conv cases matched the reference%s\n", kk, path, ran,
+                      not_dnn ? " (some without a cuDNN algorithm, listed above)" : "");
+        /* cuDNN must take nearly all of the grid; what it lacks is listed above */
+        if (not_dnn * 10 > ran + not_dnn) fail_msg("cuDNN took only %d of %d cases", ran, ran + not_dnn);
+    }
+    unsetenv("LUMEN_CUDA_CONV");
+}
+
+/* The issue's layers (smaller batches), auto path and TF32 on request: FMA results meet the
+ * FP32 bound and never name TF32; with TF32 allowed, the TF32 bound. */
+static void test_conv_layers_tf32(void **state)
+{
+    (void)state;
+    REQUIRE_CUDA();
+    const conv_shape layers[] = {
+        {0, 2, 64, 56, 56, 64, 3, 3, {1, 1, 1, 1, 1, 1, 1, 0, 0}},
+        {0, 2, 3, 224, 224, 64, 7, 7, {2, 2, 3, 3, 1, 1, 1, 0, 0}},
+        {1, 2, 64, 28, 28, 32, 4, 4, {2, 2, 1, 1, 1, 1, 1, 0, 0}},
+    };
+    for (int kk = 0; kk < n_cuda; kk++)
+        for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++) {
+            conv_data d;
+            conv_data_make(&layers[i], 77 + i, &d);
+            float *got = malloc((size_t)d.ny * 4);
+            char what[400];
+            conv_describe(&layers[i], CV_DEVICE, what, sizeof what);
+            for (int tf32 = 0; tf32 < 2; tf32++) {
+                lumen_context *ctx = cuda_context(kk);
+                assert_int_equal(lumen_context_tf32(ctx), 0);
+                assert_int_equal(lumen_context_set_tf32(ctx, tf32), LUMEN_OK);
+                lumen_run_info info;
+                if (conv_on_device(ctx, cuda_devices[kk], &layers[i], &d, CV_DEVICE, got, &info))
+                    fail_msg("cuda:%d %s tf32=%d: %s", kk, what, tf32, lumen_last_error());
+                print_message("cuda:%d %s tf32=%d: %s\n", kk, what, tf32, info.algo);
+                if (!tf32 && strstr(info.algo, "tf32")) fail_msg("%s: TF32 without asking", what);
+                const double rel = tf32 ? CONV_TF32_REL : CONV_DNN_REL;
+                conv_compare(&d, got, rel, rel, what);
+                lumen_context_destroy(ctx);
+            }
+            free(got);
+            conv_data_free(&d);
+        }
+}
+
+/* Strict mode and the memory cap: out of memory, y untouched; without strict the CPU's result. */
+static void test_conv_memory_limit(void **state)
+{
+    (void)state;
+    REQUIRE_CUDA();
+    const conv_shape cs = {0, 2, 16, 20, 20, 16, 3, 3, {1, 1, 1, 1, 1, 1, 1, 0, 0}};
+    for (int kk = 0; kk < n_cuda; kk++) {
+        conv_data d;
+        conv_data_make(&cs, 5, &d);
+        float *y = malloc((size_t)d.ny * 4);
+        lumen_context *ctx = cuda_context(kk);
+        assert_int_equal(lumen_context_set_memory_limit(ctx, 1024), LUMEN_OK);
+        lumen_image x = lumen_image_nchw(d.x, LUMEN_F32, cs.n, cs.c, cs.h, cs.w);
+        lumen_image w = conv_weight(&cs, d.w);
+        lumen_image yv = lumen_image_nchw(y, LUMEN_F32, cs.n, cs.k, d.oh, d.ow);
+        for (int64_t i = 0; i < d.ny; i++) y[i] = 3.0f;
+        assert_int_equal(conv_call(ctx, &cs, &x, &w, d.bias, &yv, NULL), LUMEN_ERR_OUT_OF_MEMORY);
+        for (int64_t i = 0; i < d.ny; i++)
+            if (y[i] != 3.0f) fail_msg("strict out-of-memory conv wrote y[%lld]", (long long)i);
+        assert_int_equal(lumen_context_set_strict(ctx, 0), LUMEN_OK);
+        lumen_run_info info;
+        assert_int_equal(conv_call(ctx, &cs, &x, &w, d.bias, &yv, &info), LUMEN_OK);
+        assert_string_equal(info.device, "cpu");
+        conv_compare(&d, y, CONV_OWN_REL, 1e-6, "conv fallback after out of memory");
+        lumen_context_destroy(ctx);
+        free(y);
+        conv_data_free(&d);
+    }
+}
+
 /* What lumen_device_get_info says about CUDA devices. */
 static void test_device_info(void **state)
 {
@@ -656,6 +1026,10 @@ int main(void)
         cmocka_unit_test(test_sparse_views),
         cmocka_unit_test(test_nan),
         cmocka_unit_test(test_memory_limit),
+        cmocka_unit_test_prestate(test_conv_grid, (void *)"own"),
+        cmocka_unit_test_prestate(test_conv_grid, (void *)"cudnn"),
+        cmocka_unit_test(test_conv_layers_tf32),
+        cmocka_unit_test(test_conv_memory_limit),
     };
 #undef OP
     return cmocka_run_group_tests(tests, find_devices, NULL);

@@ -3,7 +3,8 @@
  * "software" device running only the direct filter on f32, tests/c/mock) is loaded through
  * $LUMEN_MODULE_PATH. Device list and specs, running on the device, fallback to the CPU for
  * what the device lacks (dtype, op, memory), strict mode, the memory cap, device-resident
- * views, and the environment variables.
+ * views, and the environment variables; the same for NCHW conv (the mock runs conv2d but not
+ * conv_transpose2d).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
@@ -15,8 +16,10 @@
 #include "lumen.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define H 19
 #define W 23
@@ -226,6 +229,223 @@ static void test_view_on_another_device(void **state)
     lumen_context_destroy(cpu);
 }
 
+
+/* ---- NCHW conv ------------------------------------------------------------ */
+
+/* x (2, 4, 9, 11) * w (6, 2, 3, 3), groups 2, stride (2, 1), pad (1, 2), dilation (1, 2), bias;
+ * the transposed op takes x (2, 4, 9, 11) and w (4, 3, 3, 3): y (2, 6, 19, 15). */
+#define CN 2
+#define CC 4
+#define CH 9
+#define CW 11
+#define CK 6
+#define CONV_W_ELEMS (6 * 2 * 3 * 3)
+#define CONV_Y_MAX (CN * CK * 19 * 15)
+
+typedef struct conv_case {
+    float x[CN * CC * CH * CW], w[CONV_W_ELEMS], bias[CK];
+    float y[CONV_Y_MAX], want[CONV_Y_MAX];
+    lumen_conv2d_params p;
+    int transposed;
+    int64_t oh, ow, y_elems;
+} conv_case;
+
+static void conv_case_init(conv_case *cc, int transposed)
+{
+    memset(cc, 0, sizeof *cc);
+    fill(cc->x, CN * CC * CH * CW);
+    fill(cc->w, CONV_W_ELEMS);
+    for (int i = 0; i < CK; i++) cc->bias[i] = 0.25f * (float)i - 0.5f;
+    cc->transposed = transposed;
+    cc->p = lumen_conv2d_params_default();
+    cc->p.groups = 2;
+    cc->p.stride_h = 2, cc->p.pad_h = 1, cc->p.pad_w = 2, cc->p.dilation_w = 2;
+    if (transposed) cc->p.output_pad_h = 1;
+    lumen_image x = lumen_image_nchw(cc->x, LUMEN_F32, CN, CC, CH, CW);
+    lumen_image w = transposed ? lumen_image_nchw(cc->w, LUMEN_F32, CC, CK / 2, 3, 3)
+                               : lumen_image_nchw(cc->w, LUMEN_F32, CK, CC / 2, 3, 3);
+    lumen_status s = transposed ? lumen_conv_transpose2d_output_size(&x, &w, &cc->p, &cc->oh, &cc->ow)
+                                : lumen_conv2d_output_size(&x, &w, &cc->p, &cc->oh, &cc->ow);
+    assert_int_equal(s, LUMEN_OK);
+    cc->y_elems = CN * CK * cc->oh * cc->ow;
+    assert_true(cc->y_elems <= CONV_Y_MAX);
+}
+
+/* Runs the case on ctx with x, w and y at the given addresses, on `device` (0: host). */
+static lumen_status conv_run(lumen_context *ctx, const conv_case *cc, void *x, void *w, void *y,
+                             int xdev, int wdev, int ydev, lumen_run_info *info)
+{
+    lumen_image xv = lumen_image_nchw(x, LUMEN_F32, CN, CC, CH, CW);
+    lumen_image wv = cc->transposed ? lumen_image_nchw(w, LUMEN_F32, CC, CK / 2, 3, 3)
+                                    : lumen_image_nchw(w, LUMEN_F32, CK, CC / 2, 3, 3);
+    lumen_image yv = lumen_image_nchw(y, LUMEN_F32, CN, CK, cc->oh, cc->ow);
+    xv.device = xdev, wv.device = wdev, yv.device = ydev;
+    return cc->transposed ? lumen_conv_transpose2d(ctx, &xv, &wv, cc->bias, &cc->p, &yv, info)
+                          : lumen_conv2d(ctx, &xv, &wv, cc->bias, &cc->p, &yv, info);
+}
+
+/* want = the CPU's scalar reference. */
+static void conv_expected(conv_case *cc)
+{
+    lumen_context *cpu = context_on("cpu", 0);
+    assert_int_equal(lumen_context_set_simd(cpu, 0), LUMEN_OK);
+    assert_int_equal(conv_run(cpu, cc, cc->x, cc->w, cc->want, 0, 0, 0, NULL), LUMEN_OK);
+    lumen_context_destroy(cpu);
+}
+
+static void assert_conv_close(const float *got, const conv_case *cc)
+{
+    for (int64_t i = 0; i < cc->y_elems; i++)
+        if (fabsf(got[i] - cc->want[i]) > 1e-5f * (1.0f + fabsf(cc->want[i])))
+            fail_msg("y[%lld]: %g, want %g", (long long)i, (double)got[i], (double)cc->want[i]);
+}
+
+/* Runs fn(arg) with stderr in a temporary file; returns its "lumen warn:" lines, the first one
+ * copied to line. */
+static int warnings_during(lumen_status (*fn)(void *), void *arg, lumen_status *status, char *line,
+                           size_t len)
+{
+    fflush(stderr);
+    FILE *tmp = tmpfile();
+    assert_non_null(tmp);
+    int saved = dup(fileno(stderr));
+    assert_true(saved >= 0);
+    assert_true(dup2(fileno(tmp), fileno(stderr)) >= 0);
+    *status = fn(arg);
+    fflush(stderr);
+    dup2(saved, fileno(stderr));
+    close(saved);
+    rewind(tmp);
+    char buf[512];
+    int n = 0;
+    line[0] = '\0';
+    while (fgets(buf, sizeof buf, tmp))
+        if (!strncmp(buf, "lumen warn:", 11) && n++ == 0) snprintf(line, len, "%s", buf);
+    fclose(tmp);
+    return n;
+}
+
+typedef struct conv_call {
+    lumen_context *ctx;
+    conv_case *cc;
+    lumen_run_info info;
+} conv_call;
+
+static lumen_status conv_call_host(void *arg)
+{
+    conv_call *c = arg;
+    return conv_run(c->ctx, c->cc, c->cc->x, c->cc->w, c->cc->y, 0, 0, 0, &c->info);
+}
+
+static void test_conv_on_the_device(void **state)
+{
+    (void)state;
+    static conv_case cc;
+    conv_case_init(&cc, 0);
+    conv_expected(&cc);
+    conv_call call = {context_on("mock", 1), &cc, {0}};
+    lumen_status s;
+    char line[512];
+    assert_int_equal(warnings_during(conv_call_host, &call, &s, line, sizeof line), 0);
+    assert_int_equal(s, LUMEN_OK);
+    assert_string_equal(call.info.device, "mock:0");
+    assert_string_equal(call.info.algo, "mock:direct");
+    assert_string_equal(call.info.isa, "mock");
+    assert_conv_close(cc.y, &cc);
+    lumen_context_destroy(call.ctx);
+}
+
+/* The mock has no conv_transpose2d: the CPU runs it with one warning; strict mode refuses and
+ * leaves y untouched. */
+static void test_conv_transposed_falls_back(void **state)
+{
+    (void)state;
+    static conv_case cc;
+    conv_case_init(&cc, 1);
+    conv_expected(&cc);
+    conv_call call = {context_on("mock", 0), &cc, {0}};
+    lumen_status s;
+    char line[512];
+    assert_int_equal(warnings_during(conv_call_host, &call, &s, line, sizeof line), 1);
+    assert_int_equal(s, LUMEN_OK);
+    assert_non_null(strstr(line, "conv_transpose2d on mock:0"));
+    assert_non_null(strstr(line, "running it on the CPU"));
+    assert_string_equal(call.info.device, "cpu");
+    assert_conv_close(cc.y, &cc);
+
+    assert_int_equal(lumen_context_set_strict(call.ctx, 1), LUMEN_OK);
+    for (int64_t i = 0; i < cc.y_elems; i++) cc.y[i] = 7.0f;
+    assert_int_equal(warnings_during(conv_call_host, &call, &s, line, sizeof line), 0);
+    assert_int_equal(s, LUMEN_ERR_UNSUPPORTED);
+    assert_non_null(strstr(lumen_last_error(), "mock:0"));
+    assert_non_null(strstr(lumen_last_error(), "strict"));
+    for (int64_t i = 0; i < cc.y_elems; i++) assert_true(cc.y[i] == 7.0f);
+    lumen_context_destroy(call.ctx);
+}
+
+/* A memory cap below the conv's needs: the CPU runs it with one warning; strict: an error. */
+static void test_conv_memory_cap(void **state)
+{
+    (void)state;
+    static conv_case cc;
+    conv_case_init(&cc, 0);
+    conv_expected(&cc);
+    conv_call call = {context_on("mock", 0), &cc, {0}};
+    assert_int_equal(lumen_context_set_memory_limit(call.ctx, 256), LUMEN_OK);
+    lumen_status s;
+    char line[512];
+    assert_int_equal(warnings_during(conv_call_host, &call, &s, line, sizeof line), 1);
+    assert_int_equal(s, LUMEN_OK);
+    assert_non_null(strstr(line, "memory limit"));
+    assert_string_equal(call.info.device, "cpu");
+    assert_conv_close(cc.y, &cc);
+    assert_int_equal(lumen_context_set_strict(call.ctx, 1), LUMEN_OK);
+    assert_int_equal(conv_call_host(&call), LUMEN_ERR_OUT_OF_MEMORY);
+    assert_non_null(strstr(lumen_last_error(), "memory limit"));
+    assert_int_equal(lumen_context_set_memory_limit(call.ctx, 0), LUMEN_OK);
+    assert_int_equal(conv_call_host(&call), LUMEN_OK);
+    assert_string_equal(call.info.device, "mock:0");
+    lumen_context_destroy(call.ctx);
+}
+
+/* x, w and y in device memory: conv2d runs in place on the mock; conv_transpose2d is staged
+ * through the host for the CPU (all three views, in any mix with host views). */
+static void test_conv_device_resident_views(void **state)
+{
+    (void)state;
+    static conv_case cc;
+    for (int transposed = 0; transposed < 2; transposed++)
+        for (int mix = 0; mix < 2; mix++) { /* mix: x stays in host memory */
+            conv_case_init(&cc, transposed);
+            conv_expected(&cc);
+            lumen_context *ctx = context_on("mock", 0);
+            void *dx, *dw, *dy;
+            assert_int_equal(lumen_device_alloc(ctx, sizeof cc.x, &dx), LUMEN_OK);
+            assert_int_equal(lumen_device_alloc(ctx, sizeof cc.w, &dw), LUMEN_OK);
+            assert_int_equal(lumen_device_alloc(ctx, sizeof cc.y, &dy), LUMEN_OK);
+            assert_int_equal(lumen_device_upload(ctx, dx, cc.x, sizeof cc.x), LUMEN_OK);
+            assert_int_equal(lumen_device_upload(ctx, dw, cc.w, sizeof cc.w), LUMEN_OK);
+            lumen_run_info info;
+            assert_int_equal(conv_run(ctx, &cc, mix ? (void *)cc.x : dx, dw, dy, mix ? 0 : 1, 1, 1,
+                                      &info),
+                             LUMEN_OK);
+            assert_string_equal(info.device, transposed ? "cpu" : "mock:0");
+            assert_int_equal(lumen_context_synchronize(ctx), LUMEN_OK);
+            assert_int_equal(lumen_device_download(ctx, cc.y, dy, sizeof cc.y), LUMEN_OK);
+            assert_conv_close(cc.y, &cc);
+            lumen_device_free(ctx, dx);
+            lumen_device_free(ctx, dw);
+            lumen_device_free(ctx, dy);
+            lumen_context_destroy(ctx);
+        }
+    /* a device view on a CPU context is refused, naming the view and the device */
+    conv_case_init(&cc, 0);
+    lumen_context *cpu = context_on("cpu", 0);
+    assert_int_equal(conv_run(cpu, &cc, cc.x, cc.w, cc.y, 0, 1, 0, NULL), LUMEN_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(lumen_last_error(), "w: lives on device 1 (mock:0)"));
+    lumen_context_destroy(cpu);
+}
+
 static void test_environment(void **state)
 {
     (void)state;
@@ -255,6 +475,10 @@ int main(void)
         cmocka_unit_test(test_memory_cap),
         cmocka_unit_test(test_device_resident_views),
         cmocka_unit_test(test_view_on_another_device),
+        cmocka_unit_test(test_conv_on_the_device),
+        cmocka_unit_test(test_conv_transposed_falls_back),
+        cmocka_unit_test(test_conv_memory_cap),
+        cmocka_unit_test(test_conv_device_resident_views),
         cmocka_unit_test(test_environment),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

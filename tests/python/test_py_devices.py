@@ -1,5 +1,5 @@
 """Devices from Python, without a GPU: the test double of a backend module (a software device
-running only the direct filter on f32, build/tests/mock/liblumen_mock.so) is loaded through
+running only the direct filter and conv2d on f32, build/tests/mock/liblumen_mock.so) is loaded through
 $LUMEN_MODULE_PATH in a child interpreter, since modules are loaded once per process."""
 
 import json
@@ -32,6 +32,18 @@ try:
     out["strict"] = "no error"
 except lumen.UnsupportedError as e:
     out["strict"] = str(e)
+x = rng.standard_normal((2, 4, 7, 9)).astype(np.float32)
+w = rng.standard_normal((6, 2, 3, 3)).astype(np.float32)
+b = rng.standard_normal(6).astype(np.float32)
+cpu = lumen.Context(device="cpu")
+want = lumen.conv2d(x, w, b, padding=1, groups=2, context=cpu)
+got = lumen.conv2d(x, w, b, padding=1, groups=2, context=ctx)
+run = lumen.last_run()
+out["conv2d"] = [run["device"], run["algo"], float(abs(got - want).max())]
+wt = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+want = lumen.conv_transpose2d(x, wt, stride=2, groups=2, context=cpu)
+got = lumen.conv_transpose2d(x, wt, stride=2, groups=2, context=ctx)
+out["conv_transpose2d"] = [lumen.last_run()["device"], float(abs(got - want).max())]
 print(json.dumps(out))
 """
 
@@ -63,7 +75,23 @@ def test_falls_back_with_one_warning(child):
     out, stderr = child
     assert out["u8"] == ["cpu", True]
     warnings = [line for line in stderr.splitlines() if line.startswith("lumen warn:")]
-    assert len(warnings) == 1 and "running it on the CPU" in warnings[0], stderr
+    filters = [line for line in warnings if "filter" in line]
+    assert len(filters) == 1 and "running it on the CPU" in filters[0], stderr
+
+
+def test_conv2d_runs_on_the_device(child):
+    out, _ = child
+    device, algo, err = out["conv2d"]
+    assert device == "mock:0" and algo == "mock:direct" and err < 1e-5
+
+
+def test_conv_transpose2d_falls_back_with_one_warning(child):
+    out, stderr = child
+    device, err = out["conv_transpose2d"]
+    assert device == "cpu" and err < 1e-5
+    warnings = [line for line in stderr.splitlines() if "conv_transpose2d on mock:0" in line]
+    assert len(warnings) == 1 and warnings[0].startswith("lumen warn:"), stderr
+    assert not any("conv2d on" in line for line in stderr.splitlines()), stderr
 
 
 def test_strict_raises(child):

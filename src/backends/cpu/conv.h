@@ -4,19 +4,8 @@
 
 #include "internal.h"
 
-/*
- * A validated conv job: x (N, C, H, W), w (K, C/g, R, S) for conv2d or (C, K/g, R, S) for
- * conv_transpose2d, y (N, K, P, Q) already of the right shape, all f32 host views, y disjoint
- * from x, w and bias. bias is NULL or K floats. When a backend table entry for conv is added
- * (issue 6), this struct moves to src/core/internal.h beside lumen_filter_job.
- */
-typedef enum { LUMEN_CONV_FORWARD = 0, LUMEN_CONV_TRANSPOSED = 1 } lumen_conv_kind;
-
-typedef struct lumen_conv_job {
-    const lumen_image *x, *w, *y;
-    const float *bias;
-    lumen_conv2d_params p;
-} lumen_conv_job;
+/* lumen_conv_kind and lumen_conv_job (the validated job) live in internal.h; the CPU gets host
+ * views only (the runtime stages device-resident ones). */
 
 /*
  * Runs a job on the CPU with the algorithm chosen for its shape (conv_select.c): the reference
@@ -31,11 +20,13 @@ lumen_status lumen_cpu_conv2d_reference(lumen_context *ctx, const lumen_conv_job
 lumen_status lumen_cpu_conv_transpose2d_reference(lumen_context *ctx, const lumen_conv_job *job);
 
 /*
- * The fast path of conv2d (forward only): implicit im2col packed straight into B panels plus a
+ * The fast path of conv2d (forward only): implicit im2col packed straight into B slivers plus a
  * blocked, register-tiled SGEMM, C (K/g x N*P*Q per group) = W (K/g x C/g*R*S) * im2col(x), f32
- * accumulation (FMA) with the reduction split into blocks of at most LUMEN_GEMM_KC terms that are
- * added into y. 1x1 stride-1 unpadded convs pack x's rows directly (a plain GEMM). Threads
- * (ctx->threads) split groups x column blocks. *isa receives "avx2+fma" or "generic".
+ * accumulation (FMA) in chunks of LUMEN_GEMM_SUB terms, folded per cache block of the reduction
+ * and added into y per block. 1x1 stride-1 unpadded convs pack x's rows directly (a plain GEMM).
+ * Threads (ctx->threads) split groups x column blocks. The blocking and the scratch of a shape
+ * are planned once and kept in ctx->plans. *isa receives the kernel's name ("avx512",
+ * "avx2+fma", "generic").
  */
 lumen_status lumen_cpu_conv2d_gemm(lumen_context *ctx, const lumen_conv_job *job, const char **isa);
 
@@ -46,15 +37,67 @@ lumen_status lumen_cpu_conv2d_gemm(lumen_context *ctx, const lumen_conv_job *job
 lumen_status lumen_cpu_conv_transpose2d_gemm(lumen_context *ctx, const lumen_conv_job *job,
                                              const char **isa);
 
-/* Microkernel tile and the largest reduction block. */
-#define LUMEN_GEMM_MR 6
-#define LUMEN_GEMM_NR 16
-#define LUMEN_GEMM_KC 256
+/*
+ * Depthwise conv2d (groups = C, weights (m*C, 1, R, S)): direct loops over padded input rows,
+ * threads over output planes (conv_depthwise.c); f32 dot products of R*S terms.
+ */
+bool lumen_cpu_conv2d_depthwise_applies(const lumen_conv_job *job);
+lumen_status lumen_cpu_conv2d_depthwise(lumen_context *ctx, const lumen_conv_job *job,
+                                        const char **isa);
+
+/* The largest depthwise kernel on this path (larger ones take the SGEMM path). */
+#define LUMEN_DW_MAX_R 16
+#define LUMEN_DW_MAX_S 16
+
+/* One depthwise output plane: what the per-ISA kernels (conv_depthwise_plane.h) need. */
+typedef struct lumen_dw_plane {
+    const lumen_conv_job *job;
+    const float *xp; /* the input channel's plane */
+    float *yp;       /* the output plane */
+    const float *w;  /* R x S taps, dense */
+    float bias;
+    int64_t R, S, padded; /* padded: width of a zero-padded input row */
+} lumen_dw_plane;
+typedef void (*lumen_dw_plane_fn)(const lumen_dw_plane *pl, float *pad, float *acc);
+void lumen_dw_plane_generic(const lumen_dw_plane *pl, float *pad, float *acc);
+void lumen_dw_plane_avx2(const lumen_dw_plane *pl, float *pad, float *acc);
+void lumen_dw_plane_avx512(const lumen_dw_plane *pl, float *pad, float *acc);
 
 /*
- * c[i*ldc + j] = (first ? bias[i] : c[i*ldc + j]) + sum_p a[p*MR + i] * b[p*NR + j] for i < MR,
- * j < NR: a is an MR-row sliver of packed weights, b a 64-byte aligned NR-column sliver of
- * packed im2col columns, both kc deep.
+ * Winograd F(m x m, 3 x 3) conv2d (conv_winograd*.c): 3x3 kernels, stride 1, dilation 1, any
+ * padding, groups and batch. Input tiles and weights are transformed, each of the (m+2)^2
+ * transform positions is one GEMM (K/g x tiles) = U (K/g x C/g) * V (C/g x tiles) on the
+ * shared microkernel, and the output transform adds bias and writes y through its strides.
+ * _applies: the shape is one where it measures faster than im2col+SGEMM. _tile runs tile m
+ * (2 or 4); the plain call runs F(2x2), the largest tile within the tests' error bound.
+ */
+bool lumen_cpu_conv2d_winograd_applies(const lumen_context *ctx, const lumen_conv_job *job);
+lumen_status lumen_cpu_conv2d_winograd(lumen_context *ctx, const lumen_conv_job *job,
+                                       const char **isa);
+lumen_status lumen_cpu_conv2d_winograd_tile(lumen_context *ctx, const lumen_conv_job *job, int m,
+                                            const char **isa);
+
+/* ---- SGEMM microkernels ---------------------------------------------------
+ * The tile of the AVX2 and generic kernels; other kernels have their own (lumen_sgemm_kernel). */
+#define LUMEN_GEMM_MR 6
+#define LUMEN_GEMM_NR 16
+/* The largest mr and nr of any kernel, for scratch tiles sized at compile time. */
+#define LUMEN_GEMM_MR_MAX 16
+#define LUMEN_GEMM_NR_MAX 32
+/* Reduction block of the im2col path: a kc x mr W sliver stays in L1, kc x item B in L2. */
+#define LUMEN_GEMM_KC 256
+/*
+ * Kernels keep at most this many reduction terms in a register accumulator, then fold the
+ * partial sum into an L1 tile: a 256-term f32 chain of all-positive terms reached 1.04e-6 of
+ * sum|a*b| (over the tests' 1e-6), chunks of 64 stay near 3e-7 at ~2% cost.
+ */
+#define LUMEN_GEMM_SUB 64
+
+/*
+ * c[i*ldc + j] = (first ? bias[i] : c[i*ldc + j]) + sum_p a[p*mr + i] * b[p*nr + j] for i < mr,
+ * j < nr: a is an mr-row sliver of packed weights, b a 64-byte aligned nr-column sliver of
+ * packed im2col columns, both kc deep (any kc >= 1; the kernel chunks it as above). c needs no
+ * alignment; every mr x nr element of it is read (unless first) and written.
  */
 typedef void (*lumen_sgemm_ukr_fn)(int64_t kc, const float *a, const float *b, float *c,
                                    int64_t ldc, const float *bias, int first);
@@ -62,6 +105,15 @@ void lumen_sgemm_ukr_avx2(int64_t kc, const float *a, const float *b, float *c, 
                           const float *bias, int first);
 void lumen_sgemm_ukr_generic(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
                              const float *bias, int first);
+/* AVX-512 tiles of mr x 32 (conv_gemm_avx512.c). */
+void lumen_sgemm_ukr_avx512_14x32(int64_t kc, const float *a, const float *b, float *c,
+                                  int64_t ldc, const float *bias, int first);
+void lumen_sgemm_ukr_avx512_13x32(int64_t kc, const float *a, const float *b, float *c,
+                                  int64_t ldc, const float *bias, int first);
+void lumen_sgemm_ukr_avx512_12x32(int64_t kc, const float *a, const float *b, float *c,
+                                  int64_t ldc, const float *bias, int first);
+void lumen_sgemm_ukr_avx512_8x32(int64_t kc, const float *a, const float *b, float *c,
+                                 int64_t ldc, const float *bias, int first);
 
 /*
  * A microkernel and its tile: slivers of A are kc x mr (a[p*mr + i]), slivers of B kc x nr
@@ -71,10 +123,16 @@ void lumen_sgemm_ukr_generic(int64_t kc, const float *a, const float *b, float *
 typedef struct lumen_sgemm_kernel {
     int mr, nr;
     lumen_sgemm_ukr_fn fn;
-    const char *isa; /* "avx2+fma", "generic", ... for run info */
+    const char *isa; /* "avx512", "avx2+fma", "generic" for run info */
 } lumen_sgemm_kernel;
 
-/* The fastest microkernel this context allows (SIMD switch and the CPU's features). */
+/* The fastest microkernel this context allows (SIMD switch, the CPU's features and
+ * $LUMEN_CPU_ISA). */
 const lumen_sgemm_kernel *lumen_cpu_sgemm_kernel(const lumen_context *ctx);
+/*
+ * The kernel of that ISA whose tile best fits a GEMM with `rows` rows of A (K/g): the same
+ * ISA and nr as lumen_cpu_sgemm_kernel, mr chosen so that padded rows waste least.
+ */
+const lumen_sgemm_kernel *lumen_cpu_sgemm_kernel_for_rows(const lumen_context *ctx, int64_t rows);
 
 #endif

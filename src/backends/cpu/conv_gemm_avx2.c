@@ -38,25 +38,54 @@ static inline void store_row(float *c, __m256 lo, __m256 hi, float bias, int fir
     }
 }
 
+#define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define ZERO(i) c##i##0 = _mm256_setzero_ps(), c##i##1 = c##i##0;
+#define TILE_SET(i) _mm256_store_ps(t + 16 * i, c##i##0), _mm256_store_ps(t + 16 * i + 8, c##i##1);
+#define TILE_ADD(i)                                                                                \
+    _mm256_store_ps(t + 16 * i, _mm256_add_ps(_mm256_load_ps(t + 16 * i), c##i##0));               \
+    _mm256_store_ps(t + 16 * i + 8, _mm256_add_ps(_mm256_load_ps(t + 16 * i + 8), c##i##1));
+#define TILE_GET(i)                                                                                \
+    c##i##0 = _mm256_add_ps(_mm256_load_ps(t + 16 * i), c##i##0);                                  \
+    c##i##1 = _mm256_add_ps(_mm256_load_ps(t + 16 * i + 8), c##i##1);
+#define STORE(i) store_row(c + i * ldc, c##i##0, c##i##1, bias[i], first);
+
+/* Steps [0, n) of one register chunk; a and b advance. */
+#define CHUNK()                                                                                    \
+    ROWS(ZERO)                                                                                     \
+    int64_t p = 0;                                                                                 \
+    for (; p + 4 <= n; p += 4, a += 24, b += 64) {                                                 \
+        _mm_prefetch((const char *)(b + 256), _MM_HINT_T0);                                        \
+        STEP(0);                                                                                   \
+        STEP(1);                                                                                   \
+        _mm_prefetch((const char *)(b + 288), _MM_HINT_T0);                                        \
+        STEP(2);                                                                                   \
+        STEP(3);                                                                                   \
+    }                                                                                              \
+    for (; p < n; p++, a += 6, b += 16) STEP(0);
+
+/* Register chunks of at most LUMEN_GEMM_SUB steps folded into an L1 tile (accuracy: conv.h). */
 void lumen_sgemm_ukr_avx2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
                           const float *bias, int first)
 {
-    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
-    __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-    int64_t p = 0;
-    for (; p + 4 <= kc; p += 4, a += 24, b += 64) {
-        _mm_prefetch((const char *)(b + 256), _MM_HINT_T0);
-        STEP(0);
-        STEP(1);
-        _mm_prefetch((const char *)(b + 288), _MM_HINT_T0);
-        STEP(2);
-        STEP(3);
+    __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
+    _Alignas(32) float t[6 * 16];
+    int64_t n = kc < LUMEN_GEMM_SUB ? kc : LUMEN_GEMM_SUB;
+    {
+        CHUNK()
     }
-    for (; p < kc; p++, a += 6, b += 16) STEP(0);
-    store_row(c + 0 * ldc, c00, c01, bias[0], first);
-    store_row(c + 1 * ldc, c10, c11, bias[1], first);
-    store_row(c + 2 * ldc, c20, c21, bias[2], first);
-    store_row(c + 3 * ldc, c30, c31, bias[3], first);
-    store_row(c + 4 * ldc, c40, c41, bias[4], first);
-    store_row(c + 5 * ldc, c50, c51, bias[5], first);
+    kc -= n;
+    if (kc > 0) {
+        ROWS(TILE_SET)
+        for (;;) {
+            n = kc < LUMEN_GEMM_SUB ? kc : LUMEN_GEMM_SUB;
+            {
+                CHUNK()
+            }
+            kc -= n;
+            if (kc == 0) break;
+            ROWS(TILE_ADD)
+        }
+        ROWS(TILE_GET)
+    }
+    ROWS(STORE)
 }

@@ -5,27 +5,35 @@
  */
 #include "conv.h"
 
+#define MR LUMEN_GEMM_MR
+#define NR LUMEN_GEMM_NR
+
+/* acc = sum over n steps (one register-sized chunk); a and b advance. */
+static void chunk(int64_t n, const float **pa, const float **pb, float acc[MR][NR])
+{
+    const float *a = *pa, *b = *pb;
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NR; j++) acc[i][j] = 0.0f;
+    for (int64_t p = 0; p < n; p++, a += MR, b += NR)
+        for (int i = 0; i < MR; i++) {
+            const float av = a[i];
+            for (int j = 0; j < NR; j++) acc[i][j] += av * b[j];
+        }
+    *pa = a, *pb = b;
+}
+
+/* Chunks of LUMEN_GEMM_SUB terms summed into a tile, as the SIMD kernels do (accuracy). */
 void lumen_sgemm_ukr_generic(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
                              const float *bias, int first)
 {
-    float acc[LUMEN_GEMM_MR][LUMEN_GEMM_NR] = {{0}};
-    for (int64_t p = 0; p < kc; p++, a += LUMEN_GEMM_MR, b += LUMEN_GEMM_NR)
-        for (int i = 0; i < LUMEN_GEMM_MR; i++) {
-            const float av = a[i];
-            for (int j = 0; j < LUMEN_GEMM_NR; j++) acc[i][j] += av * b[j];
-        }
-    for (int i = 0; i < LUMEN_GEMM_MR; i++) {
-        float *ci = c + i * ldc;
-        for (int j = 0; j < LUMEN_GEMM_NR; j++) ci[j] = (first ? bias[i] : ci[j]) + acc[i][j];
+    float acc[MR][NR], tile[MR][NR] = {{0}};
+    for (int64_t p = 0; p < kc; p += LUMEN_GEMM_SUB) {
+        chunk(kc - p < LUMEN_GEMM_SUB ? kc - p : LUMEN_GEMM_SUB, &a, &b, acc);
+        for (int i = 0; i < MR; i++)
+            for (int j = 0; j < NR; j++) tile[i][j] = p == 0 ? acc[i][j] : tile[i][j] + acc[i][j];
     }
-}
-
-static const lumen_sgemm_kernel kernel_generic = {LUMEN_GEMM_MR, LUMEN_GEMM_NR,
-                                                  lumen_sgemm_ukr_generic, "generic"};
-static const lumen_sgemm_kernel kernel_avx2 = {LUMEN_GEMM_MR, LUMEN_GEMM_NR, lumen_sgemm_ukr_avx2,
-                                               "avx2+fma"};
-
-const lumen_sgemm_kernel *lumen_cpu_sgemm_kernel(const lumen_context *ctx)
-{
-    return lumen_ctx_use_avx2(ctx) ? &kernel_avx2 : &kernel_generic;
+    for (int i = 0; i < MR; i++) {
+        float *ci = c + i * ldc;
+        for (int j = 0; j < NR; j++) ci[j] = (first ? bias[i] : ci[j]) + tile[i][j];
+    }
 }

@@ -13,6 +13,10 @@ lumen_status lumen_cpu_conv(lumen_context *ctx, lumen_conv_kind kind, const lume
     if (!ctx->simd)
         s = kind == LUMEN_CONV_FORWARD ? lumen_cpu_conv2d_reference(ctx, job)
                                        : lumen_cpu_conv_transpose2d_reference(ctx, job);
+    else if (kind == LUMEN_CONV_FORWARD && lumen_cpu_conv2d_depthwise_applies(job))
+        algo = "depthwise", s = lumen_cpu_conv2d_depthwise(ctx, job, &isa);
+    else if (kind == LUMEN_CONV_FORWARD && lumen_cpu_conv2d_winograd_applies(ctx, job))
+        algo = "winograd-f2x2", s = lumen_cpu_conv2d_winograd(ctx, job, &isa);
     else if (kind == LUMEN_CONV_FORWARD)
         algo = "im2col+sgemm", s = lumen_cpu_conv2d_gemm(ctx, job, &isa);
     else

@@ -157,6 +157,9 @@ lumen_status cu_filter2d(lumen_context *ctx, const lumen_filter_job *job);
 lumen_status cu_sep_filter(lumen_context *ctx, const lumen_filter_job *job);
 lumen_status cu_fft_filter(lumen_context *ctx, const lumen_filter_job *job);
 lumen_status cu_gaussian_fast(lumen_context *ctx, const lumen_gauss_job *job);
+/* NCHW conv2d / conv_transpose2d (conv.cu): cuDNN, or the own direct kernel. */
+lumen_status cu_conv2d(lumen_context *ctx, lumen_conv_kind kind, const lumen_conv_job *job,
+                       lumen_run_info *info);
 
 /* FFT lengths (fft.cu): the padded size the FFT path uses along an axis of n samples. */
 int cu_fft_length(int64_t n, bool even);

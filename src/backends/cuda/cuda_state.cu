@@ -11,6 +11,7 @@ static void state_free(cu_state *st)
 {
     cudaSetDevice(st->device);
     if (st->stream) cudaStreamSynchronize(st->stream);
+    if (st->dnn && st->dnn_destroy) st->dnn_destroy(st->dnn);
     for (auto &fl : st->free_blocks)
         for (void *p : fl.second) cudaFree(p);
     for (auto &b : st->live) cudaFree(b.first); /* device memory the user never released */
@@ -86,6 +87,17 @@ void cu_pool_trim(cu_state *st)
         fl.second.clear();
     }
     st->cached = 0;
+    cudaGetLastError();
+}
+
+void cu_pool_discard(cu_state *st, void *p)
+{
+    auto it = p ? st->live.find(p) : st->live.end();
+    if (it == st->live.end()) return cu_pool_release(st, p);
+    cudaStreamSynchronize(st->stream); /* queued work may still use it */
+    cudaFree(p);
+    st->reserved -= it->second;
+    st->live.erase(it);
     cudaGetLastError();
 }
 

@@ -39,6 +39,10 @@ struct cu_state {
     cudaEvent_t staging_done = nullptr; /* recorded after the last copy that reads staging */
     bool staging_pending = false;       /* staging_done recorded and not yet waited for */
     cudaEvent_t chunk_done[CU_COPY_CHUNKS] = {};
+
+    /* ---- cuDNN handle bound to the stream (conv.cu), created on first use ---- */
+    void *dnn = nullptr;
+    void (*dnn_destroy)(void *dnn) = nullptr; /* called before the stream is destroyed */
 };
 
 /* The backend table's state_create / state_destroy. */
@@ -63,6 +67,9 @@ lumen_status cu_alloc(lumen_context *ctx, cu_state *st, size_t bytes, void **out
 void cu_pool_release(cu_state *st, void *p);
 /* Frees every cached block (synchronises the stream first). */
 void cu_pool_trim(cu_state *st);
+/* Frees one block of the pool at once instead of caching it (synchronises the stream first):
+ * for a big one-off block such as cuDNN's algorithm-search workspace. */
+void cu_pool_discard(cu_state *st, void *p);
 
 /* Temporaries of one op, released to the pool when it goes out of scope. */
 struct cu_temps {

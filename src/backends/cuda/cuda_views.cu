@@ -162,6 +162,11 @@ lumen_status cu_op_start(cu_op &op, const lumen_image *src, const lumen_image *d
     return bind(op, dst, true, &op.dst);
 }
 
+lumen_status cu_op_bind_input(cu_op &op, const lumen_image *img, cu_binding *b)
+{
+    return bind(op, img, false, b);
+}
+
 lumen_status cu_op_upload_floats(cu_op &op, const float *host, size_t n, const float **dev)
 {
     void *p;

@@ -55,6 +55,8 @@ struct cu_op {
 };
 
 lumen_status cu_op_start(cu_op &op, const lumen_image *src, const lumen_image *dst);
+/* Binds one more input of the op (after cu_op_start), uploading a host view as src is. */
+lumen_status cu_op_bind_input(cu_op &op, const lumen_image *img, cu_binding *b);
 /* n floats of host memory copied into a pool block of the op. */
 lumen_status cu_op_upload_floats(cu_op &op, const float *host, size_t n, const float **dev);
 /* A pool block of the op (scratch). */

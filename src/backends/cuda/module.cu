@@ -187,6 +187,7 @@ lumen_module_init(int abi, const lumen_module_host *host, const lumen_backend **
     backend.sep_filter = cu_sep_filter;
     backend.fft_filter = cu_fft_filter;
     backend.gaussian_fast = cu_gaussian_fast;
+    backend.conv2d = cu_conv2d;
     backend.cost = cost;
     backend.device_count = device_count;
     backend.device_info = device_info;

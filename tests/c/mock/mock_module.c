@@ -1,5 +1,5 @@
 /* A test double of a GPU backend module: one "software" device whose memory is host memory
- * under a byte budget, running only the direct filter on f32. With it the runtime's module
+ * under a byte budget, running only the direct filter and conv2d (not conv_transpose2d) on f32. With it the runtime's module
  * loading, device choice, fallback, strict mode, memory cap and staging of device-resident
  * views are tested on machines without a GPU. Like a real module it calls no core function:
  * only the host table it is given. */
@@ -130,9 +130,59 @@ static lumen_status mock_filter2d(lumen_context *ctx, const lumen_filter_job *j)
     return LUMEN_OK;
 }
 
+/* x(n, c, i, j), 0 outside the image (the zero padding). */
+static double mock_x(const lumen_image *x, int64_t n, int64_t c, int64_t i, int64_t j)
+{
+    return i < 0 || j < 0 || i >= x->h || j >= x->w ? 0.0 : *mock_px(x, n, c, i, j);
+}
+
+/* y(n, k, p, q) of conv2d, in double: PyTorch's definition. */
+static double mock_conv_at(const lumen_conv_job *job, int64_t n, int64_t k, int64_t p, int64_t q)
+{
+    const lumen_image *x = job->x, *w = job->w;
+    const lumen_conv2d_params *cp = &job->p;
+    const int64_t cg = w->c, kg = w->n / cp->groups, c0 = k / kg * cg;
+    double acc = job->bias ? job->bias[k] : 0.0;
+    for (int64_t c = 0; c < cg; c++)
+        for (int64_t r = 0; r < w->h; r++)
+            for (int64_t t = 0; t < w->w; t++)
+                acc += (double)*mock_px(w, k, c, r, t) *
+                       mock_x(x, n, c0 + c, p * cp->stride_h - cp->pad_h + r * cp->dilation_h,
+                              q * cp->stride_w - cp->pad_w + t * cp->dilation_w);
+    return acc;
+}
+
+/* conv2d only: conv_transpose2d is unsupported, so the runtime's fallback runs it. A
+ * y-sized scratch buffer makes the memory cap bite, and keeps y untouched on failure. */
+static lumen_status mock_conv2d(lumen_context *ctx, lumen_conv_kind kind, const lumen_conv_job *job,
+                                lumen_run_info *info)
+{
+    if (kind != LUMEN_CONV_FORWARD)
+        return host->set_error(LUMEN_ERR_UNSUPPORTED, "mock: no conv_transpose2d");
+    const lumen_image *y = job->y;
+    float *scratch;
+    lumen_status st = mock_alloc(ctx, (size_t)(y->n * y->c * y->h * y->w) * sizeof(float),
+                                 (void **)&scratch);
+    if (st) return st;
+    float *o = scratch;
+    for (int64_t n = 0; n < y->n; n++)
+        for (int64_t k = 0; k < y->c; k++)
+            for (int64_t p = 0; p < y->h; p++)
+                for (int64_t q = 0; q < y->w; q++) *o++ = (float)mock_conv_at(job, n, k, p, q);
+    o = scratch;
+    for (int64_t n = 0; n < y->n; n++)
+        for (int64_t k = 0; k < y->c; k++)
+            for (int64_t p = 0; p < y->h; p++)
+                for (int64_t q = 0; q < y->w; q++) *mock_px(y, n, k, p, q) = *o++;
+    mock_release(ctx, scratch);
+    info->algo = "mock:direct";
+    return LUMEN_OK;
+}
+
 static const lumen_backend mock_backend = {
     .name = "mock",
     .filter2d = mock_filter2d,
+    .conv2d = mock_conv2d,
     .device_count = mock_count,
     .device_info = mock_info,
     .dtypes = 1u << LUMEN_F32,

@@ -1,0 +1,89 @@
+/*
+ * The body of one depthwise output plane, compiled once per ISA: conv_depthwise_generic.c,
+ * _avx2.c and _avx512.c define LUMEN_DW_PLANE_FN and dw_block16 (16 outputs of a stride-1 row
+ * summed over every tap in registers: out[q0 + j] = sum_r,s w[r*S + s] * rows[r][q0 + j + s*dw],
+ * j < 16), then include this file. The input plane is first copied, zero-padded in width, into
+ * the thread's scratch: the taps then read it with no border branches, and each input row is
+ * copied once rather than once per output row that uses it. Rows outside x are skipped.
+ * Accumulation is f32 in tap order (r, s), then the bias is added.
+ */
+#include "conv.h"
+
+#include <string.h>
+
+/* acc[0 .. Q) += w * src[q * sw]. */
+static inline void dw_axpy(float *restrict acc, const float *restrict src, float w, int64_t Q,
+                           int64_t sw)
+{
+    if (sw == 1) {
+        for (int64_t q = 0; q < Q; q++) acc[q] += w * src[q];
+    } else {
+        for (int64_t q = 0; q < Q; q++) acc[q] += w * src[q * sw];
+    }
+}
+
+/* x's plane into pad (H rows of `padded` floats, pad_w zeros on the left, zeros on the right). */
+static inline void dw_pad_plane(const lumen_image *x, const float *xp, int64_t pad_w,
+                                int64_t padded, float *restrict pad)
+{
+    for (int64_t i = 0; i < x->h; i++) {
+        float *dst = pad + i * padded;
+        const float *row = xp + i * x->stride_h;
+        memset(dst, 0, (size_t)pad_w * sizeof(float));
+        if (x->stride_w == 1) {
+            memcpy(dst + pad_w, row, (size_t)x->w * sizeof(float));
+        } else {
+            for (int64_t j = 0; j < x->w; j++) dst[pad_w + j] = row[j * x->stride_w];
+        }
+        memset(dst + pad_w + x->w, 0, (size_t)(padded - pad_w - x->w) * sizeof(float));
+    }
+}
+
+/*
+ * A stride-1 output row in blocks of 16 that keep their sums in registers over all taps; the
+ * last block overlaps the one before when Q is not a multiple of 16 (recomputing a few outputs
+ * to the same values beats a scalar tail). Returns the outputs done: 0 when Q < 16.
+ */
+static inline int64_t dw_row_s1(float *restrict out, const float *const *rows, const float *w,
+                                int64_t taps_r, int64_t S, int64_t dw, int64_t Q)
+{
+    if (Q < 16) return 0;
+    for (int64_t q0 = 0; q0 < Q; q0 += 16)
+        dw_block16(out, rows, w, taps_r, S, dw, q0 + 16 <= Q ? q0 : Q - 16);
+    return Q;
+}
+
+void LUMEN_DW_PLANE_FN(const lumen_dw_plane *pl, float *restrict pad, float *restrict acc)
+{
+    const lumen_conv_job *job = pl->job;
+    const lumen_image *x = job->x, *y = job->y;
+    const lumen_conv2d_params *p = &job->p;
+    const int64_t R = pl->R, S = pl->S, Q = y->w, padded = pl->padded;
+    dw_pad_plane(x, pl->xp, p->pad_w, padded, pad);
+    for (int64_t oy = 0; oy < y->h; oy++) {
+        float *yr = pl->yp + oy * y->stride_h;
+        float *out = y->stride_w == 1 ? yr : acc; /* accumulate in y when its row is dense */
+        /* The rows in x and their taps; rows outside x contribute nothing. */
+        const float *rows[LUMEN_DW_MAX_R];
+        float wr[LUMEN_DW_MAX_R * LUMEN_DW_MAX_S];
+        int64_t nr = 0;
+        for (int64_t r = 0; r < R; r++) {
+            const int64_t iy = oy * p->stride_h - p->pad_h + r * p->dilation_h;
+            if (iy < 0 || iy >= x->h) continue;
+            rows[nr] = pad + iy * padded;
+            memcpy(wr + nr * S, pl->w + r * S, (size_t)S * sizeof(float));
+            nr++;
+        }
+        const int64_t done = p->stride_w == 1 ? dw_row_s1(out, rows, wr, nr, S, p->dilation_w, Q) : 0;
+        memset(out + done, 0, (size_t)(Q - done) * sizeof(float));
+        for (int64_t r = 0; r < nr; r++)
+            for (int64_t s = 0; s < S; s++)
+                dw_axpy(out + done, rows[r] + done * p->stride_w + s * p->dilation_w,
+                        wr[r * S + s], Q - done, p->stride_w);
+        if (out == yr) {
+            for (int64_t q = 0; q < Q; q++) yr[q] += pl->bias;
+        } else {
+            for (int64_t q = 0; q < Q; q++) yr[q * y->stride_w] = pl->bias + acc[q];
+        }
+    }
+}

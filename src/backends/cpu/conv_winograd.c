@@ -1,0 +1,286 @@
+/*
+ * Winograd F(m x m, 3 x 3) conv2d for 3x3 kernels, stride 1, dilation 1 (Lavin & Gray 2016).
+ *
+ * Per group the output is cut into m x m tiles over (image, tile row, tile column). A tile's
+ * alpha x alpha input patch (alpha = m + 2) becomes V = B^T d B, each 3x3 kernel U = G g G^T,
+ * and for each of the alpha^2 positions xi the products summed over input channels are one
+ * GEMM, M_xi (K/g x tiles) = U_xi (K/g x C/g) * V_xi (C/g x tiles), run with the shared SGEMM
+ * microkernel; the output tile is A^T M A + bias. Multiplies per output drop from 9 C/g to
+ * alpha^2 / m^2 C/g: 4 for F(2x2), 2.25 for F(4x4).
+ *
+ * U is transformed once per call (in double, rounded once) and packed as the microkernel's A
+ * slivers. Threads take items (group, block of tiles): the block's V and M (alpha^2 (C/g + K/g)
+ * floats per tile) are sized to stay in L2; per position the microkernel runs over every
+ * U sliver and V sliver of the block, the reduction over C/g split into blocks of at most
+ * WINO_KC terms (shorter f32 sums: smaller error). The output transform adds bias and writes
+ * y through its strides; tiles that overhang y write only their inside part.
+ *
+ * Error: see docs/conv2d.md. F(2x2) stays inside the tests' 1e-6 * sum|x*w| bound where
+ * _applies takes it (padding <= 1); F(4x4) does not (up to ~5e-6), so lumen_cpu_conv2d_winograd
+ * runs F(2x2).
+ */
+#include "conv.h"
+#include "conv_winograd_kernels.h"
+
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define WINO_M 2
+#define WINO_SUFFIX f2_generic
+#include "conv_winograd_kernels.h"
+
+#define WINO_M 4
+#define WINO_SUFFIX f4_generic
+#include "conv_winograd_kernels.h"
+
+/* Longest f32 reduction in one microkernel call: the products of all-positive data do not
+ * cancel, and chains of 128 reached 1.1e-6 of sum|x*w| at padded corners, 16 stay near 7e-7
+ * (the extra M-tile loads and stores cost a few percent). */
+#define WINO_KC 16
+/* Scratch (V and M) per item: about half of a 2 MB L2. */
+#define WINO_ITEM_BYTES (1 << 20)
+/* The microkernel's bias when it only accumulates: one float per tile row. */
+static const float zeros[64];
+
+typedef struct wino_scheme {
+    wino_input_fn input;
+    wino_output_fn output;
+    wino_weight_fn weight;
+} wino_scheme;
+
+/* [tile 2 or 4][generic, avx2, avx512] */
+static const wino_scheme schemes[2][3] = {
+    {{lumen_wino_input_f2_generic, lumen_wino_output_f2_generic, lumen_wino_weight_f2_generic},
+     {lumen_wino_input_f2_avx2, lumen_wino_output_f2_avx2, lumen_wino_weight_f2_avx2},
+     {lumen_wino_input_f2_avx512, lumen_wino_output_f2_avx512, lumen_wino_weight_f2_avx512}},
+    {{lumen_wino_input_f4_generic, lumen_wino_output_f4_generic, lumen_wino_weight_f4_generic},
+     {lumen_wino_input_f4_avx2, lumen_wino_output_f4_avx2, lumen_wino_weight_f4_avx2},
+     {lumen_wino_input_f4_avx512, lumen_wino_output_f4_avx512, lumen_wino_weight_f4_avx512}},
+};
+
+typedef struct wino_plan {
+    const lumen_conv_job *job;
+    const lumen_sgemm_kernel *kern;
+    const wino_scheme *sc;
+    int m, alpha2;
+    int64_t th, tw, tiles;  /* tile rows, columns per image; tiles per group */
+    int64_t groups, cg, kg, panels, kgp, kc;
+    int64_t nsl, cols;      /* slivers and tiles per item */
+    int64_t blocks;         /* items per group */
+    float *upack;           /* alpha^2 x groups x panels slivers of cg x mr */
+    bool idx32;             /* x's taps all lie within +-2^31 elements of its start */
+} wino_plan;
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static size_t round64(size_t n) { return (n + 63) / 64 * 64; }
+
+/* U sliver of (position, group, panel). */
+static const float *u_sliver(const wino_plan *pl, int64_t xi, int64_t g, int64_t panel)
+{
+    return pl->upack + ((xi * pl->groups + g) * pl->panels + panel) * pl->cg * pl->kern->mr;
+}
+
+/* Transforms and packs the weights; rows past K/g in the last panel are zero. */
+static void pack_weights(const wino_plan *pl, int threads)
+{
+    const lumen_image *w = pl->job->w;
+    const int mr = pl->kern->mr;
+    const int64_t rows = pl->groups * pl->kgp, u_pos = pl->groups * pl->panels * pl->cg * mr;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t row = 0; row < rows; row++) {
+        const int64_t g = row / pl->kgp, kk = row % pl->kgp;
+        float *u = (float *)u_sliver(pl, 0, g, kk / mr) + kk % mr;
+        if (kk >= pl->kg) {
+            for (int64_t xi = 0; xi < pl->alpha2; xi++)
+                for (int64_t c = 0; c < pl->cg; c++) u[xi * u_pos + c * mr] = 0.0f;
+            continue;
+        }
+        const float *wk = (const float *)w->data + (g * pl->kg + kk) * w->stride_n;
+        pl->sc->weight(wk, w->stride_c, w->stride_h, w->stride_w, pl->cg, u, u_pos, mr);
+    }
+}
+
+/* Where the tiles [t0, t0 + WINO_LANES) of group g start in x and y; lanes past the last
+ * tile get no rows (zero input, no output). */
+static void build_lanes(const wino_plan *pl, int64_t g, int64_t t0, wino_lanes *ln)
+{
+    const lumen_image *x = pl->job->x, *y = pl->job->y;
+    const int64_t per_image = pl->th * pl->tw, m = pl->m, alpha = m + 2;
+    const int64_t ph = pl->job->p.pad_h, pw = pl->job->p.pad_w;
+    ln->inside = true;
+    for (int j = 0; j < WINO_LANES; j++) {
+        const int64_t t = t0 + j;
+        if (t >= pl->tiles) {
+            ln->xoff[j] = ln->yoff[j] = 0;
+            ln->iy0[j] = ln->ix0[j] = 0;
+            ln->rows[j] = ln->cols[j] = 0;
+            ln->inside = false;
+            continue;
+        }
+        const int64_t b = t / per_image, ty = (t % per_image) / pl->tw, tx = t % pl->tw;
+        const int64_t oy = ty * m, ox = tx * m, iy = oy - ph, ix = ox - pw;
+        ln->xoff[j] = b * x->stride_n + g * pl->cg * x->stride_c + iy * x->stride_h +
+                      ix * x->stride_w;
+        ln->yoff[j] = b * y->stride_n + g * pl->kg * y->stride_c + oy * y->stride_h +
+                      ox * y->stride_w;
+        ln->iy0[j] = (int32_t)iy, ln->ix0[j] = (int32_t)ix;
+        ln->rows[j] = (int8_t)min64(m, y->h - oy);
+        ln->cols[j] = (int8_t)min64(m, y->w - ox);
+        if (iy < 0 || ix < 0 || iy + alpha > x->h || ix + alpha > x->w) ln->inside = false;
+    }
+}
+
+/* Per position: M_xi (kgp x cols) = U_xi * V_xi. The reduction is cut into blocks of at most
+ * kc so that a kc x nr block of a V sliver stays in L1 while every U sliver of the group (kc x
+ * kgp, in L2) passes over it, as in GotoBLAS. */
+static void gemms(const wino_plan *pl, int64_t g, int64_t nsl, const float *v, float *mbuf)
+{
+    const int mr = pl->kern->mr, nr = pl->kern->nr;
+    const lumen_sgemm_ukr_fn ukr = pl->kern->fn;
+    const int64_t cols = pl->cols, cg = pl->cg;
+    for (int64_t xi = 0; xi < pl->alpha2; xi++) {
+        const float *a = u_sliver(pl, xi, g, 0);
+        float *mx = mbuf + xi * pl->kgp * cols;
+        for (int64_t c0 = 0; c0 < cg; c0 += pl->kc) {
+            const int64_t kc = min64(pl->kc, cg - c0);
+            for (int64_t sl = 0; sl < nsl; sl++) {
+                const float *b = v + ((xi * pl->nsl + sl) * cg + c0) * nr;
+                for (int64_t panel = 0; panel < pl->panels; panel++)
+                    ukr(kc, a + (panel * cg + c0) * mr, b, mx + panel * mr * cols + sl * nr, cols,
+                        zeros, c0 == 0);
+            }
+        }
+    }
+}
+
+static void run_item(const wino_plan *pl, int64_t item, float *v, float *mbuf)
+{
+    const lumen_conv_job *job = pl->job;
+    const int nr = pl->kern->nr;
+    const int64_t g = item / pl->blocks, t0 = (item % pl->blocks) * pl->cols;
+    const int64_t ntiles = min64(pl->cols, pl->tiles - t0), nsl = cdiv(ntiles, nr);
+    const wino_geom geo = {
+        .x = (const float *)job->x->data, .y = (float *)job->y->data,
+        .xs_c = job->x->stride_c, .xs_h = job->x->stride_h, .xs_w = job->x->stride_w,
+        .ys_c = job->y->stride_c, .ys_h = job->y->stride_h, .ys_w = job->y->stride_w,
+        .H = job->x->h, .W = job->x->w, .cg = pl->cg, .kg = pl->kg,
+        .v_pos = pl->nsl * pl->cg * nr, .v_chan = nr,
+        .m_pos = pl->kgp * pl->cols, .m_row = pl->cols, .idx32 = pl->idx32,
+    };
+    wino_lanes ln;
+    /* every lane of the slivers used, padding lanes zero, so the GEMM reads no stale data */
+    for (int64_t l0 = 0; l0 < nsl * nr; l0 += WINO_LANES) {
+        build_lanes(pl, g, t0 + l0, &ln);
+        pl->sc->input(&geo, &ln, v + (l0 / nr) * pl->cg * nr + l0 % nr);
+    }
+    gemms(pl, g, nsl, v, mbuf);
+    const float *bias = job->bias ? job->bias + g * pl->kg : NULL;
+    for (int64_t l0 = 0; l0 < ntiles; l0 += WINO_LANES) {
+        build_lanes(pl, g, t0 + l0, &ln);
+        pl->sc->output(&geo, &ln, mbuf + l0, bias);
+    }
+}
+
+/* A bound on |offset| of any tap from x's start, patches overhanging by up to alpha. */
+static int64_t x_extent(const lumen_image *x, int64_t alpha)
+{
+    return llabs(x->stride_n) * x->n + llabs(x->stride_c) * x->c +
+           llabs(x->stride_h) * (x->h + alpha) + llabs(x->stride_w) * (x->w + alpha);
+}
+
+/* Slivers per item: V and M within WINO_ITEM_BYTES, at most 8, and items enough for every
+ * thread to get about two. */
+static int64_t choose_slivers(const wino_plan *pl, int threads)
+{
+    const int nr = pl->kern->nr;
+    const int64_t per_tile = pl->alpha2 * (pl->cg + pl->kgp) * (int64_t)sizeof(float);
+    int64_t nsl = WINO_ITEM_BYTES / (per_tile * nr);
+    nsl = nsl < 1 ? 1 : nsl > 8 ? 8 : nsl;
+    while (nsl > 1 && pl->groups * cdiv(pl->tiles, nsl * nr) < 2 * (int64_t)threads) nsl--;
+    return nsl;
+}
+
+bool lumen_cpu_conv2d_winograd_applies(const lumen_context *ctx, const lumen_conv_job *job)
+{
+    const lumen_conv2d_params *p = &job->p;
+    const lumen_sgemm_kernel *k = lumen_cpu_sgemm_kernel(ctx);
+    if (job->w->h != 3 || job->w->w != 3 || p->stride_h != 1 || p->stride_w != 1 ||
+        p->dilation_h != 1 || p->dilation_w != 1)
+        return false;
+    if (k->nr % WINO_LANES || k->mr > (int)(sizeof zeros / sizeof *zeros)) return false;
+    /* Error: the transforms mix all 9 taps, so an output that sees few of them through zero
+     * padding gets an error relative to its own sum|x*w| up to 9/taps times the interior one.
+     * With padding <= 1 on planes of >= 2 every output sees >= 4 taps: all-positive data then
+     * measured <= 7e-7 (bound 1e-6); padding 2 reached 1.7e-6 (docs/conv2d.md). */
+    if (p->pad_h > 1 || p->pad_w > 1 || (p->pad_h && job->x->h < 2) || (p->pad_w && job->x->w < 2))
+        return false;
+    /* Speed (measured): with few channels per group the transforms cost more than the
+     * multiplies they save. */
+    const int64_t cg = job->w->c, kg = job->w->n / p->groups;
+    return cg >= 16 && kg >= 16;
+}
+
+lumen_status lumen_cpu_conv2d_winograd_tile(lumen_context *ctx, const lumen_conv_job *job, int m,
+                                            const char **isa)
+{
+    if (m != 2 && m != 4)
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "conv2d: Winograd tile %d (2 or 4)", m);
+    const lumen_sgemm_kernel *kern =
+        lumen_cpu_sgemm_kernel_for_rows(ctx, job->w->n / job->p.groups);
+    const int isa_index = lumen_ctx_use_avx512(ctx) ? 2 : lumen_ctx_use_avx2(ctx) ? 1 : 0;
+    const int threads = ctx->threads;
+    wino_plan pl = {
+        .job = job, .kern = kern, .sc = &schemes[m == 4][isa_index], .m = m,
+        .alpha2 = (m + 2) * (m + 2), .groups = job->p.groups, .cg = job->w->c,
+        .kg = job->w->n / job->p.groups,
+    };
+    pl.th = cdiv(job->y->h, m), pl.tw = cdiv(job->y->w, m);
+    pl.tiles = job->x->n * pl.th * pl.tw;
+    pl.panels = cdiv(pl.kg, kern->mr), pl.kgp = pl.panels * kern->mr;
+    pl.kc = cdiv(pl.cg, cdiv(pl.cg, WINO_KC));
+    pl.nsl = choose_slivers(&pl, threads);
+    pl.cols = pl.nsl * kern->nr;
+    pl.blocks = cdiv(pl.tiles, pl.cols);
+    pl.idx32 = x_extent(job->x, m + 2) < INT32_MAX;
+
+    const size_t u_bytes = round64((size_t)(pl.alpha2 * pl.groups * pl.kgp * pl.cg) * sizeof(float));
+    const size_t v_bytes = round64((size_t)(pl.alpha2 * pl.cg * pl.cols) * sizeof(float));
+    const size_t m_bytes = round64((size_t)(pl.alpha2 * pl.kgp * pl.cols) * sizeof(float));
+    pl.upack = aligned_alloc(64, u_bytes);
+    unsigned char *scratch = aligned_alloc(64, (v_bytes + m_bytes) * (size_t)threads);
+    if (!pl.upack || !scratch) {
+        free(pl.upack), free(scratch);
+        return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "conv2d: cannot allocate %zu bytes of "
+                               "transformed weights and %zu bytes of scratch", u_bytes,
+                               (v_bytes + m_bytes) * (size_t)threads);
+    }
+    pack_weights(&pl, threads);
+
+    const int64_t items = pl.groups * pl.blocks;
+#pragma omp parallel num_threads(threads)
+    {
+#ifdef _OPENMP
+        const int tid = omp_get_thread_num();
+#else
+        const int tid = 0;
+#endif
+        float *v = (float *)(scratch + (v_bytes + m_bytes) * (size_t)tid);
+        float *mbuf = (float *)((unsigned char *)v + v_bytes);
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t item = 0; item < items; item++) run_item(&pl, item, v, mbuf);
+    }
+    free(pl.upack);
+    free(scratch);
+    if (isa) *isa = kern->isa;
+    return LUMEN_OK;
+}
+
+lumen_status lumen_cpu_conv2d_winograd(lumen_context *ctx, const lumen_conv_job *job,
+                                       const char **isa)
+{
+    return lumen_cpu_conv2d_winograd_tile(ctx, job, 2, isa);
+}
