@@ -17,8 +17,9 @@ static const lumen_backend *cpu_backend(const lumen_context *ctx)
     return ctx->simd ? &lumen_cpu_fast_backend : &lumen_cpu_reference_backend;
 }
 
+/* The whole of info (callers may pass it uninitialised); algo: conv's algorithm or NULL. */
 static void fill_info(const lumen_context *ctx, lumen_method method, bool on_device,
-                      lumen_run_info *info)
+                      const char *algo, lumen_run_info *info)
 {
     if (!info) return;
     info->method = method;
@@ -28,6 +29,7 @@ static void fill_info(const lumen_context *ctx, lumen_method method, bool on_dev
                 : ctx->simd               ? "generic"
                                           : "scalar";
     info->threads = ctx->threads;
+    info->algo = algo;
 }
 
 static filter_entry entry_for(const lumen_backend *be, lumen_method method)
@@ -50,7 +52,7 @@ static lumen_status run_on_cpu(lumen_context *ctx, const lumen_filter_job *job, 
     /* The reference defines each kernel form once; every method is that definition. */
     if (!entry) entry = job->kernel ? be->filter2d : be->sep_filter;
     lumen_status s = entry(ctx, job);
-    if (s == LUMEN_OK) fill_info(ctx, method, false, info);
+    if (s == LUMEN_OK) fill_info(ctx, method, false, NULL, info);
     lumen_log(LUMEN_LOG_DEBUG, "ran %s on cpu (%s), %dx%d kernel, %d threads",
               lumen_method_name(method), be->name, job->kw, job->kh, ctx->threads);
     return s;
@@ -169,7 +171,7 @@ lumen_status lumen_run_filter(lumen_context *ctx, const lumen_filter_job *job, l
         return filter_fall_back(ctx, job, method, info, LUMEN_ERR_UNSUPPORTED, why);
     }
     lumen_status s = entry(ctx, job);
-    if (s == LUMEN_OK) fill_info(ctx, method, true, info);
+    if (s == LUMEN_OK) fill_info(ctx, method, true, NULL, info);
     if (s != LUMEN_ERR_OUT_OF_MEMORY && s != LUMEN_ERR_UNSUPPORTED) return s;
     snprintf(why, sizeof why, "%s", lumen_last_error());
     return filter_fall_back(ctx, job, method, info, s, why);
@@ -214,7 +216,7 @@ static lumen_status gaussian_fast_on_cpu(lumen_context *ctx, const lumen_gauss_j
         return lumen_set_error(LUMEN_ERR_UNSUPPORTED,
                                "precision: fast Gaussian not available on %s", be->name);
     lumen_status s = be->gaussian_fast(ctx, job);
-    if (s == LUMEN_OK) fill_info(ctx, LUMEN_METHOD_RECURSIVE, false, info);
+    if (s == LUMEN_OK) fill_info(ctx, LUMEN_METHOD_RECURSIVE, false, NULL, info);
     return s;
 }
 
@@ -239,7 +241,7 @@ lumen_status lumen_run_gaussian_fast(lumen_context *ctx, const lumen_gauss_job *
              lumen_dtype_name(job->src->dtype));
     if (be->gaussian_fast && takes_dtypes(be, job->src, job->dst)) {
         s = be->gaussian_fast(ctx, job);
-        if (s == LUMEN_OK) fill_info(ctx, LUMEN_METHOD_RECURSIVE, true, info);
+        if (s == LUMEN_OK) fill_info(ctx, LUMEN_METHOD_RECURSIVE, true, NULL, info);
         if (s != LUMEN_ERR_OUT_OF_MEMORY && s != LUMEN_ERR_UNSUPPORTED) return s;
         snprintf(why, sizeof why, "%s", lumen_last_error());
     }
@@ -299,7 +301,7 @@ lumen_status lumen_run_conv(lumen_context *ctx, lumen_conv_kind kind, const lume
         lumen_run_info ri = {0};
         s = be->conv2d(ctx, kind, job, &ri);
         if (s == LUMEN_OK) {
-            fill_info(ctx, LUMEN_METHOD_DIRECT, true, &ri);
+            fill_info(ctx, LUMEN_METHOD_DIRECT, true, ri.algo, &ri);
             lumen_log(LUMEN_LOG_DEBUG, "ran %s on %s (%s)", conv_name(kind), ri.device, ri.algo);
             if (info) *info = ri;
             return LUMEN_OK;

@@ -250,6 +250,26 @@ static void test_ones_constant(void **state)
     ts_expect(&op, LUMEN_F32, 3, 3, src, ten, 0.0, "ones, constant 10, direct");
 }
 
+/* The library fills the whole run info, so a caller's uninitialised struct is safe to read:
+ * algo (named by conv only) once came back as stack garbage. */
+static void test_run_info_filled(void **state)
+{
+    (void)state;
+    float px[16] = {0}, out[16];
+    static const float k[9] = {0, 0, 0, 0, 1, 0, 0, 0, 0};
+    lumen_context *ctx;
+    assert_int_equal(lumen_context_create(&ctx), LUMEN_OK);
+    const lumen_image src = lumen_image_nchw(px, LUMEN_F32, 1, 1, 4, 4);
+    const lumen_image dst = lumen_image_nchw(out, LUMEN_F32, 1, 1, 4, 4);
+    lumen_run_info info;
+    memset(&info, 0xA5, sizeof info);
+    assert_int_equal(lumen_filter2d(ctx, &src, &dst, k, 3, 3, NULL, &info), LUMEN_OK);
+    assert_null(info.algo);
+    assert_string_equal(info.device, "cpu");
+    assert_true(info.threads >= 1);
+    lumen_context_destroy(ctx);
+}
+
 /* Row 1..5, kernel [1 2 0]: correlation 1*s(x-1) + 2*s(x); convolution 2*s(x) + 1*s(x+1). */
 static void test_convolve_by_hand(void **state)
 {
@@ -467,6 +487,7 @@ int main(void)
         cmocka_unit_test(test_rank1_methods),
         cmocka_unit_test(test_not_rank1),
         cmocka_unit_test(test_dyadic_and_1d),
+        cmocka_unit_test(test_run_info_filled),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

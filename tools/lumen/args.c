@@ -358,3 +358,25 @@ int cli_arg_size(const char *name, const char *value, int max_side, int *w, int 
     *h = (int)b;
     return 0;
 }
+
+int cli_arg_select(const char *name, const char *value, int n,
+                   int (*matches)(int i, const char *token), const char *valid, int *selected)
+{
+    char buf[1024];
+    if (strlen(value) >= sizeof buf) {
+        cli_error(name, "list longer than %zu characters", sizeof buf - 1);
+        return CLI_EXIT_USAGE;
+    }
+    snprintf(buf, sizeof buf, "%s", value);
+    memset(selected, 0, (size_t)n * sizeof *selected);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        int hits = 0;
+        for (int i = 0; i < n; i++)
+            if (matches(i, tok)) selected[i] = 1, hits++;
+        if (!hits) {
+            cli_error(name, "unknown case '%s' (valid: %s)", tok, valid);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    return 0;
+}

@@ -93,6 +93,11 @@ int cli_context_create(const cli_common *co, lumen_context **out);
 
 /* Value parsers: 0 on success, else CLI_EXIT_USAGE after "lumen: --name: expected ..., got 'v'". */
 int cli_arg_int(const char *name, const char *value, long lo, long hi, int *out);
+/* Marks in selected[0..n) the items a comma-separated list picks (item i is picked by a token
+ * when matches(i, token)); a token that picks nothing is a usage error naming the flag and
+ * listing `valid`. Returns 0 or CLI_EXIT_USAGE. */
+int cli_arg_select(const char *name, const char *value, int n,
+                   int (*matches)(int i, const char *token), const char *valid, int *selected);
 int cli_arg_positive(const char *name, const char *value, double max, double *out);
 int cli_arg_float(const char *name, const char *value, float *out);
 int cli_arg_border(const char *name, const char *value, lumen_border *out);

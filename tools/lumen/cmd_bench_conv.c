@@ -147,31 +147,17 @@ static void case_list(char *buf, size_t size)
     }
 }
 
+static int case_matches(int i, const char *token)
+{
+    return !strcmp(token, cases[i].name) || !strcmp(token, op_name(&cases[i]));
+}
+
 /* Marks the cases a comma-separated list of names or ops picks; unknown items are errors. */
 static int select_cases(const char *name, const char *value, int *selected)
 {
-    char buf[1024];
-    if (strlen(value) >= sizeof buf) {
-        cli_error(name, "list longer than %zu characters", sizeof buf - 1);
-        return CLI_EXIT_USAGE;
-    }
-    snprintf(buf, sizeof buf, "%s", value);
-    memset(selected, 0, NCASES * sizeof *selected);
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        int hits = 0;
-        for (int i = 0; i < NCASES; i++) {
-            if (strcmp(tok, cases[i].name) && strcmp(tok, op_name(&cases[i]))) continue;
-            selected[i] = 1;
-            hits++;
-        }
-        if (!hits) {
-            char valid[512];
-            case_list(valid, sizeof valid);
-            cli_error(name, "unknown case '%s' (valid: %s)", tok, valid);
-            return CLI_EXIT_USAGE;
-        }
-    }
-    return 0;
+    char valid[512];
+    case_list(valid, sizeof valid);
+    return cli_arg_select(name, value, NCASES, case_matches, valid, selected);
 }
 
 static int on_flag(void *state, int id, const char *name, const char *value)
