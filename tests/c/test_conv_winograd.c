@@ -30,7 +30,10 @@ typedef struct wshape {
     int n, c, h, w, k, pad, groups;
 } wshape;
 
-static int64_t out_len(int in, int pad) { return (int64_t)in + 2 * pad - 2; }
+static int64_t out_len(int in, int pad)
+{
+    return (int64_t)in + 2 * pad - 2;
+}
 
 static void fill(const lumen_image *im, uint64_t seed, double lo)
 {
@@ -38,7 +41,8 @@ static void fill(const lumen_image *im, uint64_t seed, double lo)
     for (int64_t b = 0; b < im->n; b++)
         for (int64_t c = 0; c < im->c; c++)
             for (int64_t y = 0; y < im->h; y++)
-                for (int64_t x = 0; x < im->w; x++) ts_set(im, b, c, y, x, ts_rng_uniform(&rng, lo, 1));
+                for (int64_t x = 0; x < im->w; x++)
+                    ts_set(im, b, c, y, x, ts_rng_uniform(&rng, lo, 1));
 }
 
 /* Worst |got - want| / (sum |x*w| + |bias|) over y, in gather form and double. */
@@ -57,8 +61,8 @@ static double worst_ratio(const wshape *sp, const lumen_image *x, const lumen_im
                             for (int s = 0; s < 3; s++) {
                                 const int64_t iy = oy - sp->pad + r, ix = ox - sp->pad + s;
                                 if (iy < 0 || iy >= sp->h || ix < 0 || ix >= sp->w) continue;
-                                const double v = ts_get(x, b, k / kg * cg + c, iy, ix) *
-                                                 ts_get(w, k, c, r, s);
+                                const double v =
+                                    ts_get(x, b, k / kg * cg + c, iy, ix) * ts_get(w, k, c, r, s);
                                 acc += v, a += fabs(v);
                             }
                     const double e = fabs(ts_get(y, b, k, oy, ox) - acc) / (a + CONV_ABS);
@@ -70,7 +74,7 @@ static double worst_ratio(const wshape *sp, const lumen_image *x, const lumen_im
 /* How a case runs: the public call, or the Winograd entry with tile m on the engine. */
 typedef struct runner {
     lumen_context *ctx;
-    int m; /* 0: lumen_conv2d */
+    int m;                 /* 0: lumen_conv2d */
     const char *want_algo; /* public call: the algo it must report */
 } runner;
 
@@ -104,7 +108,8 @@ static double run_case(const runner *ru, const wshape *sp, const data_opts *o)
     fill(&x.v, o->seed, lo), fill(&w.v, o->seed + 1, lo);
     ts_image_fill_bytes(&y, 0x5A);
     float bias[64];
-    for (int i = 0; i < sp->k; i++) bias[i] = o->positive ? 0.125f * (i % 5) : 0.25f * (i % 7) - 0.5f;
+    for (int i = 0; i < sp->k; i++)
+        bias[i] = o->positive ? 0.125f * (i % 5) : 0.25f * (i % 7) - 0.5f;
     lumen_conv2d_params p = lumen_conv2d_params_default();
     p.pad_h = p.pad_w = sp->pad, p.groups = sp->groups;
     const float *bp = o->bias ? bias : NULL;
@@ -124,8 +129,9 @@ static double run_case(const runner *ru, const wshape *sp, const data_opts *o)
     char msg[256];
     if (!ts_guards_intact(&y, msg, sizeof msg)) fail_msg("%s: wrote outside y: %s", what, msg);
     const double worst = worst_ratio(sp, &x.v, &w.v, bp, &y.v);
-    const double rel = ru->m == 4 ? WINO_F4_REL : ru->m == 2 && sp->pad > 1 ? WINO_F2_PAD2_REL
-                                                                          : CONV_REL;
+    const double rel = ru->m == 4                  ? WINO_F4_REL
+                       : ru->m == 2 && sp->pad > 1 ? WINO_F2_PAD2_REL
+                                                   : CONV_REL;
     if (!(worst <= rel)) fail_msg("%s: error %.3g of sum|x*w|, bound %.3g", what, worst, rel);
     ts_image_free(&x), ts_image_free(&w), ts_image_free(&y);
     return worst;
@@ -197,7 +203,7 @@ static void test_selection(void **state)
     assert_string_equal(algo_of(ctx, 32, 32, 5, 1, 1), "im2col+sgemm"); /* 5x5 */
     assert_string_equal(algo_of(ctx, 4, 32, 3, 1, 1), "im2col+sgemm");  /* few channels */
     assert_string_equal(algo_of(ctx, 32, 4, 3, 1, 1), "im2col+sgemm");  /* few outputs */
-    assert_string_equal(algo_of_pad(ctx, 2), "im2col+sgemm");             /* padding 2 */
+    assert_string_equal(algo_of_pad(ctx, 2), "im2col+sgemm");           /* padding 2 */
     assert_int_equal(lumen_context_set_simd(ctx, 0), LUMEN_OK);
     assert_string_equal(algo_of(ctx, 32, 32, 3, 1, 1), "reference");
     lumen_context_destroy(ctx);
@@ -211,7 +217,8 @@ static void test_selection(void **state)
 static void test_public_grid(void **state)
 {
     (void)state;
-    static const int planes[][2] = {{1, 1}, {2, 3}, {3, 3}, {4, 4}, {5, 2}, {7, 7}, {8, 6}, {9, 11}};
+    static const int planes[][2] = {{1, 1}, {2, 3}, {3, 3}, {4, 4},
+                                    {5, 2}, {7, 7}, {8, 6}, {9, 11}};
     static const int pads[] = {0, 1, 2}, batches[] = {1, 3}, groups[] = {1, 2};
     int idx = 0, ran = 0;
     for (int t = 1; t <= 3; t++) {
@@ -220,8 +227,9 @@ static void test_public_grid(void **state)
             for (int hi = 0; hi < TS_COUNT(planes); hi++)
                 for (int bi = 0; bi < 2; bi++) {
                     const int g = groups[(idx / 2) % 2];
-                    const wshape sp = {batches[bi], 16 * g, planes[hi][0], planes[hi][1],
-                                       g == 1 ? 20 : 32, pads[pi], g};
+                    const wshape sp = {
+                        batches[bi], 16 * g, planes[hi][0], planes[hi][1], g == 1 ? 20 : 32,
+                        pads[pi],    g};
                     idx++;
                     if (out_len(sp.h, sp.pad) < 1 || out_len(sp.w, sp.pad) < 1) continue;
                     const data_opts o = {layouts[idx % 5], layouts[(idx / 5) % 5], idx % 3 != 0,

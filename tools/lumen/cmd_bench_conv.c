@@ -45,8 +45,7 @@ static const char usage[] =
     "  --repeat N        warm runs per case, 5-1000 (default: 7)\n"
     "  --batch N         N of every case instead of its own, 1-1024 (--batch 1: a quick run)\n"
     "  --threads N       worker threads, 1-1024 (default: $LUMEN_NUM_THREADS, else all CPUs)\n"
-    "  --no-simd         time the scalar reference path\n"
-    CLI_DEVICE_HELP
+    "  --no-simd         time the scalar reference path\n" CLI_DEVICE_HELP
     "  -v, --verbose     print each case to stderr as it finishes\n"
     "  -h, --help        show this help\n"
     "\n"
@@ -68,22 +67,21 @@ static const cli_flag flags[] = {{"json", 0, 0, F_JSON},     {"case", 0, 1, F_CA
 
 typedef struct conv_case {
     const char *name;
-    int transposed;  /* 0: conv2d, 1: conv_transpose2d */
-    int n, c, h, w;  /* x */
-    int k, r, s;     /* output channels, kernel height and width */
+    int transposed; /* 0: conv2d, 1: conv_transpose2d */
+    int n, c, h, w; /* x */
+    int k, r, s;    /* output channels, kernel height and width */
     int stride, pad, output_pad, groups;
 } conv_case;
 
-static const conv_case cases[] = {
-    {"l1_512x7x7_k3", 0, 32, 512, 7, 7, 512, 3, 3, 1, 1, 0, 1},
-    {"l2_64x56x56_k3", 0, 8, 64, 56, 56, 64, 3, 3, 1, 1, 0, 1},
-    {"l3_256x14x14_k3", 0, 8, 256, 14, 14, 256, 3, 3, 1, 1, 0, 1},
-    {"l4_3x224x224_k7s2", 0, 8, 3, 224, 224, 64, 7, 7, 2, 3, 0, 1},
-    {"pw_256x28x28_k1", 0, 8, 256, 28, 28, 128, 1, 1, 1, 0, 0, 1},
-    {"dw_128x56x56_k3", 0, 8, 128, 56, 56, 128, 3, 3, 1, 1, 0, 128},
-    {"s2_128x28x28_k3s2", 0, 8, 128, 28, 28, 256, 3, 3, 2, 1, 0, 1},
-    {"tr_256x14x14_k4s2", 1, 8, 256, 14, 14, 128, 4, 4, 2, 1, 0, 1},
-    {"tr_64x56x56_k3s2", 1, 8, 64, 56, 56, 32, 3, 3, 2, 1, 1, 1}};
+static const conv_case cases[] = {{"l1_512x7x7_k3", 0, 32, 512, 7, 7, 512, 3, 3, 1, 1, 0, 1},
+                                  {"l2_64x56x56_k3", 0, 8, 64, 56, 56, 64, 3, 3, 1, 1, 0, 1},
+                                  {"l3_256x14x14_k3", 0, 8, 256, 14, 14, 256, 3, 3, 1, 1, 0, 1},
+                                  {"l4_3x224x224_k7s2", 0, 8, 3, 224, 224, 64, 7, 7, 2, 3, 0, 1},
+                                  {"pw_256x28x28_k1", 0, 8, 256, 28, 28, 128, 1, 1, 1, 0, 0, 1},
+                                  {"dw_128x56x56_k3", 0, 8, 128, 56, 56, 128, 3, 3, 1, 1, 0, 128},
+                                  {"s2_128x28x28_k3s2", 0, 8, 128, 28, 28, 256, 3, 3, 2, 1, 0, 1},
+                                  {"tr_256x14x14_k4s2", 1, 8, 256, 14, 14, 128, 4, 4, 2, 1, 0, 1},
+                                  {"tr_64x56x56_k3s2", 1, 8, 64, 56, 56, 32, 3, 3, 2, 1, 1, 1}};
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
 typedef struct conv_result {
@@ -94,7 +92,7 @@ typedef struct conv_result {
     lumen_status status; /* LUMEN_OK, or LUMEN_ERR_UNSUPPORTED for a skipped case */
     char skipped[200];
     double ms_cold, ms_min, ms_median;
-    double check_err;    /* max |lumen - float64| over the spot-checked outputs */
+    double check_err; /* max |lumen - float64| over the spot-checked outputs */
     int check_ok;
     lumen_run_info info;
 } conv_result;
@@ -182,8 +180,8 @@ static int check_batch(const conv_state *st)
         int64_t x = n * c->c * c->h * c->w;
         int64_t y = n * c->k * out_size(c, c->h, c->r) * out_size(c, c->w, c->s);
         if (x <= MAX_ELEMS && y <= MAX_ELEMS) continue;
-        cli_error("--batch", "%lld makes a tensor of %s larger than %lld elements",
-                  (long long)n, c->name, (long long)MAX_ELEMS);
+        cli_error("--batch", "%lld makes a tensor of %s larger than %lld elements", (long long)n,
+                  c->name, (long long)MAX_ELEMS);
         return CLI_EXIT_USAGE;
     }
     return 0;
@@ -196,7 +194,8 @@ static float *random_floats(size_t n, uint64_t seed)
 {
     float *v = malloc(n * sizeof *v);
     if (!v) return NULL;
-    for (size_t i = 0; i < n; i++) v[i] = -1.0f + 2.0f * cli_lcg_unit(&seed);
+    for (size_t i = 0; i < n; i++)
+        v[i] = -1.0f + 2.0f * cli_lcg_unit(&seed);
     return v;
 }
 
@@ -307,8 +306,8 @@ static void spot_check(const conv_tensors *t, conv_result *r)
         int64_t idx = check_index(i, total, &seed);
         int64_t q = idx % r->q, p = idx / r->q % r->p, k = idx / (r->q * r->p) % c->k,
                 n = idx / (r->q * r->p * c->k);
-        conv_sums want = c->transposed ? transposed_at(c, t, n, k, p, q)
-                                       : conv2d_at(c, t, n, k, p, q);
+        conv_sums want =
+            c->transposed ? transposed_at(c, t, n, k, p, q) : conv2d_at(c, t, n, k, p, q);
         double err = fabs((double)t->y[idx] - want.sum);
         if (!(err <= CHECK_REL * want.abs_sum + FLT_MIN)) r->check_ok = 0; /* NaN fails too */
         if (!(err <= r->check_err)) r->check_err = err;
@@ -395,9 +394,15 @@ static int run_case(const conv_state *st, conv_result *r)
 
 /* ---- output ------------------------------------------------------------- */
 
-static const char *or_unknown(const char *s) { return s ? s : "?"; }
+static const char *or_unknown(const char *s)
+{
+    return s ? s : "?";
+}
 
-static double gflops(const conv_result *r, double ms) { return ms > 0 ? r->gflop / ms * 1e3 : 0; }
+static double gflops(const conv_result *r, double ms)
+{
+    return ms > 0 ? r->gflop / ms * 1e3 : 0;
+}
 
 /* "32x512x7x7 * 512x512x3x3 p1", "8x64x56x56 *T 64x32x3x3 s2 p1 op1", "... g128". */
 static void shape_text(const conv_result *r, char *buf, size_t size)
@@ -427,17 +432,15 @@ static void print_table_row(FILE *f, const conv_result *r)
 {
     char shape[96], out[48];
     shape_text(r, shape, sizeof shape);
-    snprintf(out, sizeof out, "%dx%dx%lldx%lld", r->n, r->c->k, (long long)r->p,
-             (long long)r->q);
+    snprintf(out, sizeof out, "%dx%dx%lldx%lld", r->n, r->c->k, (long long)r->p, (long long)r->q);
     fprintf(f, "%-18s  %-16s  %-36s  %-16s  ", r->c->name, op_name(r->c), shape, out);
     if (r->status) {
         fprintf(f, "skipped: %s\n", r->skipped);
         return;
     }
-    fprintf(f, "%-14s  %-8s  %7d  %9.3f  %9.3f  %9.3f  %8.1f  %s %.2g\n",
-            or_unknown(r->info.algo), or_unknown(r->info.isa), r->info.threads, r->ms_cold,
-            r->ms_min, r->ms_median, gflops(r, r->ms_min), r->check_ok ? "ok" : "FAILED",
-            r->check_err);
+    fprintf(f, "%-14s  %-8s  %7d  %9.3f  %9.3f  %9.3f  %8.1f  %s %.2g\n", or_unknown(r->info.algo),
+            or_unknown(r->info.isa), r->info.threads, r->ms_cold, r->ms_min, r->ms_median,
+            gflops(r, r->ms_min), r->check_ok ? "ok" : "FAILED", r->check_err);
 }
 
 /* The fields every row has: what was asked for. */
@@ -454,8 +457,8 @@ static void print_json_case(const conv_state *st, const conv_result *r)
            "\"stride\": %d, \"pad\": %d, \"dilation\": 1, \"groups\": %d, \"output_pad\": %d, "
            "\"out_h\": %lld, \"out_w\": %lld, \"dtype\": \"f32\", \"gflop\": %.9g, "
            "\"repeat\": %d",
-           r->n, c->c, c->h, c->w, c->k, c->r, c->s, c->stride, c->pad, c->groups,
-           c->output_pad, (long long)r->p, (long long)r->q, r->gflop, st->repeat);
+           r->n, c->c, c->h, c->w, c->k, c->r, c->s, c->stride, c->pad, c->groups, c->output_pad,
+           (long long)r->p, (long long)r->q, r->gflop, st->repeat);
 }
 
 /* What happened: timings, rates and the library's choices, or why the case was skipped. */
@@ -516,8 +519,9 @@ static int run_all(const conv_state *st)
         if (r->status && st->json && !st->common.verbose)
             cli_error(r->c->name, "skipped: %s", r->skipped);
         if (!r->status && !r->check_ok) {
-            cli_error(r->c->name, "spot check failed: max |lumen - float64| = %.3g over %d "
-                                  "outputs (limit %g * sum|x*w| per output)",
+            cli_error(r->c->name,
+                      "spot check failed: max |lumen - float64| = %.3g over %d "
+                      "outputs (limit %g * sum|x*w| per output)",
                       r->check_err, NCHECK, CHECK_REL);
             failed = 1;
         }
@@ -530,7 +534,8 @@ int cmd_bench_conv(int argc, char **argv)
 {
     const cli_command cmd = {"bench conv", flags, on_flag, NULL, 0};
     conv_state st = {{0}, 0, 7, 0, {0}};
-    for (int i = 0; i < NCASES; i++) st.selected[i] = 1;
+    for (int i = 0; i < NCASES; i++)
+        st.selected[i] = 1;
     int rc = cli_parse(&cmd, argc, argv, &st, NULL);
     if (rc == CLI_HELP) return cli_print_usage(usage);
     if (rc || (rc = check_batch(&st))) return rc;

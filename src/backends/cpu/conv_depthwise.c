@@ -34,14 +34,17 @@ static lumen_dw_plane plane_of(const lumen_conv_job *job, int64_t i, int64_t pad
     const int64_t n = i / y->c, k = i % y->c, mult = y->c / x->c;
     const float *wd = (const float *)w->data + k * w->stride_n;
     for (int64_t r = 0; r < w->h; r++)
-        for (int64_t s = 0; s < w->w; s++) wk[r * w->w + s] = wd[r * w->stride_h + s * w->stride_w];
+        for (int64_t s = 0; s < w->w; s++)
+            wk[r * w->w + s] = wd[r * w->stride_h + s * w->stride_w];
     return (lumen_dw_plane){
         .job = job,
         .xp = (const float *)x->data + n * x->stride_n + (k / mult) * x->stride_c,
         .yp = (float *)y->data + n * y->stride_n + k * y->stride_c,
         .w = wk,
         .bias = job->bias ? job->bias[k] : 0.0f,
-        .R = w->h, .S = w->w, .padded = padded,
+        .R = w->h,
+        .S = w->w,
+        .padded = padded,
     };
 }
 
@@ -56,8 +59,10 @@ lumen_status lumen_cpu_conv2d_depthwise(lumen_context *ctx, const lumen_conv_job
     const size_t per_thread = (size_t)(x->h * padded + y->w + w->h * w->w);
     float *scratch = malloc(per_thread * sizeof(float) * (size_t)ctx->threads);
     if (!scratch)
-        return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "conv2d: cannot allocate %zu bytes of "
-                               "depthwise scratch", per_thread * sizeof(float) * (size_t)ctx->threads);
+        return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY,
+                               "conv2d: cannot allocate %zu bytes of "
+                               "depthwise scratch",
+                               per_thread * sizeof(float) * (size_t)ctx->threads);
     const int64_t planes = y->n * y->c;
 #pragma omp parallel num_threads(ctx->threads)
     {

@@ -9,9 +9,11 @@ static inline void dw_block16(float *restrict out, const float *const *rows, con
     for (int64_t r = 0; r < taps_r; r++)
         for (int64_t s = 0; s < S; s++) {
             const float wv = w[r * S + s], *src = rows[r] + q0 + s * dw;
-            for (int j = 0; j < 16; j++) a[j] += wv * src[j];
+            for (int j = 0; j < 16; j++)
+                a[j] += wv * src[j];
         }
-    for (int j = 0; j < 16; j++) out[q0 + j] = a[j];
+    for (int j = 0; j < 16; j++)
+        out[q0 + j] = a[j];
 }
 
 #include "conv_depthwise_plane.h"

@@ -16,9 +16,11 @@ static inline void dw_axpy(float *restrict acc, const float *restrict src, float
                            int64_t sw)
 {
     if (sw == 1) {
-        for (int64_t q = 0; q < Q; q++) acc[q] += w * src[q];
+        for (int64_t q = 0; q < Q; q++)
+            acc[q] += w * src[q];
     } else {
-        for (int64_t q = 0; q < Q; q++) acc[q] += w * src[q * sw];
+        for (int64_t q = 0; q < Q; q++)
+            acc[q] += w * src[q * sw];
     }
 }
 
@@ -33,7 +35,8 @@ static inline void dw_pad_plane(const lumen_image *x, const float *xp, int64_t p
         if (x->stride_w == 1) {
             memcpy(dst + pad_w, row, (size_t)x->w * sizeof(float));
         } else {
-            for (int64_t j = 0; j < x->w; j++) dst[pad_w + j] = row[j * x->stride_w];
+            for (int64_t j = 0; j < x->w; j++)
+                dst[pad_w + j] = row[j * x->stride_w];
         }
         memset(dst + pad_w + x->w, 0, (size_t)(padded - pad_w - x->w) * sizeof(float));
     }
@@ -74,16 +77,19 @@ void LUMEN_DW_PLANE_FN(const lumen_dw_plane *pl, float *restrict pad, float *res
             memcpy(wr + nr * S, pl->w + r * S, (size_t)S * sizeof(float));
             nr++;
         }
-        const int64_t done = p->stride_w == 1 ? dw_row_s1(out, rows, wr, nr, S, p->dilation_w, Q) : 0;
+        const int64_t done =
+            p->stride_w == 1 ? dw_row_s1(out, rows, wr, nr, S, p->dilation_w, Q) : 0;
         memset(out + done, 0, (size_t)(Q - done) * sizeof(float));
         for (int64_t r = 0; r < nr; r++)
             for (int64_t s = 0; s < S; s++)
-                dw_axpy(out + done, rows[r] + done * p->stride_w + s * p->dilation_w,
-                        wr[r * S + s], Q - done, p->stride_w);
+                dw_axpy(out + done, rows[r] + done * p->stride_w + s * p->dilation_w, wr[r * S + s],
+                        Q - done, p->stride_w);
         if (out == yr) {
-            for (int64_t q = 0; q < Q; q++) yr[q] += pl->bias;
+            for (int64_t q = 0; q < Q; q++)
+                yr[q] += pl->bias;
         } else {
-            for (int64_t q = 0; q < Q; q++) yr[q * y->stride_w] = pl->bias + acc[q];
+            for (int64_t q = 0; q < Q; q++)
+                yr[q * y->stride_w] = pl->bias + acc[q];
         }
     }
 }

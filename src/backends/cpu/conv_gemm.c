@@ -79,8 +79,14 @@ typedef struct gemm_ws {
 
 static const float zeros[LUMEN_GEMM_MR_MAX] = {0};
 
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int64_t min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+static int64_t cdiv(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
 
 /* Panel gp (group g, mr rows of K/g) of W (K, C/g, R, S) into dst[p*mr + i]; rows past K/g are
  * zero. Contiguous rows (the usual layout) are read as mr sequential streams so that the
@@ -91,12 +97,15 @@ static void pack_panel(const gemm_plan *pl, const lumen_image *w, int64_t gp, fl
     const int64_t g = gp / pl->panels, panel = gp % pl->panels, mr = pl->mr;
     const int64_t rows = min64(mr, pl->kg - panel * mr);
     const float *wk[LUMEN_GEMM_MR_MAX];
-    for (int64_t i = 0; i < rows; i++) wk[i] = wd + (g * pl->kg + panel * mr + i) * w->stride_n;
+    for (int64_t i = 0; i < rows; i++)
+        wk[i] = wd + (g * pl->kg + panel * mr + i) * w->stride_n;
     if (w->stride_w == 1 && w->stride_h == w->w && w->stride_c == w->h * w->w) {
         for (int64_t p = 0; p < pl->crs; p++, dst += mr) {
             int64_t i = 0;
-            for (; i < rows; i++) dst[i] = wk[i][p];
-            for (; i < mr; i++) dst[i] = 0.0f;
+            for (; i < rows; i++)
+                dst[i] = wk[i][p];
+            for (; i < mr; i++)
+                dst[i] = 0.0f;
         }
         return;
     }
@@ -105,8 +114,10 @@ static void pack_panel(const gemm_plan *pl, const lumen_image *w, int64_t gp, fl
             for (int64_t s = 0; s < w->w; s++, dst += mr) {
                 const int64_t off = c * w->stride_c + r * w->stride_h + s * w->stride_w;
                 int64_t i = 0;
-                for (; i < rows; i++) dst[i] = wk[i][off];
-                for (; i < mr; i++) dst[i] = 0.0f;
+                for (; i < rows; i++)
+                    dst[i] = wk[i][off];
+                for (; i < mr; i++)
+                    dst[i] = 0.0f;
             }
 }
 
@@ -159,8 +170,8 @@ static void build_taps(const gemm_plan *pl, const gemm_ws *ws, int64_t nruns, in
 }
 
 /* Reduction rows [p0, p0 + kc) of the item's columns into ws->b as nsl slivers of kc x nr. */
-static void pack_b(const gemm_plan *pl, const gemm_ws *ws, int64_t nruns, int64_t cols,
-                   int64_t p0, int64_t kc)
+static void pack_b(const gemm_plan *pl, const gemm_ws *ws, int64_t nruns, int64_t cols, int64_t p0,
+                   int64_t kc)
 {
     const int64_t nr = pl->nr, nsl = cdiv(cols, nr), rs = pl->R * pl->S;
     const int64_t step = pl->sw * pl->xs_w; /* x distance of adjacent columns */
@@ -174,14 +185,19 @@ static void pack_b(const gemm_plan *pl, const gemm_ws *ws, int64_t nruns, int64_
             float *restrict d = dp + tp->dst;
             const float *restrict src = xc + tp->src;
             int64_t t = 0;
-            for (; t < tp->lo; t++) d[t] = 0.0f;
+            for (; t < tp->lo; t++)
+                d[t] = 0.0f;
             if (step == 1)
-                for (; t < tp->hi; t++) d[t] = src[t];
+                for (; t < tp->hi; t++)
+                    d[t] = src[t];
             else if (step == 2) /* a constant stride vectorises (stride-2 stems: 40% -> 10%) */
-                for (; t < tp->hi; t++) d[t] = src[2 * t];
+                for (; t < tp->hi; t++)
+                    d[t] = src[2 * t];
             else
-                for (; t < tp->hi; t++) d[t] = src[t * step];
-            for (; t < tp->len; t++) d[t] = 0.0f;
+                for (; t < tp->hi; t++)
+                    d[t] = src[t * step];
+            for (; t < tp->len; t++)
+                d[t] = 0.0f;
         }
     }
 }
@@ -191,9 +207,11 @@ static inline void put_row(float *restrict d, const float *restrict t, int64_t l
                            bool first)
 {
     if (first)
-        for (int64_t u = 0; u < len; u++) d[u] = bias + t[u];
+        for (int64_t u = 0; u < len; u++)
+            d[u] = bias + t[u];
     else
-        for (int64_t u = 0; u < len; u++) d[u] += t[u];
+        for (int64_t u = 0; u < len; u++)
+            d[u] += t[u];
 }
 
 /* Writes (first) or adds the tile's valid rows x nc corner to y through the column offsets,
@@ -205,7 +223,8 @@ static void scatter_tile(const gemm_plan *pl, const float *tile, int64_t k0, int
     for (int64_t t = 0; t < nc;) {
         int64_t len = 1;
         if (pl->ys_w == 1)
-            while (t + len < nc && coloff[t + len] == coloff[t] + len) len++;
+            while (t + len < nc && coloff[t + len] == coloff[t] + len)
+                len++;
         for (int64_t i = 0; i < rows; i++) {
             float *yk = pl->y + (k0 + i) * pl->ys_c + coloff[t];
             put_row(yk, tile + i * pl->nr + t, len, pl->bias ? pl->bias[k0 + i] : 0.0f, first);
@@ -246,7 +265,8 @@ static void run_item(const gemm_plan *pl, gemm_ws *ws, int64_t item)
         pack_b(pl, ws, nruns, cols, p0, kc);
         /* The W sliver (kc x mr) stays in L1 while the item's B slivers stream from L2. */
         for (int64_t panel = 0; panel < pl->panels; panel++)
-            for (int64_t sl = 0; sl < nsl; sl++) tile_op(pl, ws, g, panel, sl, cols, p0, kc);
+            for (int64_t sl = 0; sl < nsl; sl++)
+                tile_op(pl, ws, g, panel, sl, cols, p0, kc);
     }
 }
 
@@ -261,7 +281,10 @@ static int64_t choose_items(int64_t slivers, int64_t groups, int threads)
     return min64(items, slivers);
 }
 
-static size_t round64(size_t n) { return (n + 63) / 64 * 64; }
+static size_t round64(size_t n)
+{
+    return (n + 63) / 64 * 64;
+}
 
 /* The plan cache's key: the geometry of the job, the threads and the kernel. */
 typedef struct plan_key {
@@ -278,10 +301,11 @@ static plan_key make_key(const lumen_conv_job *job, const lumen_sgemm_kernel *k,
     memcpy(key.tag, "conv2d.gemm.v1", 15);
     const lumen_image *x = job->x, *w = job->w, *y = job->y;
     const lumen_conv2d_params *p = &job->p;
-    const int64_t geo[] = {x->n, x->c, x->h, x->w, x->stride_n, x->stride_c, x->stride_h,
-                           x->stride_w, w->n, w->c, w->h, w->w, y->h, y->w, y->stride_n,
-                           y->stride_c, y->stride_h, y->stride_w, p->stride_h, p->stride_w,
-                           p->pad_h, p->pad_w, p->dilation_h, p->dilation_w, p->groups};
+    const int64_t geo[] = {x->n,        x->c,        x->h,          x->w,          x->stride_n,
+                           x->stride_c, x->stride_h, x->stride_w,   w->n,          w->c,
+                           w->h,        w->w,        y->h,          y->w,          y->stride_n,
+                           y->stride_c, y->stride_h, y->stride_w,   p->stride_h,   p->stride_w,
+                           p->pad_h,    p->pad_w,    p->dilation_h, p->dilation_w, p->groups};
     memcpy(key.geo, geo, sizeof geo);
     key.kernel = k, key.threads = threads;
     return key;
@@ -304,13 +328,37 @@ static gemm_plan *plan_create(const lumen_conv_job *job, const lumen_sgemm_kerne
     gemm_plan *pl = calloc(1, sizeof *pl);
     if (!pl) return NULL;
     *pl = (gemm_plan){
-        .xs_n = x->stride_n, .xs_c = x->stride_c, .xs_h = x->stride_h, .xs_w = x->stride_w,
-        .ys_n = y->stride_n, .ys_c = y->stride_c, .ys_h = y->stride_h, .ys_w = y->stride_w,
-        .H = x->h, .W = x->w, .R = w->h, .S = w->w, .P = y->h, .Q = y->w, .PQ = y->h * y->w,
-        .sh = p->stride_h, .sw = p->stride_w, .ph = p->pad_h, .pw = p->pad_w,
-        .dh = p->dilation_h, .dw = p->dilation_w, .groups = p->groups, .cg = w->c,
-        .kg = w->n / p->groups, .crs = w->c * w->h * w->w, .ncol = x->n * y->h * y->w,
-        .mr = k->mr, .nr = k->nr, .ukr = k->fn, .isa = k->isa, .threads = threads,
+        .xs_n = x->stride_n,
+        .xs_c = x->stride_c,
+        .xs_h = x->stride_h,
+        .xs_w = x->stride_w,
+        .ys_n = y->stride_n,
+        .ys_c = y->stride_c,
+        .ys_h = y->stride_h,
+        .ys_w = y->stride_w,
+        .H = x->h,
+        .W = x->w,
+        .R = w->h,
+        .S = w->w,
+        .P = y->h,
+        .Q = y->w,
+        .PQ = y->h * y->w,
+        .sh = p->stride_h,
+        .sw = p->stride_w,
+        .ph = p->pad_h,
+        .pw = p->pad_w,
+        .dh = p->dilation_h,
+        .dw = p->dilation_w,
+        .groups = p->groups,
+        .cg = w->c,
+        .kg = w->n / p->groups,
+        .crs = w->c * w->h * w->w,
+        .ncol = x->n * y->h * y->w,
+        .mr = k->mr,
+        .nr = k->nr,
+        .ukr = k->fn,
+        .isa = k->isa,
+        .threads = threads,
     };
     pl->panels = cdiv(pl->kg, pl->mr);
     pl->slivers = cdiv(pl->ncol, pl->nr);
@@ -326,12 +374,15 @@ static gemm_plan *plan_create(const lumen_conv_job *job, const lumen_sgemm_kerne
     pl->o_bytes = round64((size_t)cols_max * sizeof(int64_t));
     pl->d_bytes = round64((size_t)pl->sl_max);
     pl->p_bytes = round64((size_t)(cols_max * pl->R * pl->S) * sizeof(run_tap));
-    pl->ws_bytes = pl->b_bytes + pl->t_bytes + pl->r_bytes + pl->o_bytes + pl->d_bytes + pl->p_bytes;
+    pl->ws_bytes =
+        pl->b_bytes + pl->t_bytes + pl->r_bytes + pl->o_bytes + pl->d_bytes + pl->p_bytes;
     pl->apack = aligned_alloc(64, a_bytes);
     pl->scratch = aligned_alloc(64, pl->ws_bytes * (size_t)threads);
     if (!pl->apack || !pl->scratch) {
-        lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "conv2d: cannot allocate %zu bytes of packed "
-                        "weights and %zu bytes of scratch", a_bytes, pl->ws_bytes * (size_t)threads);
+        lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY,
+                        "conv2d: cannot allocate %zu bytes of packed "
+                        "weights and %zu bytes of scratch",
+                        a_bytes, pl->ws_bytes * (size_t)threads);
         plan_destroy(pl);
         return NULL;
     }
@@ -359,9 +410,12 @@ static gemm_ws workspace(const gemm_plan *pl, int tid)
     unsigned char *base = pl->scratch + pl->ws_bytes * (size_t)tid;
     const size_t t = pl->b_bytes, r = t + pl->t_bytes, o = r + pl->r_bytes, d = o + pl->o_bytes;
     const size_t q = d + pl->d_bytes;
-    return (gemm_ws){.b = (float *)base, .tile = (float *)(base + t),
-                     .runs = (col_run *)(base + r), .coloff = (int64_t *)(base + o),
-                     .direct = base + d, .taps = (run_tap *)(base + q)};
+    return (gemm_ws){.b = (float *)base,
+                     .tile = (float *)(base + t),
+                     .runs = (col_run *)(base + r),
+                     .coloff = (int64_t *)(base + o),
+                     .direct = base + d,
+                     .taps = (run_tap *)(base + q)};
 }
 
 lumen_status lumen_cpu_conv2d_gemm(lumen_context *ctx, const lumen_conv_job *job, const char **isa)
@@ -383,7 +437,8 @@ lumen_status lumen_cpu_conv2d_gemm(lumen_context *ctx, const lumen_conv_job *job
         for (int64_t gp = 0; gp < panels; gp++)
             pack_panel(&pl, job->w, gp, pl.apack + gp * pl.crs * pl.mr);
 #pragma omp for schedule(dynamic, 1)
-        for (int64_t item = 0; item < total; item++) run_item(&pl, &ws, item);
+        for (int64_t item = 0; item < total; item++)
+            run_item(&pl, &ws, item);
     }
     if (isa) *isa = pl.isa;
     return LUMEN_OK;

@@ -67,18 +67,16 @@
 
 /* C is touched only at the end: its lines are prefetched while the FMAs run. */
 #define DEFINE_UKR(MR)                                                                             \
-    void lumen_sgemm_ukr_avx512_##MR##x32(int64_t kc, const float *a, const float *b, float *c,   \
+    void lumen_sgemm_ukr_avx512_##MR##x32(int64_t kc, const float *a, const float *b, float *c,    \
                                           int64_t ldc, const float *bias, int first)               \
     {                                                                                              \
-        ROWS##MR(ACC_DECL)                                                                         \
-        _Alignas(64) float tile[MR][NR];                                                           \
-        ROWS##MR(C_PREFETCH)                                                                       \
-        int64_t n = kc < SUB ? kc : SUB;                                                           \
+        ROWS##MR(ACC_DECL) _Alignas(64) float tile[MR][NR];                                        \
+        ROWS##MR(C_PREFETCH) int64_t n = kc < SUB ? kc : SUB;                                      \
         CHUNK(MR, ROWS##MR)                                                                        \
         kc -= n;                                                                                   \
         if (kc > 0) {                                                                              \
-            ROWS##MR(TILE_SET)                                                                     \
-            for (;;) {                                                                             \
+            ROWS##MR(TILE_SET) for (;;)                                                            \
+            {                                                                                      \
                 n = kc < SUB ? kc : SUB;                                                           \
                 CHUNK(MR, ROWS##MR)                                                                \
                 kc -= n;                                                                           \

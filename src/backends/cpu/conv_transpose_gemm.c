@@ -22,13 +22,13 @@
 
 /* The taps and output rows of one phase along one axis. */
 typedef struct axis_phase {
-    int64_t taps;  /* R': valid r */
-    int64_t r_hi;  /* the valid r with the largest q (r' = 0) */
+    int64_t taps;   /* R': valid r */
+    int64_t r_hi;   /* the valid r with the largest q (r' = 0) */
     int64_t r_step; /* r(r') = r_hi - r' * r_step */
-    int64_t dil;   /* d' */
-    int64_t pad;   /* q_max - t0 */
-    int64_t out0;  /* first output row of the phase */
-    int64_t outs;  /* output rows of the phase (may be 0) */
+    int64_t dil;    /* d' */
+    int64_t pad;    /* q_max - t0 */
+    int64_t out0;   /* first output row of the phase */
+    int64_t outs;   /* output rows of the phase (may be 0) */
 } axis_phase;
 
 static int64_t gcd64(int64_t a, int64_t b)
@@ -41,7 +41,10 @@ static int64_t gcd64(int64_t a, int64_t b)
 }
 
 /* floor(a / b) for b > 0 and any sign of a. */
-static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+static int64_t floor_div(int64_t a, int64_t b)
+{
+    return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
 
 /* Phase a of an axis with kernel taps R, stride s, padding p, dilation d and out outputs. */
 static axis_phase phase_of(int64_t a, int64_t R, int64_t s, int64_t p, int64_t d, int64_t out)
@@ -93,7 +96,8 @@ static void fill_bias(const lumen_image *y, const float *bias)
             const float v = bias ? bias[k] : 0.0f;
             float *plane = (float *)y->data + n * y->stride_n + k * y->stride_c;
             for (int64_t i = 0; i < y->h; i++)
-                for (int64_t j = 0; j < y->w; j++) plane[i * y->stride_h + j * y->stride_w] = v;
+                for (int64_t j = 0; j < y->w; j++)
+                    plane[i * y->stride_h + j * y->stride_w] = v;
         }
 }
 
@@ -136,8 +140,10 @@ lumen_status lumen_cpu_conv_transpose2d_gemm(lumen_context *ctx, const lumen_con
     const size_t bytes = (size_t)(w->n * w->c * w->h * w->w) * sizeof(float);
     float *wbuf = malloc(bytes);
     if (!wbuf)
-        return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "conv_transpose2d: cannot allocate %zu "
-                               "bytes of phase weights", bytes);
+        return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY,
+                               "conv_transpose2d: cannot allocate %zu "
+                               "bytes of phase weights",
+                               bytes);
     lumen_status s = LUMEN_OK;
     for (int64_t a = 0; a < p->stride_h && !s; a++) {
         const axis_phase ph = phase_of(a, w->h, p->stride_h, p->pad_h, p->dilation_h, y->h);

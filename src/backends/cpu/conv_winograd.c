@@ -66,17 +66,26 @@ typedef struct wino_plan {
     const lumen_sgemm_kernel *kern;
     const wino_scheme *sc;
     int m, alpha2;
-    int64_t th, tw, tiles;  /* tile rows, columns per image; tiles per group */
+    int64_t th, tw, tiles; /* tile rows, columns per image; tiles per group */
     int64_t groups, cg, kg, panels, kgp, kc;
-    int64_t nsl, cols;      /* slivers and tiles per item */
-    int64_t blocks;         /* items per group */
-    float *upack;           /* alpha^2 x groups x panels slivers of cg x mr */
-    bool idx32;             /* x's taps all lie within +-2^31 elements of its start */
+    int64_t nsl, cols; /* slivers and tiles per item */
+    int64_t blocks;    /* items per group */
+    float *upack;      /* alpha^2 x groups x panels slivers of cg x mr */
+    bool idx32;        /* x's taps all lie within +-2^31 elements of its start */
 } wino_plan;
 
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-static size_t round64(size_t n) { return (n + 63) / 64 * 64; }
+static int64_t cdiv(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+static int64_t min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+static size_t round64(size_t n)
+{
+    return (n + 63) / 64 * 64;
+}
 
 /* U sliver of (position, group, panel). */
 static const float *u_sliver(const wino_plan *pl, int64_t xi, int64_t g, int64_t panel)
@@ -96,7 +105,8 @@ static void pack_weights(const wino_plan *pl, int threads)
         float *u = (float *)u_sliver(pl, 0, g, kk / mr) + kk % mr;
         if (kk >= pl->kg) {
             for (int64_t xi = 0; xi < pl->alpha2; xi++)
-                for (int64_t c = 0; c < pl->cg; c++) u[xi * u_pos + c * mr] = 0.0f;
+                for (int64_t c = 0; c < pl->cg; c++)
+                    u[xi * u_pos + c * mr] = 0.0f;
             continue;
         }
         const float *wk = (const float *)w->data + (g * pl->kg + kk) * w->stride_n;
@@ -123,10 +133,10 @@ static void build_lanes(const wino_plan *pl, int64_t g, int64_t t0, wino_lanes *
         }
         const int64_t b = t / per_image, ty = (t % per_image) / pl->tw, tx = t % pl->tw;
         const int64_t oy = ty * m, ox = tx * m, iy = oy - ph, ix = ox - pw;
-        ln->xoff[j] = b * x->stride_n + g * pl->cg * x->stride_c + iy * x->stride_h +
-                      ix * x->stride_w;
-        ln->yoff[j] = b * y->stride_n + g * pl->kg * y->stride_c + oy * y->stride_h +
-                      ox * y->stride_w;
+        ln->xoff[j] =
+            b * x->stride_n + g * pl->cg * x->stride_c + iy * x->stride_h + ix * x->stride_w;
+        ln->yoff[j] =
+            b * y->stride_n + g * pl->kg * y->stride_c + oy * y->stride_h + ox * y->stride_w;
         ln->iy0[j] = (int32_t)iy, ln->ix0[j] = (int32_t)ix;
         ln->rows[j] = (int8_t)min64(m, y->h - oy);
         ln->cols[j] = (int8_t)min64(m, y->w - ox);
@@ -164,12 +174,23 @@ static void run_item(const wino_plan *pl, int64_t item, float *v, float *mbuf)
     const int64_t g = item / pl->blocks, t0 = (item % pl->blocks) * pl->cols;
     const int64_t ntiles = min64(pl->cols, pl->tiles - t0), nsl = cdiv(ntiles, nr);
     const wino_geom geo = {
-        .x = (const float *)job->x->data, .y = (float *)job->y->data,
-        .xs_c = job->x->stride_c, .xs_h = job->x->stride_h, .xs_w = job->x->stride_w,
-        .ys_c = job->y->stride_c, .ys_h = job->y->stride_h, .ys_w = job->y->stride_w,
-        .H = job->x->h, .W = job->x->w, .cg = pl->cg, .kg = pl->kg,
-        .v_pos = pl->nsl * pl->cg * nr, .v_chan = nr,
-        .m_pos = pl->kgp * pl->cols, .m_row = pl->cols, .idx32 = pl->idx32,
+        .x = (const float *)job->x->data,
+        .y = (float *)job->y->data,
+        .xs_c = job->x->stride_c,
+        .xs_h = job->x->stride_h,
+        .xs_w = job->x->stride_w,
+        .ys_c = job->y->stride_c,
+        .ys_h = job->y->stride_h,
+        .ys_w = job->y->stride_w,
+        .H = job->x->h,
+        .W = job->x->w,
+        .cg = pl->cg,
+        .kg = pl->kg,
+        .v_pos = pl->nsl * pl->cg * nr,
+        .v_chan = nr,
+        .m_pos = pl->kgp * pl->cols,
+        .m_row = pl->cols,
+        .idx32 = pl->idx32,
     };
     wino_lanes ln;
     /* every lane of the slivers used, padding lanes zero, so the GEMM reads no stale data */
@@ -200,7 +221,8 @@ static int64_t choose_slivers(const wino_plan *pl, int threads)
     const int64_t per_tile = pl->alpha2 * (pl->cg + pl->kgp) * (int64_t)sizeof(float);
     int64_t nsl = WINO_ITEM_BYTES / (per_tile * nr);
     nsl = nsl < 1 ? 1 : nsl > 8 ? 8 : nsl;
-    while (nsl > 1 && pl->groups * cdiv(pl->tiles, nsl * nr) < 2 * (int64_t)threads) nsl--;
+    while (nsl > 1 && pl->groups * cdiv(pl->tiles, nsl * nr) < 2 * (int64_t)threads)
+        nsl--;
     return nsl;
 }
 
@@ -243,15 +265,20 @@ static void buffers_destroy(void *p)
 
 static const wino_buffers *get_buffers(lumen_context *ctx, size_t u_bytes, size_t s_bytes)
 {
-    const struct { char tag[16]; size_t u, s; } key = {"conv2d.wino.buf", u_bytes, s_bytes};
+    const struct {
+        char tag[16];
+        size_t u, s;
+    } key = {"conv2d.wino.buf", u_bytes, s_bytes};
     wino_buffers *b = lumen_plan_cache_get(ctx->plans, &key, sizeof key);
     if (b) return b;
     b = calloc(1, sizeof *b);
     if (b) b->u = aligned_alloc(64, u_bytes), b->scratch = aligned_alloc(64, s_bytes);
     if (!b || !b->u || !b->scratch) {
         buffers_destroy(b);
-        lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "conv2d: cannot allocate %zu bytes of "
-                        "transformed weights and %zu bytes of scratch", u_bytes, s_bytes);
+        lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY,
+                        "conv2d: cannot allocate %zu bytes of "
+                        "transformed weights and %zu bytes of scratch",
+                        u_bytes, s_bytes);
         return NULL;
     }
     b = lumen_plan_cache_put(ctx->plans, &key, sizeof key, b, buffers_destroy, u_bytes + s_bytes);
@@ -269,8 +296,13 @@ lumen_status lumen_cpu_conv2d_winograd_tile(lumen_context *ctx, const lumen_conv
     const int isa_index = lumen_ctx_use_avx512(ctx) ? 2 : lumen_ctx_use_avx2(ctx) ? 1 : 0;
     const int threads = ctx->threads;
     wino_plan pl = {
-        .job = job, .kern = kern, .sc = &schemes[m == 4][isa_index], .m = m,
-        .alpha2 = (m + 2) * (m + 2), .groups = job->p.groups, .cg = job->w->c,
+        .job = job,
+        .kern = kern,
+        .sc = &schemes[m == 4][isa_index],
+        .m = m,
+        .alpha2 = (m + 2) * (m + 2),
+        .groups = job->p.groups,
+        .cg = job->w->c,
         .kg = job->w->n / job->p.groups,
     };
     pl.th = cdiv(job->y->h, m), pl.tw = cdiv(job->y->w, m);
@@ -282,7 +314,8 @@ lumen_status lumen_cpu_conv2d_winograd_tile(lumen_context *ctx, const lumen_conv
     pl.blocks = cdiv(pl.tiles, pl.cols);
     pl.idx32 = x_extent(job->x, m + 2) < INT32_MAX;
 
-    const size_t u_bytes = round64((size_t)(pl.alpha2 * pl.groups * pl.kgp * pl.cg) * sizeof(float));
+    const size_t u_bytes =
+        round64((size_t)(pl.alpha2 * pl.groups * pl.kgp * pl.cg) * sizeof(float));
     const size_t v_bytes = round64((size_t)(pl.alpha2 * pl.cg * pl.cols) * sizeof(float));
     const size_t m_bytes = round64((size_t)(pl.alpha2 * pl.kgp * pl.cols) * sizeof(float));
     const wino_buffers *buf = get_buffers(ctx, u_bytes, (v_bytes + m_bytes) * (size_t)threads);
@@ -302,7 +335,8 @@ lumen_status lumen_cpu_conv2d_winograd_tile(lumen_context *ctx, const lumen_conv
         float *v = (float *)(scratch + (v_bytes + m_bytes) * (size_t)tid);
         float *mbuf = (float *)((unsigned char *)v + v_bytes);
 #pragma omp for schedule(dynamic, 1)
-        for (int64_t item = 0; item < items; item++) run_item(&pl, item, v, mbuf);
+        for (int64_t item = 0; item < items; item++)
+            run_item(&pl, item, v, mbuf);
     }
     if (isa) *isa = kern->isa;
     return LUMEN_OK;

@@ -21,11 +21,11 @@
 
 /* The tiles of one lane block: where each one's input patch and output block start. */
 typedef struct wino_lanes {
-    int64_t xoff[WINO_LANES];  /* x offset of (image, group's first channel, iy0, ix0) */
-    int64_t yoff[WINO_LANES];  /* y offset of (image, group's first channel, oy0, ox0) */
-    int32_t iy0[WINO_LANES], ix0[WINO_LANES]; /* input row, column of the patch's corner */
+    int64_t xoff[WINO_LANES]; /* x offset of (image, group's first channel, iy0, ix0) */
+    int64_t yoff[WINO_LANES]; /* y offset of (image, group's first channel, oy0, ox0) */
+    int32_t iy0[WINO_LANES], ix0[WINO_LANES];  /* input row, column of the patch's corner */
     int8_t rows[WINO_LANES], cols[WINO_LANES]; /* outputs inside y; 0 rows: a padding lane */
-    bool inside;               /* every lane's whole patch lies inside x */
+    bool inside;                               /* every lane's whole patch lies inside x */
 } wino_lanes;
 
 /* What the transforms need of x, y and the scratch layout. */
@@ -34,12 +34,12 @@ typedef struct wino_geom {
     float *y;
     int64_t xs_c, xs_h, xs_w, ys_c, ys_h, ys_w;
     int64_t H, W;
-    int64_t cg, kg;   /* channels in and out per group */
-    int64_t v_pos;    /* floats between transform positions in V */
-    int64_t v_chan;   /* floats between channels in V (the GEMM's nr) */
-    int64_t m_pos;    /* floats between transform positions in M */
-    int64_t m_row;    /* floats between output channels in M (tiles per item) */
-    bool idx32;       /* every tap's offset from x fits an int32 (gather instructions) */
+    int64_t cg, kg; /* channels in and out per group */
+    int64_t v_pos;  /* floats between transform positions in V */
+    int64_t v_chan; /* floats between channels in V (the GEMM's nr) */
+    int64_t m_pos;  /* floats between transform positions in M */
+    int64_t m_row;  /* floats between output channels in M (tiles per item) */
+    bool idx32;     /* every tap's offset from x fits an int32 (gather instructions) */
 } wino_geom;
 
 /* Input: channels [0, cg) of a lane block into V (position xi at v + xi*v_pos + c*v_chan). */
@@ -89,18 +89,16 @@ static const double WINO_CAT(G_, WINO_SUFFIX)[WA][3] = {
 static const float WINO_CAT(AT_, WINO_SUFFIX)[WINO_M][WA] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
 #elif WINO_M == 4
 static const float WINO_CAT(BT_, WINO_SUFFIX)[WA][WA] = {
-    {1, -1.5f, -2, 1.5f, 1, 0}, {0, -1, 0.5f, 2.5f, 1, 0}, {0, 1, -2.5f, 0.5f, 1, 0},
+    {1, -1.5f, -2, 1.5f, 1, 0}, {0, -1, 0.5f, 2.5f, 1, 0},  {0, 1, -2.5f, 0.5f, 1, 0},
     {0, -2, -1, 2, 1, 0},       {0, 0.5f, -1, -0.5f, 1, 0}, {0, 1, -1.5f, -2, 1.5f, 1}};
-static const double WINO_CAT(G_, WINO_SUFFIX)[WA][3] = {
-    {1, 0, 0},
-    {1.0 / 3, 1.0 / 3, 1.0 / 3},
-    {-1.0 / 3, 1.0 / 3, -1.0 / 3},
-    {-16.0 / 15, -8.0 / 15, -4.0 / 15},
-    {1.0 / 15, -2.0 / 15, 4.0 / 15},
-    {0, 0, 1}};
+static const double WINO_CAT(G_, WINO_SUFFIX)[WA][3] = {{1, 0, 0},
+                                                        {1.0 / 3, 1.0 / 3, 1.0 / 3},
+                                                        {-1.0 / 3, 1.0 / 3, -1.0 / 3},
+                                                        {-16.0 / 15, -8.0 / 15, -4.0 / 15},
+                                                        {1.0 / 15, -2.0 / 15, 4.0 / 15},
+                                                        {0, 0, 1}};
 static const float WINO_CAT(AT_, WINO_SUFFIX)[WINO_M][WA] = {
-    {1, 1, 1, 1, 1, 0}, {0, 1, -1, 0.5f, -2, 0}, {0, 1, 1, 0.25f, 4, 0},
-    {0, 1, -1, 0.125f, -8, 1}};
+    {1, 1, 1, 1, 1, 0}, {0, 1, -1, 0.5f, -2, 0}, {0, 1, 1, 0.25f, 4, 0}, {0, 1, -1, 0.125f, -8, 1}};
 #else
 #error "WINO_M must be 2 or 4"
 #endif
@@ -108,13 +106,14 @@ static const float WINO_CAT(AT_, WINO_SUFFIX)[WINO_M][WA] = {
 #define GM WINO_CAT(G_, WINO_SUFFIX)
 #define AT WINO_CAT(AT_, WINO_SUFFIX)
 
-/* acc[j] (+)= c * src[j] in type T: the first term stores, zero terms vanish, +-1 terms are adds. */
-#define WINO_AXPY(T, acc, c, src, first)                                                              \
+/* acc[j] (+)= c * src[j] in type T: the first term stores, zero terms vanish, +-1 terms are adds.
+ */
+#define WINO_AXPY(T, acc, c, src, first)                                                           \
     do {                                                                                           \
         const double c_ = (c);                                                                     \
         if (c_ == 0.0) break;                                                                      \
         for (int j = 0; j < LN; j++) {                                                             \
-            const T t_ = c_ == 1.0 ? (src)[j] : c_ == -1.0 ? -(src)[j] : (T)c_ * (src)[j];        \
+            const T t_ = c_ == 1.0 ? (src)[j] : c_ == -1.0 ? -(src)[j] : (T)c_ * (src)[j];         \
             (acc)[j] = (first) ? t_ : (acc)[j] + t_;                                               \
         }                                                                                          \
         (first) = false;                                                                           \
@@ -128,8 +127,8 @@ static inline void WINO_CAT(gather_, WINO_SUFFIX)(const wino_geom *g, const wino
     if (ln->inside && g->xs_w == 1) {
         for (int j = 0; j < LN; j++) {
             const float *p = xc + ln->xoff[j];
-            UNROLL for (int r = 0; r < WA; r++)
-                UNROLL for (int s = 0; s < WA; s++) d[r][s][j] = p[r * g->xs_h + s];
+            UNROLL for (int r = 0; r < WA; r++) UNROLL for (int s = 0; s < WA; s++) d[r][s][j] =
+                p[r * g->xs_h + s];
         }
         return;
     }
@@ -140,7 +139,8 @@ static inline void WINO_CAT(gather_, WINO_SUFFIX)(const wino_geom *g, const wino
             const bool row_in = ln->rows[j] > 0 && iy + r >= 0 && iy + r < g->H;
             for (int s = 0; s < WA; s++)
                 d[r][s][j] = row_in && ix + s >= 0 && ix + s < g->W
-                                 ? xc[ln->xoff[j] + r * g->xs_h + s * g->xs_w] : 0.0f;
+                                 ? xc[ln->xoff[j] + r * g->xs_h + s * g->xs_w]
+                                 : 0.0f;
         }
     }
 }
@@ -172,12 +172,12 @@ static void WINO_CAT(taps_, WINO_SUFFIX)(const wino_geom *g, const wino_lanes *l
 static inline void WINO_CAT(gather512_, WINO_SUFFIX)(const TAPS *tp, const float *xc,
                                                      float d[WA][WA][LN])
 {
-    UNROLL for (int r = 0; r < WA; r++)
-        UNROLL for (int s = 0; s < WA; s++) {
-            const __m512i ix = _mm512_loadu_si512(tp->idx[r][s]);
-            _mm512_storeu_ps(d[r][s], _mm512_mask_i32gather_ps(_mm512_setzero_ps(), tp->mask[r][s],
-                                                               ix, xc, 4));
-        }
+    UNROLL for (int r = 0; r < WA; r++) UNROLL for (int s = 0; s < WA; s++)
+    {
+        const __m512i ix = _mm512_loadu_si512(tp->idx[r][s]);
+        _mm512_storeu_ps(d[r][s],
+                         _mm512_mask_i32gather_ps(_mm512_setzero_ps(), tp->mask[r][s], ix, xc, 4));
+    }
 }
 #endif
 
@@ -196,20 +196,21 @@ void WINO_FN(input)(const wino_geom *g, const wino_lanes *ln, float *v)
 #endif
             WINO_CAT(gather_, WINO_SUFFIX)(g, ln, c, d);
         /* t = BT d (rows), then v = t BT^T (columns), stored lane-contiguous per position */
-        UNROLL for (int i = 0; i < WA; i++)
-            UNROLL for (int s = 0; s < WA; s++) {
-                bool first = true;
-                UNROLL for (int k = 0; k < WA; k++) WINO_AXPY(float, t[i][s], BT[i][k], d[k][s], first);
-            }
+        UNROLL for (int i = 0; i < WA; i++) UNROLL for (int s = 0; s < WA; s++)
+        {
+            bool first = true;
+            UNROLL for (int k = 0; k < WA; k++) WINO_AXPY(float, t[i][s], BT[i][k], d[k][s], first);
+        }
         float *vc = v + c * g->v_chan;
-        UNROLL for (int i = 0; i < WA; i++)
-            UNROLL for (int l = 0; l < WA; l++) {
-                float acc[LN];
-                bool first = true;
-                UNROLL for (int s = 0; s < WA; s++) WINO_AXPY(float, acc, BT[l][s], t[i][s], first);
-                float *dst = vc + (i * WA + l) * g->v_pos;
-                for (int j = 0; j < LN; j++) dst[j] = acc[j];
-            }
+        UNROLL for (int i = 0; i < WA; i++) UNROLL for (int l = 0; l < WA; l++)
+        {
+            float acc[LN];
+            bool first = true;
+            UNROLL for (int s = 0; s < WA; s++) WINO_AXPY(float, acc, BT[l][s], t[i][s], first);
+            float *dst = vc + (i * WA + l) * g->v_pos;
+            for (int j = 0; j < LN; j++)
+                dst[j] = acc[j];
+        }
     }
 }
 
@@ -219,32 +220,35 @@ void WINO_FN(output)(const wino_geom *g, const wino_lanes *ln, const float *m, c
     for (int64_t k = 0; k < g->kg; k++) {
         const float *mk = m + k * g->m_row;
         UNROLL for (int a = 0; a < WA; a++)
-            UNROLL for (int b = 0; b < WA; b++)
-                for (int j = 0; j < LN; j++) mt[a][b][j] = mk[(a * WA + b) * g->m_pos + j];
-        UNROLL for (int i = 0; i < WINO_M; i++)
-            UNROLL for (int b = 0; b < WA; b++) {
-                bool first = true;
-                UNROLL for (int a = 0; a < WA; a++) WINO_AXPY(float, t[i][b], AT[i][a], mt[a][b], first);
-            }
+            UNROLL for (int b = 0; b < WA; b++) for (int j = 0; j < LN; j++) mt[a][b][j] =
+                mk[(a * WA + b) * g->m_pos + j];
+        UNROLL for (int i = 0; i < WINO_M; i++) UNROLL for (int b = 0; b < WA; b++)
+        {
+            bool first = true;
+            UNROLL for (int a = 0; a < WA; a++)
+                WINO_AXPY(float, t[i][b], AT[i][a], mt[a][b], first);
+        }
         const float bv = bias ? bias[k] : 0.0f;
-        UNROLL for (int i = 0; i < WINO_M; i++)
-            UNROLL for (int l = 0; l < WINO_M; l++) {
-                bool first = true;
-                UNROLL for (int b = 0; b < WA; b++) WINO_AXPY(float, o[i][l], AT[l][b], t[i][b], first);
-                for (int j = 0; j < LN; j++) o[i][l][j] += bv;
-            }
+        UNROLL for (int i = 0; i < WINO_M; i++) UNROLL for (int l = 0; l < WINO_M; l++)
+        {
+            bool first = true;
+            UNROLL for (int b = 0; b < WA; b++) WINO_AXPY(float, o[i][l], AT[l][b], t[i][b], first);
+            for (int j = 0; j < LN; j++)
+                o[i][l][j] += bv;
+        }
         /* scatter: lane j is one tile; only its outputs inside y */
         float *yk = g->y + k * g->ys_c;
         for (int j = 0; j < LN; j++) {
             float *p = yk + ln->yoff[j];
             const int rows = ln->rows[j], cols = ln->cols[j];
             if (rows == WINO_M && cols == WINO_M) {
-                UNROLL for (int i = 0; i < WINO_M; i++)
-                    UNROLL for (int l = 0; l < WINO_M; l++) p[i * g->ys_h + l * g->ys_w] = o[i][l][j];
+                UNROLL for (int i = 0; i < WINO_M; i++) UNROLL for (int l = 0; l < WINO_M; l++)
+                    p[i * g->ys_h + l * g->ys_w] = o[i][l][j];
                 continue;
             }
             for (int i = 0; i < rows; i++)
-                for (int l = 0; l < cols; l++) p[i * g->ys_h + l * g->ys_w] = o[i][l][j];
+                for (int l = 0; l < cols; l++)
+                    p[i * g->ys_h + l * g->ys_w] = o[i][l][j];
         }
     }
 }
@@ -259,19 +263,21 @@ void WINO_FN(weight)(const float *wk, int64_t ws_c, int64_t ws_h, int64_t ws_w, 
             for (int r = 0; r < 3; r++)
                 for (int s = 0; s < 3; s++)
                     gk[r][s][j] = j < n ? wk[(c0 + j) * ws_c + r * ws_h + s * ws_w] : 0.0;
-        UNROLL for (int i = 0; i < WA; i++)
-            UNROLL for (int s = 0; s < 3; s++) {
-                bool first = true;
-                UNROLL for (int r = 0; r < 3; r++) WINO_AXPY(double, t[i][s], GM[i][r], gk[r][s], first);
-            }
-        UNROLL for (int i = 0; i < WA; i++)
-            UNROLL for (int l = 0; l < WA; l++) {
-                double acc[LN];
-                bool first = true;
-                UNROLL for (int s = 0; s < 3; s++) WINO_AXPY(double, acc, GM[l][s], t[i][s], first);
-                float *dst = u + (i * WA + l) * u_pos + c0 * u_chan;
-                for (int j = 0; j < n; j++) dst[j * u_chan] = (float)acc[j];
-            }
+        UNROLL for (int i = 0; i < WA; i++) UNROLL for (int s = 0; s < 3; s++)
+        {
+            bool first = true;
+            UNROLL for (int r = 0; r < 3; r++)
+                WINO_AXPY(double, t[i][s], GM[i][r], gk[r][s], first);
+        }
+        UNROLL for (int i = 0; i < WA; i++) UNROLL for (int l = 0; l < WA; l++)
+        {
+            double acc[LN];
+            bool first = true;
+            UNROLL for (int s = 0; s < 3; s++) WINO_AXPY(double, acc, GM[l][s], t[i][s], first);
+            float *dst = u + (i * WA + l) * u_pos + c0 * u_chan;
+            for (int j = 0; j < n; j++)
+                dst[j * u_chan] = (float)acc[j];
+        }
     }
 }
 

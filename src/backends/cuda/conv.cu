@@ -49,7 +49,8 @@
 #include "cudnn_api.h"
 #endif
 
-namespace {
+namespace
+{
 
 /* ---- the own kernel ------------------------------------------------------------------ */
 
@@ -116,18 +117,22 @@ __global__ void direct_conv_kernel(const conv_params P)
          i += (int64_t)gridDim.x * blockDim.x) {
         const int64_t q = i % P.y.w, t = i / P.y.w, p = t % P.y.h, nk = t / P.y.h;
         const int64_t k = nk % P.y.c, n = nk / P.y.c;
-        const float v = P.transposed ? conv_transposed_at(P, n, k, p, q)
-                                     : conv_forward_at(P, n, k, p, q);
+        const float v =
+            P.transposed ? conv_transposed_at(P, n, k, p, q) : conv_forward_at(P, n, k, p, q);
         *const_cast<float *>(fptr(P.y, n, k, p, q)) = v;
     }
 }
 
 unsigned grid_for(int64_t n, int threads)
 {
-    return (unsigned)std::max<int64_t>(1, std::min<int64_t>((n + threads - 1) / threads, 65535 * 16));
+    return (unsigned)std::max<int64_t>(1,
+                                       std::min<int64_t>((n + threads - 1) / threads, 65535 * 16));
 }
 
-int64_t elems(const cu_view &v) { return v.n * v.c * v.h * v.w; }
+int64_t elems(const cu_view &v)
+{
+    return v.n * v.c * v.h * v.w;
+}
 
 lumen_status own_conv(cu_state *st, const conv_params &P)
 {
@@ -148,7 +153,8 @@ conv_mode mode_from_env()
     if (!std::strcmp(v, "cudnn")) return MODE_CUDNN;
     static std::once_flag warned;
     std::call_once(warned, [v] {
-        cu_host->log(LUMEN_LOG_WARN, "LUMEN_CUDA_CONV='%s' is not own, cudnn or auto; auto used", v);
+        cu_host->log(LUMEN_LOG_WARN, "LUMEN_CUDA_CONV='%s' is not own, cudnn or auto; auto used",
+                     v);
     });
     return MODE_AUTO;
 }
@@ -192,7 +198,8 @@ struct key_builder {
     }
     void bytes(const void *p, size_t n)
     {
-        k.insert(k.end(), static_cast<const unsigned char *>(p), static_cast<const unsigned char *>(p) + n);
+        k.insert(k.end(), static_cast<const unsigned char *>(p),
+                 static_cast<const unsigned char *>(p) + n);
     }
 };
 
@@ -200,7 +207,8 @@ lumen_status get_bias(cu_op &op, const float *bias, int64_t k, bias_entry **out)
 {
     key_builder key("lumen-cuda-conv-bias", op.st);
     key.bytes(bias, (size_t)k * sizeof(float));
-    if (auto *b = static_cast<bias_entry *>(cu_host->plan_get(op.ctx, key.k.data(), key.k.size()))) {
+    if (auto *b =
+            static_cast<bias_entry *>(cu_host->plan_get(op.ctx, key.k.data(), key.k.size()))) {
         b->refs++;
         *out = b;
         return LUMEN_OK;
@@ -231,8 +239,8 @@ struct conv_run {
     cu_op &op;
     lumen_conv_kind kind;
     const lumen_conv_job *job;
-    cu_view x, w, y;    /* bound views (device memory) */
-    const float *bias;  /* device, or NULL */
+    cu_view x, w, y;   /* bound views (device memory) */
+    const float *bias; /* device, or NULL */
     bool tf32;
 };
 
@@ -260,7 +268,8 @@ lumen_status run_own(conv_run &r)
 
 #if LUMEN_HAVE_CUDNN
 
-namespace {
+namespace
+{
 
 lumen_dnn_api dnn;
 bool dnn_ok;
@@ -271,8 +280,8 @@ std::once_flag dnn_once;
 bool dense_nchw(const cu_view &v)
 {
     /* a size-1 axis may have any stride */
-    return (v.w == 1 || v.sw == 1) && (v.h == 1 || v.sh == v.w) && (v.c == 1 || v.sc == v.h * v.w) &&
-           (v.n == 1 || v.sn == v.c * v.h * v.w);
+    return (v.w == 1 || v.sw == 1) && (v.h == 1 || v.sh == v.w) &&
+           (v.c == 1 || v.sc == v.h * v.w) && (v.n == 1 || v.sn == v.c * v.h * v.w);
 }
 
 cu_view dense_view(const cu_view &v, void *data)
@@ -315,7 +324,6 @@ lumen_status packed_input(cu_op &op, const cu_view &v, cu_view *out, const char 
     *out = dense_view(v, p);
     return copy_view(op.st, v, *out);
 }
-
 
 /* dlopen + dlsym of every entry; any missing one disables cuDNN (the library stays loaded:
  * unloading cuDNN at exit time is a known source of crashes). */
@@ -360,7 +368,8 @@ lumen_status dnn_fail(cudnnStatus_t e, const char *what)
                                    e == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED
                                ? LUMEN_ERR_OUT_OF_MEMORY
                                : LUMEN_ERR_INTERNAL;
-    return cu_host->set_error(s, "cuda: cuDNN %s: %s (%d)", what, dnn.cudnnGetErrorString(e), (int)e);
+    return cu_host->set_error(s, "cuda: cuDNN %s: %s (%d)", what, dnn.cudnnGetErrorString(e),
+                              (int)e);
 }
 
 #define DNN_TRY(call, what)                                                                        \
@@ -369,7 +378,10 @@ lumen_status dnn_fail(cudnnStatus_t e, const char *what)
         if (e_ != CUDNN_STATUS_SUCCESS) return dnn_fail(e_, what);                                 \
     } while (0)
 
-void handle_destroy(void *h) { dnn.cudnnDestroy(static_cast<cudnnHandle_t>(h)); }
+void handle_destroy(void *h)
+{
+    dnn.cudnnDestroy(static_cast<cudnnHandle_t>(h));
+}
 
 /* The state's handle, bound to its stream. */
 lumen_status dnn_handle(cu_state *st, cudnnHandle_t *out)
@@ -454,8 +466,8 @@ lumen_status make_descriptors(const conv_run &r, dnn_plan *d)
                                            (int)r.w.c, (int)r.w.h, (int)r.w.w),
             "filter descriptor");
     DNN_TRY(dnn.cudnnSetConvolution2dDescriptor(d->cd, p.pad_h, p.pad_w, p.stride_h, p.stride_w,
-                                                p.dilation_h, p.dilation_w,
-                                                CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+                                                p.dilation_h, p.dilation_w, CUDNN_CROSS_CORRELATION,
+                                                CUDNN_DATA_FLOAT),
             "convolution descriptor");
     DNN_TRY(dnn.cudnnSetConvolutionGroupCount(d->cd, p.groups), "group count");
     /* FMA: FP32 on CUDA cores, no TF32; DEFAULT lets Ampere+ use TF32 (asked for only) */
@@ -502,8 +514,7 @@ void *find_workspace(cu_op &op, size_t *bytes)
 }
 
 /* First result that ran, with FMA math unless TF32 is allowed. */
-template <typename Perf>
-const Perf *pick(const Perf *perf, int n, bool tf32)
+template <typename Perf> const Perf *pick(const Perf *perf, int n, bool tf32)
 {
     for (int i = 0; i < n; i++)
         if (perf[i].status == CUDNN_STATUS_SUCCESS && (tf32 || perf[i].mathType == CUDNN_FMA_MATH))
@@ -517,8 +528,8 @@ lumen_status find_algorithm(cu_op &op, cudnnHandle_t h, const conv_run &r, dnn_p
     /* y's stand-in, at y's offset from 256-byte alignment (algorithms may depend on it) */
     const size_t yoff = (uintptr_t)r.y.data % 256;
     void *ys;
-    lumen_status s = cu_op_scratch(op, (size_t)elems(r.y) * sizeof(float) + yoff, &ys,
-                                   "cuDNN search output");
+    lumen_status s =
+        cu_op_scratch(op, (size_t)elems(r.y) * sizeof(float) + yoff, &ys, "cuDNN search output");
     if (s) return s;
     ys = static_cast<char *>(ys) + yoff;
     size_t wsb = find_workspace_bytes(h, r, d);
@@ -531,9 +542,9 @@ lumen_status find_algorithm(cu_op &op, cudnnHandle_t h, const conv_run &r, dnn_p
     int n = 0;
     if (r.kind == LUMEN_CONV_FORWARD) {
         cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-        DNN_TRY(dnn.cudnnFindConvolutionForwardAlgorithmEx(h, d->xd, r.x.data, d->wd, r.w.data, d->cd,
-                                                           d->yd, ys, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-                                                           &n, perf, ws, wsb),
+        DNN_TRY(dnn.cudnnFindConvolutionForwardAlgorithmEx(
+                    h, d->xd, r.x.data, d->wd, r.w.data, d->cd, d->yd, ys,
+                    CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf, ws, wsb),
                 "forward algorithm search");
         if (const auto *best = pick(perf, n, r.tf32)) {
             d->usable = true, d->algo = (int)best->algo, d->ws = best->memory;
@@ -556,7 +567,10 @@ lumen_status find_algorithm(cu_op &op, cudnnHandle_t h, const conv_run &r, dnn_p
 }
 
 /* The key: everything the descriptors and Find's choice depend on. */
-void put_i64(key_builder &key, int64_t v) { key.bytes(&v, sizeof v); }
+void put_i64(key_builder &key, int64_t v)
+{
+    key.bytes(&v, sizeof v);
+}
 
 key_builder plan_key(const conv_run &r)
 {
@@ -567,9 +581,10 @@ key_builder plan_key(const conv_run &r)
     put_i64(key, r.tf32);
     for (const cu_view *t : v) {
         put_i64(key, t->n), put_i64(key, t->c), put_i64(key, t->h), put_i64(key, t->w);
-        put_i64(key, (int64_t)((uintptr_t)t->data % 16)); /* some algorithms need aligned pointers */
+        put_i64(key,
+                (int64_t)((uintptr_t)t->data % 16)); /* some algorithms need aligned pointers */
     }
-    const int ints[] = {p.stride_h, p.stride_w, p.pad_h,  p.pad_w,
+    const int ints[] = {p.stride_h,   p.stride_w,   p.pad_h, p.pad_w,
                         p.dilation_h, p.dilation_w, p.groups};
     key.bytes(ints, sizeof ints);
     return key;
@@ -619,9 +634,11 @@ lumen_status get_plan(cu_op &op, cudnnHandle_t h, const conv_run &r, dnn_plan **
 static lumen_status run_cudnn(conv_run &r, const char **name)
 {
     if (!dnn_available())
-        return cu_host->set_error(LUMEN_ERR_UNSUPPORTED, "cuda: cuDNN is not available (libcudnn.so.9)");
+        return cu_host->set_error(LUMEN_ERR_UNSUPPORTED,
+                                  "cuda: cuDNN is not available (libcudnn.so.9)");
     if (!int_sized(r.x) || !int_sized(r.w) || !int_sized(r.y))
-        return cu_host->set_error(LUMEN_ERR_UNSUPPORTED, "cuda: cuDNN: tensors of 2^31 or more elements");
+        return cu_host->set_error(LUMEN_ERR_UNSUPPORTED,
+                                  "cuda: cuDNN: tensors of 2^31 or more elements");
     cu_op &op = r.op;
     cudnnHandle_t h;
     cu_view x, w;
@@ -660,7 +677,8 @@ static lumen_status run_cudnn(conv_run &r, const char **name)
                                                  (cudnnConvolutionBwdDataAlgo_t)d->algo, ws, d->ws,
                                                  &zero, d->yd, y.data),
                 "convolution backward data");
-    if (r.bias) DNN_TRY(dnn.cudnnAddTensor(h, &one, d->bd, r.bias, &one, d->yd, y.data), "add bias");
+    if (r.bias)
+        DNN_TRY(dnn.cudnnAddTensor(h, &one, d->bd, r.bias, &one, d->yd, y.data), "add bias");
     if (y.data != r.y.data && (s = copy_view(op.st, y, r.y))) return s;
     *name = d->name;
     return LUMEN_OK;
@@ -670,8 +688,9 @@ static lumen_status run_cudnn(conv_run &r, const char **name)
 
 static lumen_status run_cudnn(conv_run &, const char **)
 {
-    return cu_host->set_error(LUMEN_ERR_UNSUPPORTED,
-                              "cuda: cuDNN is not available (the module was built without cudnn.h)");
+    return cu_host->set_error(
+        LUMEN_ERR_UNSUPPORTED,
+        "cuda: cuDNN is not available (the module was built without cudnn.h)");
 }
 
 #endif
@@ -692,15 +711,22 @@ lumen_status cu_conv2d(lumen_context *ctx, lumen_conv_kind kind, const lumen_con
         if ((s = get_bias(op, job->bias, job->y->c, &b))) return s;
         bias.p = b;
     }
-    conv_run r{op, kind, job, op.src.v, wb.v, op.dst.v,
-               bias.p ? static_cast<bias_entry *>(bias.p)->dev : nullptr, cu_host->tf32(ctx) != 0};
+    conv_run r{op,
+               kind,
+               job,
+               op.src.v,
+               wb.v,
+               op.dst.v,
+               bias.p ? static_cast<bias_entry *>(bias.p)->dev : nullptr,
+               cu_host->tf32(ctx) != 0};
     const char *name = nullptr;
     if (mode != MODE_OWN) {
         s = run_cudnn(r, &name);
         if (s && (mode == MODE_CUDNN || s == LUMEN_ERR_OUT_OF_MEMORY)) return s;
         /* auto: what cuDNN cannot run (or fails at) takes the own kernel; nothing was written */
         if (s == LUMEN_ERR_INTERNAL)
-            cu_host->log(LUMEN_LOG_WARN, "%s; running lumen's own conv kernel", cu_host->last_error());
+            cu_host->log(LUMEN_LOG_WARN, "%s; running lumen's own conv kernel",
+                         cu_host->last_error());
         if (s) name = nullptr;
     }
     if (!name) {
