@@ -35,6 +35,13 @@ double cli_now_ms(void);
 /* Next number in [0, 1) of a fixed-seed LCG: the same sequence on every machine. */
 float cli_lcg_unit(uint64_t *state);
 
+/* n floats lo + (hi - lo) * cli_lcg_unit(seed), malloc'ed (NULL when out of memory): the bench
+ * data, the same on every machine and in the Python bench. */
+float *cli_random_floats(size_t n, uint64_t seed, float lo, float hi);
+
+/* Sorts the n > 0 timings ms and gives their minimum and median. */
+void cli_min_median(double *ms, int n, double *min, double *median);
+
 /* Writes s as a JSON string literal (quoted and escaped). */
 void cli_json_string(FILE *f, const char *s);
 

@@ -180,14 +180,6 @@ static int check_size(const bench_state *st)
 
 /* Fixed seeds: identical inputs on every run and machine. */
 
-static float *random_floats(size_t n, uint64_t seed, float lo, float hi)
-{
-    float *v = malloc(n * sizeof *v);
-    if (!v) return NULL;
-    for (size_t i = 0; i < n; i++) v[i] = lo + (hi - lo) * cli_lcg_unit(&seed);
-    return v;
-}
-
 /* One random image (seed 42), repeated for every image of the largest batch; a zeroed output. */
 static int alloc_buffers(const bench_state *st, bench_buffers *b)
 {
@@ -195,7 +187,7 @@ static int alloc_buffers(const bench_state *st, bench_buffers *b)
     b->batch = max_batch(st);
     b->in = malloc(npix * (size_t)b->batch * sizeof *b->in);
     b->out = malloc(npix * (size_t)b->batch * sizeof *b->out);
-    float *first = random_floats(npix, 42, 0.0f, 1.0f);
+    float *first = cli_random_floats(npix, 42, 0.0f, 1.0f);
     int ok = b->in && b->out && first;
     for (int i = 0; ok && i < b->batch; i++) memcpy(b->in + npix * (size_t)i, first, npix * 4);
     /* Touched now, so no cold call pays the page faults of the bench's own output buffer. */
@@ -225,20 +217,7 @@ static lumen_status call_case(lumen_context *ctx, const bench_result *r, const l
     return lumen_gaussian_blur_ex(ctx, src, dst, &o, info);
 }
 
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Sorts ms in place and fills min and median. */
-static void summarize(double *ms, int n, bench_result *r)
-{
-    qsort(ms, (size_t)n, sizeof *ms, compare_double);
-    r->ms_min = ms[0];
-    r->ms_median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
-}
-
 /* One cold call, then `repeat` warm calls; returns a status from the library. */
 static lumen_status time_case(lumen_context *ctx, const lumen_image *src, const lumen_image *dst,
                               const float *kernel, int repeat, double *ms, bench_result *r)
@@ -251,7 +230,7 @@ static lumen_status time_case(lumen_context *ctx, const lumen_image *src, const 
         s = call_case(ctx, r, src, dst, kernel, &r->info);
         ms[i] = cli_now_ms() - t0;
     }
-    if (!s) summarize(ms, repeat, r);
+    if (!s) cli_min_median(ms, repeat, &r->ms_min, &r->ms_median);
     return s;
 }
 
@@ -282,7 +261,8 @@ static int run_case(const bench_state *st, const bench_buffers *b, bench_result 
     else
         r->ksize = r->c->precision == FAST ? 0 : gaussian_case_ksize(r->c->sigma);
     size_t taps = (size_t)r->ksize * (size_t)r->ksize;
-    float *kernel = is_filter ? random_floats(taps, 1000u + (uint64_t)r->ksize, -1.0f, 1.0f) : NULL;
+    float *kernel =
+        is_filter ? cli_random_floats(taps, 1000u + (uint64_t)r->ksize, -1.0f, 1.0f) : NULL;
     double *ms = malloc((size_t)st->repeat * sizeof *ms);
     int rc = CLI_EXIT_OK;
     if (!ms || (is_filter && !kernel)) {

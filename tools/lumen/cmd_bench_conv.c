@@ -190,15 +190,6 @@ static int check_batch(const conv_state *st)
 /* ---- data --------------------------------------------------------------- */
 
 /* Fixed seeds, values in [-1, 1): identical inputs on every run and machine. */
-static float *random_floats(size_t n, uint64_t seed)
-{
-    float *v = malloc(n * sizeof *v);
-    if (!v) return NULL;
-    for (size_t i = 0; i < n; i++)
-        v[i] = -1.0f + 2.0f * cli_lcg_unit(&seed);
-    return v;
-}
-
 static void free_tensors(conv_tensors *t)
 {
     free(t->x);
@@ -213,8 +204,8 @@ static int alloc_tensors(const conv_result *r, conv_tensors *t)
     weight_dims(c, &w0, &w1);
     size_t nx = (size_t)r->n * c->c * c->h * c->w, nw = (size_t)(w0 * w1) * c->r * c->s;
     size_t ny = (size_t)r->n * c->k * (size_t)(r->p * r->q);
-    t->x = random_floats(nx, 42);
-    t->w = random_floats(nw, 43);
+    t->x = cli_random_floats(nx, 42, -1.0f, 1.0f);
+    t->w = cli_random_floats(nw, 43, -1.0f, 1.0f);
     t->y = malloc(ny * sizeof *t->y);
     if (!t->x || !t->w || !t->y) {
         free_tensors(t);
@@ -324,12 +315,6 @@ static lumen_status call_case(lumen_context *ctx, const conv_result *r, const co
     return lumen_conv2d(ctx, &t->xi, &t->wi, NULL, &t->params, &t->yi, info);
 }
 
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* One cold (warm-up) call, then `repeat` timed calls; returns a status from the library. */
 static lumen_status time_case(lumen_context *ctx, const conv_tensors *t, int repeat, double *ms,
                               conv_result *r)
@@ -342,10 +327,7 @@ static lumen_status time_case(lumen_context *ctx, const conv_tensors *t, int rep
         s = call_case(ctx, r, t, &r->info);
         ms[i] = cli_now_ms() - t0;
     }
-    if (s) return s;
-    qsort(ms, (size_t)repeat, sizeof *ms, compare_double);
-    r->ms_min = ms[0];
-    r->ms_median = repeat % 2 ? ms[repeat / 2] : 0.5 * (ms[repeat / 2 - 1] + ms[repeat / 2]);
+    if (!s) cli_min_median(ms, repeat, &r->ms_min, &r->ms_median);
     return s;
 }
 

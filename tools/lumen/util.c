@@ -1,9 +1,10 @@
-/* Messages, clock and JSON helpers for the `lumen` tool. */
+/* Messages, clock, bench data and JSON helpers for the `lumen` tool. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c17 */
 
 #include "cli.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -49,6 +50,27 @@ float cli_lcg_unit(uint64_t *state)
 {
     *state = *state * 6364136223846793005ULL + 1442695040888963407ULL;
     return (float)(*state >> 40) / (float)(1 << 24);
+}
+
+float *cli_random_floats(size_t n, uint64_t seed, float lo, float hi)
+{
+    float *v = malloc(n * sizeof *v);
+    if (!v) return NULL;
+    for (size_t i = 0; i < n; i++) v[i] = lo + (hi - lo) * cli_lcg_unit(&seed);
+    return v;
+}
+
+static int compare_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void cli_min_median(double *ms, int n, double *min, double *median)
+{
+    qsort(ms, (size_t)n, sizeof *ms, compare_double);
+    *min = ms[0];
+    *median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
 }
 
 void cli_json_string(FILE *f, const char *s)
