@@ -11,12 +11,7 @@ lumen_status lumen_conv2d_output_size(const lumen_image *x, const lumen_image *w
                                       const lumen_conv2d_params *p, int64_t *out_h,
                                       int64_t *out_w)
 {
-    lumen_clear_error();
-    if (!out_h || !out_w)
-        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "%s: pointer is NULL",
-                               out_h ? "out_w" : "out_h");
-    int64_t k;
-    return lumen_conv_shape(LUMEN_CONV_FORWARD, x, w, p, &k, out_h, out_w);
+    return lumen_conv_output_size(LUMEN_CONV_FORWARD, x, w, p, out_h, out_w);
 }
 
 lumen_status lumen_conv2d(lumen_context *ctx, const lumen_image *x, const lumen_image *w,

@@ -193,6 +193,17 @@ lumen_status lumen_conv_run(lumen_conv_kind kind, lumen_context *ctx, const lume
     return lumen_run_conv(ctx, kind, &job, info);
 }
 
+lumen_status lumen_conv_output_size(lumen_conv_kind kind, const lumen_image *x,
+                                    const lumen_image *w, const lumen_conv2d_params *p,
+                                    int64_t *out_h, int64_t *out_w)
+{
+    lumen_clear_error();
+    if (!out_h || !out_w)
+        return lumen_set_error(ERR_ARG, "%s: pointer is NULL", out_h ? "out_w" : "out_h");
+    int64_t k;
+    return lumen_conv_shape(kind, x, w, p, &k, out_h, out_w);
+}
+
 /* n*k*oh*ow floats, or 0 when that many bytes cannot be addressed. */
 static size_t tensor_bytes(int64_t n, int64_t k, int64_t oh, int64_t ow)
 {

@@ -10,6 +10,11 @@ lumen_status lumen_conv_shape(lumen_conv_kind kind, const lumen_image *x, const 
                               const lumen_conv2d_params *p, int64_t *k, int64_t *out_h,
                               int64_t *out_w);
 
+/* The public _output_size calls: clears the error, checks the out pointers, then the shape. */
+lumen_status lumen_conv_output_size(lumen_conv_kind kind, const lumen_image *x,
+                                    const lumen_image *w, const lumen_conv2d_params *p,
+                                    int64_t *out_h, int64_t *out_w);
+
 /* Every check of a call into a preallocated y, then runs it on the context's device (or the
  * CPU, by the runtime's fallback rules: src/core/dispatch.c). */
 lumen_status lumen_conv_run(lumen_conv_kind kind, lumen_context *ctx, const lumen_image *x,
