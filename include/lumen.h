@@ -20,6 +20,12 @@ extern "C" {
 #define LUMEN_VERSION_MINOR 1
 #define LUMEN_VERSION_PATCH 0
 
+/* ---- limits (the one place they are stated; the CLI and Python take them from here) ---- */
+
+#define LUMEN_MAX_KSIZE (1 << 16)  /* largest kernel side */
+#define LUMEN_MAX_KAREA (1 << 24)  /* largest kernel area (kw * kh taps) */
+#define LUMEN_MAX_THREADS 4096     /* largest thread count of a context */
+
 /* ---- status ------------------------------------------------------------ */
 
 typedef enum lumen_status {

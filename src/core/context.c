@@ -18,8 +18,9 @@ static int default_threads(void)
     if (v && *v) {
         char *end;
         long n = strtol(v, &end, 10);
-        if (*end == '\0' && n >= 1 && n <= 4096) return (int)n;
-        lumen_log(LUMEN_LOG_WARN, "LUMEN_NUM_THREADS='%s' is not a thread count in 1..4096; ignored", v);
+        if (*end == '\0' && n >= 1 && n <= LUMEN_MAX_THREADS) return (int)n;
+        lumen_log(LUMEN_LOG_WARN, "LUMEN_NUM_THREADS='%s' is not a thread count in 1..%d; ignored", v,
+                  LUMEN_MAX_THREADS);
     }
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n >= 1 ? (int)n : 1;
@@ -147,8 +148,9 @@ lumen_status lumen_context_set_threads(lumen_context *ctx, int n)
 {
     lumen_clear_error();
     if (!ctx) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "ctx: context is NULL");
-    if (n < 0 || n > 4096)
-        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "threads: expected 0..4096, got %d", n);
+    if (n < 0 || n > LUMEN_MAX_THREADS)
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "threads: expected 0..%d, got %d",
+                               LUMEN_MAX_THREADS, n);
     ctx->threads = n == 0 ? default_threads() : n;
     return LUMEN_OK;
 }

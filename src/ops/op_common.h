@@ -4,10 +4,6 @@
 
 #include "internal.h"
 
-/* Largest kernel side and area we accept; beyond this a direct filter is absurd. */
-#define LUMEN_MAX_KSIZE (1 << 16)
-#define LUMEN_MAX_KAREA (1 << 24)
-
 /* Checks ctx, the image pair, the border mode and value. */
 lumen_status lumen_op_check_common(const lumen_context *ctx, const lumen_image *src,
                                    const lumen_image *dst, lumen_border border, float value);
