@@ -16,6 +16,15 @@
 extern "C" {
 #endif
 
+/* Marks the public API. The shared library is built with hidden visibility
+ * (-fvisibility=hidden), so exactly the declarations carrying LUMEN_API are
+ * exported from liblumen.so; everything else stays internal to it. */
+#if defined(__GNUC__) || defined(__clang__)
+#define LUMEN_API __attribute__((visibility("default")))
+#else
+#define LUMEN_API
+#endif
+
 #define LUMEN_VERSION_MAJOR 0
 #define LUMEN_VERSION_MINOR 1
 #define LUMEN_VERSION_PATCH 0
@@ -39,11 +48,11 @@ typedef enum lumen_status {
 } lumen_status;
 
 /* Message for the last failed call on this thread ("" if none). */
-const char *lumen_last_error(void);
+LUMEN_API const char *lumen_last_error(void);
 /* Short constant name of a status, e.g. "invalid argument". */
-const char *lumen_status_string(lumen_status s);
+LUMEN_API const char *lumen_status_string(lumen_status s);
 /* "MAJOR.MINOR.PATCH" */
-const char *lumen_version(void);
+LUMEN_API const char *lumen_version(void);
 
 /* ---- images ------------------------------------------------------------ */
 
@@ -71,15 +80,15 @@ typedef struct lumen_image {
 } lumen_image;
 
 /* Contiguous interleaved view: n x h x w x c. */
-lumen_image lumen_image_nhwc(void *data, lumen_dtype dtype, int64_t n, int64_t h, int64_t w,
-                             int64_t c);
+LUMEN_API lumen_image lumen_image_nhwc(void *data, lumen_dtype dtype, int64_t n, int64_t h,
+                                       int64_t w, int64_t c);
 /* Contiguous planar view: n x c x h x w. */
-lumen_image lumen_image_nchw(void *data, lumen_dtype dtype, int64_t n, int64_t c, int64_t h,
-                             int64_t w);
+LUMEN_API lumen_image lumen_image_nchw(void *data, lumen_dtype dtype, int64_t n, int64_t c,
+                                       int64_t h, int64_t w);
 /* Size of one element of dtype in bytes (0 for an unknown dtype). */
-size_t lumen_dtype_size(lumen_dtype dtype);
+LUMEN_API size_t lumen_dtype_size(lumen_dtype dtype);
 /* "u8", "u16", "f32" (or "?"). */
-const char *lumen_dtype_name(lumen_dtype dtype);
+LUMEN_API const char *lumen_dtype_name(lumen_dtype dtype);
 
 /* ---- context ----------------------------------------------------------- */
 
@@ -89,15 +98,15 @@ typedef struct lumen_context lumen_context;
  * Creates a context on the CPU. Threads default to $LUMEN_NUM_THREADS or,
  * if unset, the number of processors available to the process.
  */
-lumen_status lumen_context_create(lumen_context **out);
-void lumen_context_destroy(lumen_context *ctx);
+LUMEN_API lumen_status lumen_context_create(lumen_context **out);
+LUMEN_API void lumen_context_destroy(lumen_context *ctx);
 /* n >= 1; n == 0 restores the default. */
-lumen_status lumen_context_set_threads(lumen_context *ctx, int n);
-int lumen_context_threads(const lumen_context *ctx);
+LUMEN_API lumen_status lumen_context_set_threads(lumen_context *ctx, int n);
+LUMEN_API int lumen_context_threads(const lumen_context *ctx);
 /* Disable (0) or re-enable (1) the SIMD fast paths (scalar reference only). */
-lumen_status lumen_context_set_simd(lumen_context *ctx, int enabled);
+LUMEN_API lumen_status lumen_context_set_simd(lumen_context *ctx, int enabled);
 /* Comma-separated CPU features the fast path uses now, e.g. "avx2,fma" or "scalar". */
-const char *lumen_cpu_features(const lumen_context *ctx);
+LUMEN_API const char *lumen_cpu_features(const lumen_context *ctx);
 
 /*
  * FFT planning policy. ESTIMATE (default) plans in microseconds; MEASURE times
@@ -109,9 +118,9 @@ typedef enum lumen_fft_planning {
     LUMEN_FFT_ESTIMATE = 0,
     LUMEN_FFT_MEASURE = 1
 } lumen_fft_planning;
-lumen_status lumen_context_set_fft_planning(lumen_context *ctx, lumen_fft_planning p);
+LUMEN_API lumen_status lumen_context_set_fft_planning(lumen_context *ctx, lumen_fft_planning p);
 /* Drops cached plans and kernel spectra (they are also freed with the context). */
-void lumen_context_clear_plans(lumen_context *ctx);
+LUMEN_API void lumen_context_clear_plans(lumen_context *ctx);
 
 /* ---- devices -----------------------------------------------------------
  * Backends register their devices when the library is first used. Today: the CPU (index 0);
@@ -135,40 +144,42 @@ typedef struct lumen_device_info {
     int fp16, bf16;              /* 1 if the device computes in that storage type */
 } lumen_device_info;
 
-int lumen_device_count(void);
-lumen_status lumen_device_get_info(int index, lumen_device_info *out);
+LUMEN_API int lumen_device_count(void);
+LUMEN_API lumen_status lumen_device_get_info(int index, lumen_device_info *out);
 /* The spec that names device `index` ("cpu", "cuda:0"), as lumen_device_find takes it. */
-lumen_status lumen_device_spec(int index, char *buf, size_t size);
+LUMEN_API lumen_status lumen_device_spec(int index, char *buf, size_t size);
 /* "cpu", "discrete", "integrated", "software". */
-const char *lumen_device_kind_name(lumen_device_kind kind);
+LUMEN_API const char *lumen_device_kind_name(lumen_device_kind kind);
 /* Resolves "auto", "cpu", "cuda" (the first CUDA device) or "cuda:N" to a device index;
  * "auto" prefers a discrete GPU, then an integrated one, then the CPU. */
-lumen_status lumen_device_find(const char *spec, int *index);
+LUMEN_API lumen_status lumen_device_find(const char *spec, int *index);
 /* Runs the context's ops on the device that spec names (see lumen_device_find). */
-lumen_status lumen_context_set_device(lumen_context *ctx, const char *spec);
-int lumen_context_device(const lumen_context *ctx);
+LUMEN_API lumen_status lumen_context_set_device(lumen_context *ctx, const char *spec);
+LUMEN_API int lumen_context_device(const lumen_context *ctx);
 /* Strict mode: an op the device cannot run fails instead of falling back to the CPU. */
-lumen_status lumen_context_set_strict(lumen_context *ctx, int strict);
-int lumen_context_strict(const lumen_context *ctx);
+LUMEN_API lumen_status lumen_context_set_strict(lumen_context *ctx, int strict);
+LUMEN_API int lumen_context_strict(const lumen_context *ctx);
 /* Caps the device memory the context's device may allocate (bytes; 0 = no cap). An op that
  * would exceed it runs out of memory, and falls back to the CPU unless strict. */
-lumen_status lumen_context_set_memory_limit(lumen_context *ctx, uint64_t bytes);
+LUMEN_API lumen_status lumen_context_set_memory_limit(lumen_context *ctx, uint64_t bytes);
 /* TF32 tensor-core math for f32 conv2d / conv_transpose2d on GPUs that have it (NVIDIA
  * Ampere and later): faster, with products rounded to a 10-bit mantissa (relative error near
  * 1e-3). Off by default: FP32 with FMA, as on the CPU. $LUMEN_TF32=1 turns it on for new
  * contexts. Filters never use it; the CPU ignores it. */
-lumen_status lumen_context_set_tf32(lumen_context *ctx, int enabled);
-int lumen_context_tf32(const lumen_context *ctx);
+LUMEN_API lumen_status lumen_context_set_tf32(lumen_context *ctx, int enabled);
+LUMEN_API int lumen_context_tf32(const lumen_context *ctx);
 /* The device of the context ("cpu", "cuda:0"), its name and memory: lumen_device_get_info. */
 
 /* Device memory for device-resident views (img.device = the context's device). On the CPU
  * these are plain host allocations. Freed memory returns to the context's pool. */
-lumen_status lumen_device_alloc(lumen_context *ctx, size_t bytes, void **out);
-void lumen_device_free(lumen_context *ctx, void *p);
-lumen_status lumen_device_upload(lumen_context *ctx, void *dst, const void *src, size_t bytes);
-lumen_status lumen_device_download(lumen_context *ctx, void *dst, const void *src, size_t bytes);
+LUMEN_API lumen_status lumen_device_alloc(lumen_context *ctx, size_t bytes, void **out);
+LUMEN_API void lumen_device_free(lumen_context *ctx, void *p);
+LUMEN_API lumen_status lumen_device_upload(lumen_context *ctx, void *dst, const void *src,
+                                           size_t bytes);
+LUMEN_API lumen_status lumen_device_download(lumen_context *ctx, void *dst, const void *src,
+                                             size_t bytes);
 /* Waits until every op queued on the context's device has finished. */
-lumen_status lumen_context_synchronize(lumen_context *ctx);
+LUMEN_API lumen_status lumen_context_synchronize(lumen_context *ctx);
 
 /* ---- options ----------------------------------------------------------- */
 
@@ -181,8 +192,8 @@ typedef enum lumen_border {
 } lumen_border;
 
 /* Parses "reflect", "constant", "replicate", "reflect101", "wrap". */
-lumen_status lumen_border_parse(const char *name, lumen_border *out);
-const char *lumen_border_name(lumen_border b);
+LUMEN_API lumen_status lumen_border_parse(const char *name, lumen_border *out);
+LUMEN_API const char *lumen_border_name(lumen_border b);
 
 typedef enum lumen_method {
     LUMEN_METHOD_AUTO = 0,      /* cheapest by the machine's calibrated cost model */
@@ -192,9 +203,9 @@ typedef enum lumen_method {
     LUMEN_METHOD_RECURSIVE = 4  /* reported only: the fast Gaussian's recursive filter */
 } lumen_method;
 
-const char *lumen_method_name(lumen_method m);
+LUMEN_API const char *lumen_method_name(lumen_method m);
 /* Parses "auto", "direct", "separable", "fft". */
-lumen_status lumen_method_parse(const char *name, lumen_method *out);
+LUMEN_API lumen_status lumen_method_parse(const char *name, lumen_method *out);
 
 typedef struct lumen_filter_options {
     lumen_border border;  /* default LUMEN_BORDER_REFLECT */
@@ -205,7 +216,7 @@ typedef struct lumen_filter_options {
     lumen_method method;  /* filter2d only */
 } lumen_filter_options;
 
-lumen_filter_options lumen_filter_options_default(void);
+LUMEN_API lumen_filter_options lumen_filter_options_default(void);
 
 /* What an op actually did: filled when the `info` argument is non-NULL. */
 typedef struct lumen_run_info {
@@ -223,15 +234,16 @@ typedef struct lumen_run_info {
  */
 
 /* dst(x,y) = sum_ij k[i*kw+j] * src(x+j-ax, y+i-ay); kernel is kh x kw row-major. */
-lumen_status lumen_filter2d(lumen_context *ctx, const lumen_image *src, const lumen_image *dst,
-                            const float *kernel, int kw, int kh, const lumen_filter_options *opt,
-                            lumen_run_info *info);
+LUMEN_API lumen_status lumen_filter2d(lumen_context *ctx, const lumen_image *src,
+                                      const lumen_image *dst, const float *kernel, int kw, int kh,
+                                      const lumen_filter_options *opt, lumen_run_info *info);
 
 /* Row kernel kx (length kw) then column kernel ky (length kh), anchors as filter2d;
  * opt->method may be AUTO, SEPARABLE or FFT. */
-lumen_status lumen_sep_filter2d(lumen_context *ctx, const lumen_image *src,
-                                const lumen_image *dst, const float *kx, int kw, const float *ky,
-                                int kh, const lumen_filter_options *opt, lumen_run_info *info);
+LUMEN_API lumen_status lumen_sep_filter2d(lumen_context *ctx, const lumen_image *src,
+                                          const lumen_image *dst, const float *kx, int kw,
+                                          const float *ky, int kh, const lumen_filter_options *opt,
+                                          lumen_run_info *info);
 
 /*
  * OpenCV's GaussianBlur. sigma_y <= 0 means sigma_y = sigma_x. A ksize <= 0
@@ -239,10 +251,10 @@ lumen_status lumen_sep_filter2d(lumen_context *ctx, const lumen_image *src,
  * sigma <= 0 is derived from its ksize (0.3*((k-1)/2-1)+0.8). Sizes must be
  * odd and positive once derived.
  */
-lumen_status lumen_gaussian_blur(lumen_context *ctx, const lumen_image *src,
-                                 const lumen_image *dst, int ksize_x, int ksize_y, double sigma_x,
-                                 double sigma_y, lumen_border border, float border_value,
-                                 lumen_run_info *info);
+LUMEN_API lumen_status lumen_gaussian_blur(lumen_context *ctx, const lumen_image *src,
+                                           const lumen_image *dst, int ksize_x, int ksize_y,
+                                           double sigma_x, double sigma_y, lumen_border border,
+                                           float border_value, lumen_run_info *info);
 
 typedef enum lumen_precision {
     LUMEN_PRECISION_EXACT = 0, /* OpenCV's kernel, by the fastest exact route */
@@ -258,21 +270,23 @@ typedef struct lumen_gaussian_options {
     lumen_method method;       /* EXACT: AUTO, SEPARABLE or FFT */
 } lumen_gaussian_options;
 
-lumen_gaussian_options lumen_gaussian_options_default(void);
+LUMEN_API lumen_gaussian_options lumen_gaussian_options_default(void);
 /* Gaussian blur with every option; FAST's error bound is in docs/gaussian-fast.md. */
-lumen_status lumen_gaussian_blur_ex(lumen_context *ctx, const lumen_image *src,
-                                    const lumen_image *dst, const lumen_gaussian_options *opt,
-                                    lumen_run_info *info);
+LUMEN_API lumen_status lumen_gaussian_blur_ex(lumen_context *ctx, const lumen_image *src,
+                                              const lumen_image *dst,
+                                              const lumen_gaussian_options *opt,
+                                              lumen_run_info *info);
 
 /* kw x kh box; normalize != 0 divides by kw*kh (cv2.blur), else plain sums (cv2.boxFilter). */
-lumen_status lumen_box_blur(lumen_context *ctx, const lumen_image *src, const lumen_image *dst,
-                            int kw, int kh, int normalize, lumen_border border,
-                            float border_value, lumen_run_info *info);
+LUMEN_API lumen_status lumen_box_blur(lumen_context *ctx, const lumen_image *src,
+                                      const lumen_image *dst, int kw, int kh, int normalize,
+                                      lumen_border border, float border_value,
+                                      lumen_run_info *info);
 
 /* OpenCV getGaussianKernel(n, sigma, CV_32F) into out[n]. */
-lumen_status lumen_gaussian_kernel(int n, double sigma, float *out);
+LUMEN_API lumen_status lumen_gaussian_kernel(int n, double sigma, float *out);
 /* The kernel size GaussianBlur derives from sigma for this dtype. */
-int lumen_gaussian_ksize(double sigma, lumen_dtype dtype);
+LUMEN_API int lumen_gaussian_ksize(double sigma, lumen_dtype dtype);
 
 /* ---- neural-network convolution (NCHW) ------------------------------------
  * Tensors are lumen_image views read as N x C x H x W: x = (N, C, H, W), weights
@@ -290,34 +304,36 @@ typedef struct lumen_conv2d_params {
 } lumen_conv2d_params;
 
 /* stride 1, padding 0, dilation 1, groups 1, output padding 0. */
-lumen_conv2d_params lumen_conv2d_params_default(void);
+LUMEN_API lumen_conv2d_params lumen_conv2d_params_default(void);
 
 /* Output height and width of conv2d: (H + 2p - d(R-1) - 1) / s + 1 per axis. */
-lumen_status lumen_conv2d_output_size(const lumen_image *x, const lumen_image *w,
-                                      const lumen_conv2d_params *p, int64_t *out_h,
-                                      int64_t *out_w);
-/* y = conv2d(x, w) + bias into a preallocated y of the output size (the conv_into form). */
-lumen_status lumen_conv2d(lumen_context *ctx, const lumen_image *x, const lumen_image *w,
-                          const float *bias, const lumen_conv2d_params *p, const lumen_image *y,
-                          lumen_run_info *info);
-
-/* Output size of conv_transpose2d: (H - 1)s - 2p + d(R-1) + op + 1 per axis. */
-lumen_status lumen_conv_transpose2d_output_size(const lumen_image *x, const lumen_image *w,
+LUMEN_API lumen_status lumen_conv2d_output_size(const lumen_image *x, const lumen_image *w,
                                                 const lumen_conv2d_params *p, int64_t *out_h,
                                                 int64_t *out_w);
-lumen_status lumen_conv_transpose2d(lumen_context *ctx, const lumen_image *x,
-                                    const lumen_image *w, const float *bias,
-                                    const lumen_conv2d_params *p, const lumen_image *y,
-                                    lumen_run_info *info);
+/* y = conv2d(x, w) + bias into a preallocated y of the output size (the conv_into form). */
+LUMEN_API lumen_status lumen_conv2d(lumen_context *ctx, const lumen_image *x, const lumen_image *w,
+                                    const float *bias, const lumen_conv2d_params *p,
+                                    const lumen_image *y, lumen_run_info *info);
+
+/* Output size of conv_transpose2d: (H - 1)s - 2p + d(R-1) + op + 1 per axis. */
+LUMEN_API lumen_status lumen_conv_transpose2d_output_size(const lumen_image *x,
+                                                          const lumen_image *w,
+                                                          const lumen_conv2d_params *p,
+                                                          int64_t *out_h, int64_t *out_w);
+LUMEN_API lumen_status lumen_conv_transpose2d(lumen_context *ctx, const lumen_image *x,
+                                              const lumen_image *w, const float *bias,
+                                              const lumen_conv2d_params *p, const lumen_image *y,
+                                              lumen_run_info *info);
 
 /* The same, allocating y as a contiguous NCHW f32 tensor (free it with lumen_image_free). */
-lumen_status lumen_conv2d_alloc(lumen_context *ctx, const lumen_image *x, const lumen_image *w,
-                                const float *bias, const lumen_conv2d_params *p, lumen_image *y,
-                                lumen_run_info *info);
-lumen_status lumen_conv_transpose2d_alloc(lumen_context *ctx, const lumen_image *x,
+LUMEN_API lumen_status lumen_conv2d_alloc(lumen_context *ctx, const lumen_image *x,
                                           const lumen_image *w, const float *bias,
                                           const lumen_conv2d_params *p, lumen_image *y,
                                           lumen_run_info *info);
+LUMEN_API lumen_status lumen_conv_transpose2d_alloc(lumen_context *ctx, const lumen_image *x,
+                                                    const lumen_image *w, const float *bias,
+                                                    const lumen_conv2d_params *p, lumen_image *y,
+                                                    lumen_run_info *info);
 
 /* ---- image files --------------------------------------------------------
  * By extension: .png (u8/u16, 1/3/4 channels (2 = gray+alpha)), .jpg/.jpeg
@@ -326,11 +342,11 @@ lumen_status lumen_conv_transpose2d_alloc(lumen_context *ctx, const lumen_image 
  */
 
 /* Reads into a new contiguous n=1 HWC image; free with lumen_image_free. */
-lumen_status lumen_read_image(const char *path, lumen_image *out);
+LUMEN_API lumen_status lumen_read_image(const char *path, lumen_image *out);
 /* Writes atomically: to a temporary file in the same folder, then renamed. */
-lumen_status lumen_write_image(const char *path, const lumen_image *img);
+LUMEN_API lumen_status lumen_write_image(const char *path, const lumen_image *img);
 /* Frees the data of an image returned by lumen_read_image and zeroes it. */
-void lumen_image_free(lumen_image *img);
+LUMEN_API void lumen_image_free(lumen_image *img);
 
 #ifdef __cplusplus
 }
