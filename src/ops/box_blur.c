@@ -25,3 +25,45 @@ lumen_status lumen_box_blur(lumen_context *ctx, const lumen_image *src, const lu
     free(ones);
     return s;
 }
+
+/* ---- descriptor (include/lumen_ops.h, docs/descriptors.md) ---- */
+
+#include "op_desc.h"
+
+enum { BX_SRC, BX_KSIZE, BX_NORMALIZE, BX_BORDER, BX_VALUE, BX_N };
+
+static const lumen_arg_desc box_blur_args[BX_N] = {
+    [BX_SRC] = {"src", LUMEN_ARG_IMAGE, LUMEN_ARG_REQUIRED, {0, 0}, NULL, 0, 0, NULL,
+                "the image to blur"},
+    [BX_KSIZE] = {"ksize", LUMEN_ARG_INT_PAIR, LUMEN_ARG_REQUIRED | LUMEN_ARG_PAIR_XY, {0, 0},
+                  NULL, 1, LUMEN_MAX_KSIZE, NULL, "box width and height (kw, kh)"},
+    [BX_NORMALIZE] = {"normalize", LUMEN_ARG_BOOL, 0, {1, 0}, NULL, 0, 1, NULL,
+                      "divide by kw*kh (cv2.blur); false gives plain sums (cv2.boxFilter)"},
+    LUMEN_DESC_BORDER_ARGS,
+};
+
+static lumen_status box_blur_invoke(lumen_context *ctx, const lumen_value *v,
+                                    const lumen_image *out, lumen_run_info *info)
+{
+    const lumen_op_desc *d = &lumen_box_blur_desc;
+    int kw, kh;
+    lumen_value_pair(d, v, BX_KSIZE, &kw, &kh);
+    return lumen_box_blur(ctx, v[BX_SRC].u.image, out, kw, kh,
+                          (int)lumen_value_int(d, v, BX_NORMALIZE),
+                          (lumen_border)lumen_value_int(d, v, BX_BORDER),
+                          (float)lumen_value_real(d, v, BX_VALUE), info);
+}
+
+const lumen_op_desc lumen_box_blur_desc = {
+    .name = "box_blur",
+    .command = "box-blur",
+    .summary = "mean (cv2.blur) or sum (cv2.boxFilter) over a box",
+    .help = "The mean of a kw x kh window around each pixel, or its plain sum without "
+            "normalize. Each channel is filtered independently.",
+    .args = box_blur_args,
+    .n_args = BX_N,
+    .output = LUMEN_ARG_IMAGE,
+    .output_help = "the blurred image: src's shape, and src's dtype unless asked otherwise",
+    .output_shape = lumen_desc_shape_like_src,
+    .invoke = box_blur_invoke,
+};

@@ -139,3 +139,52 @@ lumen_status lumen_filter2d(lumen_context *ctx, const lumen_image *src, const lu
     free(flipped);
     return s;
 }
+
+/* ---- descriptor (include/lumen_ops.h, docs/descriptors.md) ---- */
+
+#include "op_desc.h"
+
+enum { F2_SRC, F2_KERNEL, F2_BORDER, F2_VALUE, F2_ANCHOR, F2_CONVOLVE, F2_METHOD, F2_N };
+
+static const lumen_arg_desc filter2d_args[F2_N] = {
+    [F2_SRC] = {"src", LUMEN_ARG_IMAGE, LUMEN_ARG_REQUIRED, {0, 0}, NULL, 0, 0, NULL,
+                "the image to filter"},
+    [F2_KERNEL] = {"kernel", LUMEN_ARG_KERNEL, LUMEN_ARG_REQUIRED, {0, 0}, NULL, 0, 0, NULL,
+                   "2-D kernel, kh x kw, at most 65536 on a side and 2^24 taps"},
+    LUMEN_DESC_BORDER_ARGS,
+    LUMEN_DESC_ANCHOR_ARGS,
+    [F2_METHOD] = {"method", LUMEN_ARG_ENUM, 0, {LUMEN_METHOD_AUTO, 0}, NULL, 0, 0,
+                   lumen_filter_method_choices,
+                   "auto (the cheapest by the machine's cost model), direct (every tap), "
+                   "separable (rank-1 kernels: a row then a column pass) or fft (tiled FFT, for "
+                   "big kernels)"},
+};
+
+static lumen_status filter2d_invoke(lumen_context *ctx, const lumen_value *v,
+                                    const lumen_image *out, lumen_run_info *info)
+{
+    const lumen_op_desc *d = &lumen_filter2d_desc;
+    lumen_filter_options o = lumen_filter_options_default();
+    o.border = (lumen_border)lumen_value_int(d, v, F2_BORDER);
+    o.border_value = (float)lumen_value_real(d, v, F2_VALUE);
+    if (v[F2_ANCHOR].given) lumen_value_pair(d, v, F2_ANCHOR, &o.anchor_x, &o.anchor_y);
+    o.convolve = (int)lumen_value_int(d, v, F2_CONVOLVE);
+    o.method = (lumen_method)lumen_value_int(d, v, F2_METHOD);
+    const lumen_value *k = &v[F2_KERNEL];
+    return lumen_filter2d(ctx, v[F2_SRC].u.image, out, k->u.array.data, (int)k->u.array.w,
+                          (int)k->u.array.h, &o, info);
+}
+
+const lumen_op_desc lumen_filter2d_desc = {
+    .name = "filter2d",
+    .command = "filter2d",
+    .summary = "2-D correlation (or convolution) with an arbitrary kernel (cv2.filter2D)",
+    .help = "dst(x,y) = sum k(i,j) * src(x+j-ax, y+i-ay): correlation, as cv2.filter2D; "
+            "convolve flips the kernel. Each channel is filtered independently.",
+    .args = filter2d_args,
+    .n_args = F2_N,
+    .output = LUMEN_ARG_IMAGE,
+    .output_help = "the filtered image: src's shape, and src's dtype unless asked otherwise",
+    .output_shape = lumen_desc_shape_like_src,
+    .invoke = filter2d_invoke,
+};

@@ -142,3 +142,63 @@ lumen_status lumen_gaussian_blur(lumen_context *ctx, const lumen_image *src,
     o.border = border, o.border_value = border_value;
     return lumen_gaussian_blur_ex(ctx, src, dst, &o, info);
 }
+
+/* ---- descriptor (include/lumen_ops.h, docs/descriptors.md) ---- */
+
+#include "op_desc.h"
+
+enum { GB_SRC, GB_SIGMA, GB_SIGMA_Y, GB_KSIZE, GB_BORDER, GB_VALUE, GB_PRECISION, GB_METHOD, GB_N };
+
+static const lumen_choice precision_choices[] = {
+    {"exact", LUMEN_PRECISION_EXACT}, {"fast", LUMEN_PRECISION_FAST}, {NULL, 0}};
+
+static const lumen_arg_desc gaussian_blur_args[GB_N] = {
+    [GB_SRC] = {"src", LUMEN_ARG_IMAGE, LUMEN_ARG_REQUIRED, {0, 0}, NULL, 0, 0, NULL,
+                "the image to blur"},
+    [GB_SIGMA] = {"sigma", LUMEN_ARG_REAL, LUMEN_ARG_REQUIRED, {0, 0}, NULL, 0, 1e6, NULL,
+                  "horizontal sigma in pixels; 0 derives it from ksize "
+                  "(0.3*((k-1)/2-1)+0.8)"},
+    [GB_SIGMA_Y] = {"sigma_y", LUMEN_ARG_REAL, LUMEN_ARG_NULLABLE, {0, 0}, "sigma", 0, 1e6, NULL,
+                    "vertical sigma in pixels"},
+    [GB_KSIZE] = {"ksize", LUMEN_ARG_INT_PAIR, LUMEN_ARG_NULLABLE | LUMEN_ARG_PAIR_XY, {0, 0},
+                  "derived from sigma (round(sigma*8+1)|1, *6 for u8)", 0, LUMEN_MAX_KSIZE,
+                  NULL, "odd kernel width and height (kw, kh); 0 derives a size from its sigma"},
+    LUMEN_DESC_BORDER_ARGS,
+    [GB_PRECISION] = {"precision", LUMEN_ARG_ENUM, 0, {LUMEN_PRECISION_EXACT, 0}, NULL, 0, 0,
+                      precision_choices,
+                      "exact (OpenCV's kernel) or fast (a recursive approximation whose cost "
+                      "does not grow with sigma; error bound in docs/gaussian-fast.md)"},
+    [GB_METHOD] = {"method", LUMEN_ARG_ENUM, 0, {LUMEN_METHOD_AUTO, 0}, NULL, 0, 0,
+                   lumen_sep_method_choices,
+                   "exact precision only: auto (the cheaper by the cost model), separable or fft"},
+};
+
+static lumen_status gaussian_blur_invoke(lumen_context *ctx, const lumen_value *v,
+                                         const lumen_image *out, lumen_run_info *info)
+{
+    const lumen_op_desc *d = &lumen_gaussian_blur_desc;
+    lumen_gaussian_options o = lumen_gaussian_options_default();
+    o.sigma_x = lumen_value_real(d, v, GB_SIGMA);
+    o.sigma_y = v[GB_SIGMA_Y].given ? v[GB_SIGMA_Y].u.real : o.sigma_x;
+    if (v[GB_KSIZE].given) lumen_value_pair(d, v, GB_KSIZE, &o.ksize_x, &o.ksize_y);
+    o.border = (lumen_border)lumen_value_int(d, v, GB_BORDER);
+    o.border_value = (float)lumen_value_real(d, v, GB_VALUE);
+    o.precision = (lumen_precision)lumen_value_int(d, v, GB_PRECISION);
+    o.method = (lumen_method)lumen_value_int(d, v, GB_METHOD);
+    return lumen_gaussian_blur_ex(ctx, v[GB_SRC].u.image, out, &o, info);
+}
+
+const lumen_op_desc lumen_gaussian_blur_desc = {
+    .name = "gaussian_blur",
+    .command = "gaussian-blur",
+    .summary = "Gaussian blur with OpenCV's kernel (cv2.GaussianBlur)",
+    .help = "Blurs with getGaussianKernel's separable kernel. Give sigma, ksize or both: a "
+            "missing size is derived from sigma, a zero sigma from the size. Each channel is "
+            "blurred independently.",
+    .args = gaussian_blur_args,
+    .n_args = GB_N,
+    .output = LUMEN_ARG_IMAGE,
+    .output_help = "the blurred image: src's shape, and src's dtype unless asked otherwise",
+    .output_shape = lumen_desc_shape_like_src,
+    .invoke = gaussian_blur_invoke,
+};

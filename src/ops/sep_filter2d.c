@@ -47,3 +47,52 @@ lumen_status lumen_sep_filter2d(lumen_context *ctx, const lumen_image *src,
     free(fx), free(fy);
     return s;
 }
+
+/* ---- descriptor (include/lumen_ops.h, docs/descriptors.md) ---- */
+
+#include "op_desc.h"
+
+enum { SF_SRC, SF_KX, SF_KY, SF_BORDER, SF_VALUE, SF_ANCHOR, SF_CONVOLVE, SF_METHOD, SF_N };
+
+static const lumen_arg_desc sep_filter2d_args[SF_N] = {
+    [SF_SRC] = {"src", LUMEN_ARG_IMAGE, LUMEN_ARG_REQUIRED, {0, 0}, NULL, 0, 0, NULL,
+                "the image to filter"},
+    [SF_KX] = {"kx", LUMEN_ARG_VECTOR, LUMEN_ARG_REQUIRED, {0, 0}, NULL, 0, 0, NULL,
+               "row kernel (kw taps), applied along x first"},
+    [SF_KY] = {"ky", LUMEN_ARG_VECTOR, LUMEN_ARG_REQUIRED, {0, 0}, NULL, 0, 0, NULL,
+               "column kernel (kh taps), applied along y"},
+    LUMEN_DESC_BORDER_ARGS,
+    LUMEN_DESC_ANCHOR_ARGS,
+    [SF_METHOD] = {"method", LUMEN_ARG_ENUM, 0, {LUMEN_METHOD_AUTO, 0}, NULL, 0, 0,
+                   lumen_sep_method_choices,
+                   "auto (the cheaper by the cost model), separable (two 1-D passes) or fft"},
+};
+
+static lumen_status sep_filter2d_invoke(lumen_context *ctx, const lumen_value *v,
+                                        const lumen_image *out, lumen_run_info *info)
+{
+    const lumen_op_desc *d = &lumen_sep_filter2d_desc;
+    lumen_filter_options o = lumen_filter_options_default();
+    o.border = (lumen_border)lumen_value_int(d, v, SF_BORDER);
+    o.border_value = (float)lumen_value_real(d, v, SF_VALUE);
+    if (v[SF_ANCHOR].given) lumen_value_pair(d, v, SF_ANCHOR, &o.anchor_x, &o.anchor_y);
+    o.convolve = (int)lumen_value_int(d, v, SF_CONVOLVE);
+    o.method = (lumen_method)lumen_value_int(d, v, SF_METHOD);
+    const lumen_value *kx = &v[SF_KX], *ky = &v[SF_KY];
+    return lumen_sep_filter2d(ctx, v[SF_SRC].u.image, out, kx->u.array.data, (int)kx->u.array.w,
+                              ky->u.array.data, (int)ky->u.array.w, &o, info);
+}
+
+const lumen_op_desc lumen_sep_filter2d_desc = {
+    .name = "sep_filter2d",
+    .command = "sep-filter2d",
+    .summary = "row kernel then column kernel (cv2.sepFilter2D)",
+    .help = "Filters every row with kx, then every column with ky; anchors, borders and "
+            "convolve as filter2d. Each channel is filtered independently.",
+    .args = sep_filter2d_args,
+    .n_args = SF_N,
+    .output = LUMEN_ARG_IMAGE,
+    .output_help = "the filtered image: src's shape, and src's dtype unless asked otherwise",
+    .output_shape = lumen_desc_shape_like_src,
+    .invoke = sep_filter2d_invoke,
+};
