@@ -13,7 +13,7 @@
 #   3 configure     cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DLUMEN_CUDA=ON
 #                   -DPython3_EXECUTABLE=<python> (-DLUMEN_TESTS=OFF without cmocka)
 #   4 build         cmake --build build-gpu (ninja -k 0: as much as builds)
-#   5 CUDA module   build-gpu/modules/liblumen_cuda.so exists and its libraries resolve; the
+#   5 CUDA module   build-gpu/lumen-modules/liblumen_cuda.so exists and its libraries resolve; the
 #                   cuDNN entries conv uses are in libcudnn.so.9 (lumen_cudnn_symbols)
 #   6 lumen info    build-gpu/lumen info; with a GPU, a cuda device must be listed
 #   7 C tests cuda  ctest -R cuda -V (test_cuda.c; "no CUDA device: skipped" with a GPU fails)
@@ -398,7 +398,7 @@ export LUMEN_BIN=$ROOT/$BUILD/lumen
 
 # ---- 5 the CUDA module ----------------------------------------------------------------------
 header 5 "CUDA module"
-MOD=$BUILD/modules/liblumen_cuda.so
+MOD=$BUILD/lumen-modules/liblumen_cuda.so
 if [ -f "$MOD" ]; then
   ls -l "$MOD"
   if command -v ldd >/dev/null 2>&1; then

@@ -1,8 +1,12 @@
 /* Backends that own devices: the CPU, then the modules (liblumen_<name>.so) found at run
  * time. A module that cannot be loaded (no driver, no CUDA libraries) is skipped with an info
  * line, so one build runs everywhere and lists only the devices that are there.
- * Search order: $LUMEN_MODULE_PATH (files or folders, ':'-separated), the folder of the
- * program or library lumen is linked into, and the build tree's module folder. */
+ * Search order: $LUMEN_MODULE_PATH (files or folders, ':'-separated), then the folder of the
+ * program or shared library lumen is linked into: its LUMEN_MODULE_SUBDIR ("lumen-modules")
+ * subfolder, then the folder itself. Only paths relative to the binary, so an installed
+ * liblumen.so finds ${libdir}/lumen-modules wherever the prefix is, and nothing of the build
+ * tree is compiled in; the build puts its modules in <build>/lumen-modules, next to the CLI
+ * and liblumen.so (CMakeLists.txt links that folder into the other program folders). */
 #define _GNU_SOURCE
 #include "internal.h"
 
@@ -136,12 +140,12 @@ static void load_all(void)
             load_from(p);
         free(list);
     }
-    char dir[PATH_MAX];
+    char dir[PATH_MAX], sub[PATH_MAX];
     own_folder(dir, sizeof dir);
-    if (dir[0]) load_from(dir);
-#ifdef LUMEN_BUILD_MODULE_DIR
-    load_from(LUMEN_BUILD_MODULE_DIR);
-#endif
+    if (!dir[0]) return;
+    if (snprintf(sub, sizeof sub, "%s/%s", dir, LUMEN_MODULE_SUBDIR) < (int)sizeof sub)
+        load_from(sub);
+    load_from(dir); /* modules copied next to the program or the Python extension */
 }
 
 int lumen_backend_count(void)
