@@ -10,7 +10,8 @@
  *   TS_AVX2     the fast engine with the AVX2+FMA row kernels (skipped without AVX2+FMA).
  * ts_check() runs the reference and every fast engine and compares them.
  *
- * TOLERANCES -- the one table; every fast-vs-reference and oracle comparison uses it:
+ * TOLERANCES -- the one table is tolerances.h (its constants and reasons, and the bounds of
+ * the fast Gaussian and of conv); the filter rule that ts_check and ts_compare apply:
  *
  *   dst f32   |fast - ref| <= TS_F32_REL * S * R + TS_F32_ABS
  *             S: sum of |kernel taps| (separable: sum|kx| * sum|ky| * |scale|; Gaussian
@@ -39,8 +40,7 @@
 #include <lumen.h>
 #include <stdbool.h>
 
-#define TS_F32_REL 1e-5
-#define TS_F32_ABS 1e-12
+#include "tolerances.h" /* TS_F32_REL, TS_F32_ABS and the rest of the table */
 
 #define TS_COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
