@@ -231,9 +231,11 @@ static const lumen_dtype dtypes[] = {LUMEN_U8, LUMEN_U16, LUMEN_F32};
 static const lumen_border borders[] = {LUMEN_BORDER_REFLECT, LUMEN_BORDER_CONSTANT,
                                        LUMEN_BORDER_REPLICATE, LUMEN_BORDER_REFLECT101,
                                        LUMEN_BORDER_WRAP};
-/* interleaved HWC (n1 c3), planar CHW (n1 c1), a padded window (n1 c2), negative strides in
- * c, h and w (n1 c2), a batch of two images with a gap between them (n2 c2) */
-static const ts_layout layouts[] = {TS_INTERLEAVED, TS_PLANAR, TS_STRIDED, TS_FLIPPED, TS_BATCH};
+/* Every layout of test_support (image ops with its (n, c); conv with the row's): interleaved
+ * HWC, planar CHW, padded windows (planar and interleaved), negative strides (c, h and w; rows
+ * bottom-up), a batch with a gap between the images. */
+static const ts_layout layouts[] = {TS_INTERLEAVED, TS_PLANAR,      TS_STRIDED, TS_STRIDED_HWC,
+                                    TS_FLIPPED,     TS_FLIPPED_HWC, TS_BATCH};
 /* h x w: an odd, non-square image; one smaller than most kernels; a single pixel */
 static const int sizes[][2] = {{13, 17}, {4, 5}, {1, 1}};
 
