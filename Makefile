@@ -6,7 +6,7 @@ JOBS       ?= $(shell nproc)
 PYTHON     ?= /usr/bin/python3
 CMAKE_FLAGS ?=
 
-.PHONY: all deps deps-test build build-asan run test test-c test-asan test-python \
+.PHONY: all deps deps-test build build-asan run test check-layers test-c test-asan test-python \
 	test-python-asan test-pip bench clean
 
 all: build
@@ -36,7 +36,11 @@ run: build
 	@scripts/demo.sh $(BUILD)/lumen
 
 test: deps-test build build-asan
-	$(MAKE) --no-print-directory test-c test-asan test-python test-python-asan test-pip
+	$(MAKE) --no-print-directory check-layers test-c test-asan test-python test-python-asan test-pip
+
+# No #include crosses the layers the wrong way (docs/architecture.md, "Layers").
+check-layers:
+	$(PYTHON) scripts/check-layers.py
 
 test-c:
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

@@ -1,13 +1,10 @@
-/* Contexts: thread count, SIMD policy, CPU feature detection. */
+/* Contexts: thread count, SIMD policy, device, and the CPU kernels they may use. */
 #include "internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
 
 /* Plans and kernel spectra kept per context; spectra of big kernels are a few MB each. */
 #define PLAN_CACHE_BYTES ((size_t)256 << 20)
@@ -24,58 +21,6 @@ static int default_threads(void)
     }
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n >= 1 ? (int)n : 1;
-}
-
-static bool cpu_has_avx2_fma(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    /* __builtin_cpu_supports checks the OS enables YMM state as well. */
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-    return false;
-#endif
-}
-
-/*
- * AVX-512 F, BW, DQ and VL (CPUID leaf 7) with the OS saving SSE, YMM, opmask and both ZMM
- * halves (XCR0 bits 1, 2, 5, 6, 7): without the XCR0 check a kernel may have the CPU but
- * fault (or lose registers) under an OS that does not enable the state.
- */
-static bool cpu_has_avx512(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    unsigned a, b, c, d;
-    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE)) return false;
-    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
-    const unsigned need = bit_AVX512F | bit_AVX512BW | bit_AVX512DQ | bit_AVX512VL;
-    if ((b & need) != need) return false;
-    unsigned lo, hi;
-    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0)); /* no -mxsave needed */
-    (void)hi;
-    const unsigned xcr0_need = (1u << 1) | (1u << 2) | (1u << 5) | (1u << 6) | (1u << 7);
-    return (lo & xcr0_need) == xcr0_need;
-#else
-    return false;
-#endif
-}
-
-/* $LUMEN_CPU_ISA = generic | avx2 | avx512 caps the kernels a context uses (a CPU without
- * the named ISA still gets only what it has), so tests and benchmarks reach every kernel on
- * one machine. */
-static void detect_isa(lumen_context *ctx)
-{
-    ctx->cpu_avx2 = cpu_has_avx2_fma();
-    ctx->cpu_avx512 = ctx->cpu_avx2 && cpu_has_avx512();
-    const char *cap = getenv("LUMEN_CPU_ISA");
-    if (!cap || !*cap || !strcmp(cap, "avx512")) return;
-    if (!strcmp(cap, "avx2")) {
-        ctx->cpu_avx512 = false;
-    } else if (!strcmp(cap, "generic")) {
-        ctx->cpu_avx2 = ctx->cpu_avx512 = false;
-    } else {
-        lumen_log(LUMEN_LOG_WARN, "LUMEN_CPU_ISA='%s' is not generic, avx2 or avx512; ignored", cap);
-    }
 }
 
 /* $LUMEN_DEVICE (default "auto"), $LUMEN_STRICT=1 and $LUMEN_TF32=1. A device asked for by name that is not
@@ -104,7 +49,8 @@ lumen_status lumen_context_create(lumen_context **out)
     if (!ctx) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "context: out of memory");
     ctx->threads = default_threads();
     ctx->simd = true;
-    detect_isa(ctx);
+    ctx->be = &lumen_cpu_backend; /* device 0 until apply_environment chooses */
+    lumen_cpu_detect_isa(&ctx->cpu_avx2, &ctx->cpu_avx512);
     ctx->fft_planning = LUMEN_FFT_ESTIMATE;
     ctx->plans = lumen_plan_cache_create(PLAN_CACHE_BYTES);
     if (!ctx->plans) {
@@ -167,8 +113,8 @@ lumen_status lumen_context_set_simd(lumen_context *ctx, int enabled)
 
 const char *lumen_cpu_features(const lumen_context *ctx)
 {
-    if (ctx && lumen_ctx_use_avx512(ctx)) return "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma";
-    return ctx && lumen_ctx_use_avx2(ctx) ? "avx2,fma" : "scalar";
+    if (!ctx || !ctx->simd || !ctx->cpu_avx2) return "scalar";
+    return ctx->cpu_avx512 ? "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma" : "avx2,fma";
 }
 
 lumen_status lumen_context_set_tf32(lumen_context *ctx, int enabled)

@@ -69,7 +69,7 @@ void lumen_device_label(int i, char *buf, size_t size)
     int local = 0;
     const lumen_backend *be = lumen_device_backend(i, &local);
     if (!be) snprintf(buf, size, "device %d", i);
-    else if (be == &lumen_cpu_fast_backend) snprintf(buf, size, "cpu");
+    else if (be == &lumen_cpu_backend) snprintf(buf, size, "cpu");
     else snprintf(buf, size, "%s:%d", be->name, local);
 }
 
@@ -159,7 +159,7 @@ void lumen_context_release_device(lumen_context *ctx)
 {
     lumen_plan_cache_clear(ctx->plans); /* device plans may refer to the state's stream */
     if (ctx->be && ctx->be->state_destroy && ctx->be_state) ctx->be->state_destroy(ctx->be_state);
-    ctx->be = NULL;
+    ctx->be = &lumen_cpu_backend;
     ctx->be_state = NULL;
     ctx->device = ctx->be_device = 0;
 }
@@ -173,9 +173,8 @@ lumen_status lumen_context_set_device(lumen_context *ctx, const char *spec)
     if (s) return s;
     if (i == ctx->device) return LUMEN_OK;
     const lumen_backend *be = lumen_device_backend(i, &local);
-    if (be == &lumen_cpu_fast_backend) be = NULL; /* the CPU path is the context's own */
     void *state = NULL;
-    if (be && be->state_create && (s = be->state_create(local, &state))) return s;
+    if (be->state_create && (s = be->state_create(local, &state))) return s;
     lumen_context_release_device(ctx);
     ctx->device = i;
     ctx->be = be;

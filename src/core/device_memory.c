@@ -1,4 +1,5 @@
-/* Device memory for device-resident views: the context's backend, or malloc on the CPU. */
+/* Device memory for device-resident views: the context's backend, or malloc where the device's
+ * memory is the host's (the CPU backend leaves its memory entries NULL). */
 #include "internal.h"
 
 #include <stdlib.h>
@@ -11,7 +12,7 @@ lumen_status lumen_device_alloc(lumen_context *ctx, size_t bytes, void **out)
     if (!out) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "out: pointer is NULL");
     if (bytes == 0) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "bytes: must be > 0");
     *out = NULL;
-    if (ctx->be) return ctx->be->alloc(ctx, bytes, out);
+    if (ctx->be->alloc) return ctx->be->alloc(ctx, bytes, out);
     *out = malloc(bytes);
     if (!*out)
         return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "device_alloc: %zu bytes: out of memory",
@@ -22,7 +23,7 @@ lumen_status lumen_device_alloc(lumen_context *ctx, size_t bytes, void **out)
 void lumen_device_free(lumen_context *ctx, void *p)
 {
     if (!ctx || !p) return;
-    if (ctx->be) ctx->be->release(ctx, p);
+    if (ctx->be->release) ctx->be->release(ctx, p);
     else free(p);
 }
 
@@ -40,7 +41,7 @@ lumen_status lumen_device_upload(lumen_context *ctx, void *dst, const void *src,
     lumen_clear_error();
     lumen_status s = check_copy(ctx, dst, src);
     if (s || bytes == 0) return s;
-    if (ctx->be) return ctx->be->upload(ctx, dst, src, bytes);
+    if (ctx->be->upload) return ctx->be->upload(ctx, dst, src, bytes);
     memcpy(dst, src, bytes);
     return LUMEN_OK;
 }
@@ -50,7 +51,7 @@ lumen_status lumen_device_download(lumen_context *ctx, void *dst, const void *sr
     lumen_clear_error();
     lumen_status s = check_copy(ctx, dst, src);
     if (s || bytes == 0) return s;
-    if (ctx->be) return ctx->be->download(ctx, dst, src, bytes);
+    if (ctx->be->download) return ctx->be->download(ctx, dst, src, bytes);
     memcpy(dst, src, bytes);
     return LUMEN_OK;
 }
@@ -59,5 +60,5 @@ lumen_status lumen_context_synchronize(lumen_context *ctx)
 {
     lumen_clear_error();
     if (!ctx) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "ctx: context is NULL");
-    return ctx->be && ctx->be->synchronize ? ctx->be->synchronize(ctx) : LUMEN_OK;
+    return ctx->be->synchronize ? ctx->be->synchronize(ctx) : LUMEN_OK;
 }

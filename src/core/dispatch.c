@@ -1,7 +1,7 @@
-/* Runs normalised jobs on the context's device and chooses methods by cost.
- * Fallback lives here, not in backends: when the device's backend has no entry for the op or
- * dtype, or runs out of memory, the job reruns on the CPU with one warning line; in strict mode
- * that is an error instead. Device-resident views are staged through host memory for it. */
+/* The one dispatch path of every op (docs/architecture.md, "The op interface"): the context's
+ * backend runs the op when it supports it; otherwise, or when it runs out of memory, the CPU
+ * reruns it with one warning line, device-resident views staged through host memory. In strict
+ * mode that fallback is an error instead. Also: the choice of a filter method by cost. */
 #include "internal.h"
 
 #include <math.h>
@@ -9,53 +9,45 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef lumen_status (*filter_entry)(lumen_context *, const lumen_filter_job *);
-
-/* The CPU runs the scalar reference when SIMD is switched off. */
-static const lumen_backend *cpu_backend(const lumen_context *ctx)
+const char *lumen_op_kind_name(lumen_op_kind kind)
 {
-    return ctx->simd ? &lumen_cpu_fast_backend : &lumen_cpu_reference_backend;
+    switch (kind) {
+    case LUMEN_OP_FILTER_DIRECT: return "direct filter";
+    case LUMEN_OP_FILTER_SEPARABLE: return "separable filter";
+    case LUMEN_OP_FILTER_FFT: return "fft filter";
+    case LUMEN_OP_GAUSSIAN_FAST: return "fast Gaussian";
+    case LUMEN_OP_CONV2D: return "conv2d";
+    case LUMEN_OP_CONV_TRANSPOSE2D: return "conv_transpose2d";
+    case LUMEN_OP_KIND_COUNT: break;
+    }
+    return "op";
 }
 
-/* The whole of info (callers may pass it uninitialised); algo: conv's algorithm or NULL. */
-static void fill_info(const lumen_context *ctx, lumen_method method, bool on_device,
-                      const char *algo, lumen_run_info *info)
+lumen_method lumen_op_kind_method(lumen_op_kind kind)
 {
-    if (!info) return;
-    info->method = method;
-    info->device = on_device ? lumen_device_name_static(ctx->device) : "cpu";
-    info->isa = on_device                 ? ctx->be->name
-                : lumen_ctx_use_avx2(ctx) ? "avx2+fma"
-                : ctx->simd               ? "generic"
-                                          : "scalar";
-    info->threads = ctx->threads;
-    info->algo = algo;
+    switch (kind) {
+    case LUMEN_OP_FILTER_SEPARABLE: return LUMEN_METHOD_SEPARABLE;
+    case LUMEN_OP_FILTER_FFT: return LUMEN_METHOD_FFT;
+    case LUMEN_OP_GAUSSIAN_FAST: return LUMEN_METHOD_RECURSIVE;
+    default: return LUMEN_METHOD_DIRECT;
+    }
 }
 
-static filter_entry entry_for(const lumen_backend *be, lumen_method method)
+/* Runs op on backend be and completes info: the backend says how it ran (method, isa, algo),
+ * the runtime where (device) and with how many CPU threads. */
+static lumen_status run_on(lumen_context *ctx, const lumen_backend *be, const lumen_op *op,
+                           bool on_device, lumen_run_info *info)
 {
-    return method == LUMEN_METHOD_SEPARABLE ? be->sep_filter
-           : method == LUMEN_METHOD_FFT     ? be->fft_filter
-                                            : be->filter2d;
-}
-
-static bool takes_dtypes(const lumen_backend *be, const lumen_image *src, const lumen_image *dst)
-{
-    return !be->dtypes || (((be->dtypes >> src->dtype) & 1) && ((be->dtypes >> dst->dtype) & 1));
-}
-
-static lumen_status run_on_cpu(lumen_context *ctx, const lumen_filter_job *job, lumen_method method,
-                               lumen_run_info *info)
-{
-    const lumen_backend *be = cpu_backend(ctx);
-    filter_entry entry = entry_for(be, method);
-    /* The reference defines each kernel form once; every method is that definition. */
-    if (!entry) entry = job->kernel ? be->filter2d : be->sep_filter;
-    lumen_status s = entry(ctx, job);
-    if (s == LUMEN_OK) fill_info(ctx, method, false, NULL, info);
-    lumen_log(LUMEN_LOG_DEBUG, "ran %s on cpu (%s), %dx%d kernel, %d threads",
-              lumen_method_name(method), be->name, job->kw, job->kh, ctx->threads);
-    return s;
+    lumen_run_info ri = {.method = lumen_op_kind_method(op->kind), .isa = be->name};
+    lumen_status s = be->run(ctx, op, &ri);
+    if (s) return s;
+    ri.device = on_device ? lumen_device_name_static(ctx->device) : "cpu";
+    ri.threads = ctx->threads;
+    lumen_log(LUMEN_LOG_DEBUG, "ran %s on %s (%s, %s%s%s), %d threads", lumen_op_kind_name(op->kind),
+              ri.device, lumen_method_name(ri.method), ri.isa, ri.algo ? ", " : "",
+              ri.algo ? ri.algo : "", ri.threads);
+    if (info) *info = ri;
+    return LUMEN_OK;
 }
 
 /* ---- staging device-resident views through host memory (fallback only) ---- */
@@ -67,7 +59,8 @@ typedef struct staged {
     size_t bytes;
 } staged;
 
-/* Downloads the byte extent of a device view (also dst's: bytes between its pixels stay). */
+/* Downloads the byte extent of a device view (also the output's: bytes between its pixels
+ * stay as they were when uploaded back). */
 static lumen_status stage_in(lumen_context *ctx, const lumen_image *img, staged *st)
 {
     uintptr_t hi;
@@ -83,19 +76,25 @@ static lumen_status stage_in(lumen_context *ctx, const lumen_image *img, staged 
     return ctx->be->download(ctx, st->buf, (const void *)st->lo, st->bytes);
 }
 
-/* Runs an op on host views: views[0 .. n-1] are its inputs and views[n-1] its output. */
-typedef lumen_status (*host_run)(lumen_context *ctx, const lumen_image *const *views, void *arg);
-
-#define MAX_VIEWS 4
-
-/* Runs fn on host copies of the views that live in device memory (host views are passed as
- * they are), then uploads the output when it lives there. */
-static lumen_status run_on_host_views(lumen_context *ctx, const lumen_image *const *views, int n,
-                                      host_run fn, void *arg)
+/* A copy of op's job whose views are host[] (the job struct begins with its views). */
+static void *rebind(const lumen_op *op, const lumen_image *const *host)
 {
-    staged st[MAX_VIEWS];
+    void *job = malloc(op->job_size);
+    if (!job) return NULL;
+    memcpy(job, op->job, op->job_size);
+    memcpy(job, host, sizeof(host[0]) * (size_t)op->n_views);
+    return job;
+}
+
+/* Runs op on the CPU with host copies of the views that live in device memory, then uploads
+ * the output when it lives there. */
+static lumen_status run_on_cpu_staged(lumen_context *ctx, const lumen_op *op, lumen_run_info *info)
+{
+    staged st[LUMEN_OP_MAX_VIEWS];
     memset(st, 0, sizeof st);
-    const lumen_image *host[MAX_VIEWS];
+    const lumen_image *const *views = lumen_op_views(op);
+    const lumen_image *host[LUMEN_OP_MAX_VIEWS];
+    const int n = op->n_views;
     lumen_status s = LUMEN_OK;
     for (int i = 0; i < n; i++) {
         host[i] = views[i];
@@ -103,85 +102,102 @@ static lumen_status run_on_host_views(lumen_context *ctx, const lumen_image *con
         s = stage_in(ctx, views[i], &st[i]);
         host[i] = &st[i].view;
     }
-    if (!s) s = fn(ctx, host, arg);
+    void *job = s ? NULL : rebind(op, host);
+    if (!s && !job) s = lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "fallback: out of memory");
+    if (!s) {
+        lumen_op cpu_op = *op;
+        cpu_op.job = job;
+        s = run_on(ctx, &lumen_cpu_backend, &cpu_op, false, info);
+    }
     const staged *out = &st[n - 1];
     if (!s && views[n - 1]->device) {
         s = ctx->be->upload(ctx, (void *)out->lo, out->buf, out->bytes);
         if (!s && ctx->be->synchronize) s = ctx->be->synchronize(ctx);
     }
+    free(job);
     for (int i = 0; i < n; i++) free(st[i].buf);
     return s;
 }
 
-typedef struct filter_call {
-    const lumen_filter_job *job;
-    lumen_method method;
-    lumen_run_info *info;
-} filter_call;
-
-static lumen_status filter_on_cpu(lumen_context *ctx, const lumen_image *const *views, void *arg)
-{
-    const filter_call *fc = arg;
-    lumen_filter_job job = *fc->job;
-    job.src = views[0];
-    job.dst = views[1];
-    return run_on_cpu(ctx, &job, fc->method, fc->info);
-}
-
-/* Reruns an op (what: "direct filter", "fast Gaussian", "conv2d") on the CPU through fn, with
- * one warning line; in strict mode fails with why_status instead. views: as host_run's. */
-static lumen_status fall_back(lumen_context *ctx, const char *what, const lumen_image *const *views,
-                              int n, lumen_status why_status, const char *why, host_run fn,
-                              void *arg)
+/* Reruns op on the CPU with one warning line; in strict mode fails with why_status instead. */
+static lumen_status fall_back(lumen_context *ctx, const lumen_op *op, lumen_status why_status,
+                              const char *why, lumen_run_info *info)
 {
     const char *dev = lumen_device_name_static(ctx->device);
     if (ctx->strict)
         return lumen_set_error(why_status, "device %s: %s (strict mode: no fallback to the CPU)",
                                dev, why);
-    lumen_log(LUMEN_LOG_WARN, "%s on %s: %s; running it on the CPU", what, dev, why);
+    lumen_log(LUMEN_LOG_WARN, "%s on %s: %s; running it on the CPU", lumen_op_kind_name(op->kind),
+              dev, why);
     lumen_clear_error();
-    return run_on_host_views(ctx, views, n, fn, arg);
+    return run_on_cpu_staged(ctx, op, info);
 }
 
-static lumen_status filter_fall_back(lumen_context *ctx, const lumen_filter_job *job,
-                                     lumen_method method, lumen_run_info *info,
-                                     lumen_status why_status, const char *why)
+/* "u8 to f32": the dtypes of an op's first input and its output, for messages. */
+static void describe_dtypes(const lumen_op *op, char *buf, size_t size)
 {
-    char what[48];
-    snprintf(what, sizeof what, "%s filter", lumen_method_name(method));
-    filter_call fc = {job, method, info};
-    const lumen_image *views[2] = {job->src, job->dst};
-    return fall_back(ctx, what, views, 2, why_status, why, filter_on_cpu, &fc);
+    const lumen_image *const *v = lumen_op_views(op);
+    snprintf(buf, size, "%s to %s", lumen_dtype_name(v[0]->dtype),
+             lumen_dtype_name(v[op->n_views - 1]->dtype));
+}
+
+lumen_status lumen_run(lumen_context *ctx, const lumen_op *op, lumen_run_info *info)
+{
+    const lumen_backend *be = ctx->be;
+    const bool on_device = be != &lumen_cpu_backend;
+    char why[300];
+    lumen_status s = LUMEN_ERR_UNSUPPORTED;
+    if (be->supports(ctx, op)) {
+        s = run_on(ctx, be, op, on_device, info);
+        if (!on_device || (s != LUMEN_ERR_OUT_OF_MEMORY && s != LUMEN_ERR_UNSUPPORTED)) return s;
+        snprintf(why, sizeof why, "%s", lumen_last_error());
+    } else {
+        if (!on_device) /* the CPU supports every op: a new kind it lacks is a bug */
+            return lumen_set_error(LUMEN_ERR_INTERNAL, "the CPU backend has no %s",
+                                   lumen_op_kind_name(op->kind));
+        char dtypes[64];
+        describe_dtypes(op, dtypes, sizeof dtypes);
+        snprintf(why, sizeof why, "%s has no %s for %s", be->name, lumen_op_kind_name(op->kind),
+                 dtypes);
+    }
+    return fall_back(ctx, op, s, why, info);
+}
+
+/* ---- filters: method by cost ------------------------------------------------ */
+
+static lumen_op_kind filter_kind(lumen_method m)
+{
+    return m == LUMEN_METHOD_SEPARABLE ? LUMEN_OP_FILTER_SEPARABLE
+           : m == LUMEN_METHOD_FFT     ? LUMEN_OP_FILTER_FFT
+                                       : LUMEN_OP_FILTER_DIRECT;
+}
+
+/* The job as method m runs it: the separable method takes the separable taps, direct the 2-D
+ * kernel, the FFT the 2-D kernel when there is one. */
+static lumen_filter_job job_for(const lumen_filter_job *job, lumen_method m)
+{
+    lumen_filter_job j = *job;
+    j.taps = m == LUMEN_METHOD_SEPARABLE || (m == LUMEN_METHOD_FFT && !job->kernel)
+                 ? LUMEN_TAPS_SEPARABLE
+                 : LUMEN_TAPS_2D;
+    return j;
 }
 
 lumen_status lumen_run_filter(lumen_context *ctx, const lumen_filter_job *job, lumen_method method,
                               lumen_run_info *info)
 {
-    if (!ctx->be) return run_on_cpu(ctx, job, method, info);
-    const lumen_backend *be = ctx->be;
-    filter_entry entry = entry_for(be, method);
-    char why[300];
-    if (!entry) {
-        snprintf(why, sizeof why, "%s has no %s filter", be->name, lumen_method_name(method));
-        return filter_fall_back(ctx, job, method, info, LUMEN_ERR_UNSUPPORTED, why);
-    }
-    if (!takes_dtypes(be, job->src, job->dst)) {
-        snprintf(why, sizeof why, "%s does not filter %s to %s", be->name,
-                 lumen_dtype_name(job->src->dtype), lumen_dtype_name(job->dst->dtype));
-        return filter_fall_back(ctx, job, method, info, LUMEN_ERR_UNSUPPORTED, why);
-    }
-    lumen_status s = entry(ctx, job);
-    if (s == LUMEN_OK) fill_info(ctx, method, true, NULL, info);
-    if (s != LUMEN_ERR_OUT_OF_MEMORY && s != LUMEN_ERR_UNSUPPORTED) return s;
-    snprintf(why, sizeof why, "%s", lumen_last_error());
-    return filter_fall_back(ctx, job, method, info, s, why);
+    const lumen_filter_job j = job_for(job, method);
+    const lumen_op op = lumen_op_filter(filter_kind(method), &j);
+    return lumen_run(ctx, &op, info);
 }
 
 /* Estimated seconds of method m: the device's model for what it runs, else the CPU's. */
 static double method_cost(lumen_context *ctx, const lumen_filter_job *job, lumen_method m)
 {
-    const lumen_backend *be = ctx->be && entry_for(ctx->be, m) ? ctx->be : cpu_backend(ctx);
-    return be->cost ? be->cost(ctx, job, m) : (double)m;
+    const lumen_filter_job j = job_for(job, m);
+    const lumen_op op = lumen_op_filter(filter_kind(m), &j);
+    const lumen_backend *be = ctx->be->supports(ctx, &op) ? ctx->be : &lumen_cpu_backend;
+    return be->cost ? be->cost(ctx, &op) : (double)m;
 }
 
 lumen_method lumen_choose_method(lumen_context *ctx, const lumen_filter_job *job, unsigned allowed)
@@ -201,115 +217,4 @@ lumen_method lumen_choose_method(lumen_context *ctx, const lumen_filter_job *job
     lumen_log(LUMEN_LOG_INFO, "auto chose %s for a %dx%d kernel", lumen_method_name(best), job->kw,
               job->kh);
     return best;
-}
-
-typedef struct gauss_call {
-    const lumen_gauss_job *job;
-    lumen_run_info *info;
-} gauss_call;
-
-static lumen_status gaussian_fast_on_cpu(lumen_context *ctx, const lumen_gauss_job *job,
-                                         lumen_run_info *info)
-{
-    const lumen_backend *be = cpu_backend(ctx);
-    if (!be->gaussian_fast)
-        return lumen_set_error(LUMEN_ERR_UNSUPPORTED,
-                               "precision: fast Gaussian not available on %s", be->name);
-    lumen_status s = be->gaussian_fast(ctx, job);
-    if (s == LUMEN_OK) fill_info(ctx, LUMEN_METHOD_RECURSIVE, false, NULL, info);
-    return s;
-}
-
-static lumen_status gaussian_on_host_views(lumen_context *ctx, const lumen_image *const *views,
-                                           void *arg)
-{
-    const gauss_call *gc = arg;
-    lumen_gauss_job job = *gc->job;
-    job.src = views[0];
-    job.dst = views[1];
-    return gaussian_fast_on_cpu(ctx, &job, gc->info);
-}
-
-lumen_status lumen_run_gaussian_fast(lumen_context *ctx, const lumen_gauss_job *job,
-                                     lumen_run_info *info)
-{
-    if (!ctx->be) return gaussian_fast_on_cpu(ctx, job, info);
-    const lumen_backend *be = ctx->be;
-    lumen_status s = LUMEN_ERR_UNSUPPORTED;
-    char why[300];
-    snprintf(why, sizeof why, "%s has no fast Gaussian for %s", be->name,
-             lumen_dtype_name(job->src->dtype));
-    if (be->gaussian_fast && takes_dtypes(be, job->src, job->dst)) {
-        s = be->gaussian_fast(ctx, job);
-        if (s == LUMEN_OK) fill_info(ctx, LUMEN_METHOD_RECURSIVE, true, NULL, info);
-        if (s != LUMEN_ERR_OUT_OF_MEMORY && s != LUMEN_ERR_UNSUPPORTED) return s;
-        snprintf(why, sizeof why, "%s", lumen_last_error());
-    }
-    gauss_call gc = {job, info};
-    const lumen_image *views[2] = {job->src, job->dst};
-    return fall_back(ctx, "fast Gaussian", views, 2, s, why, gaussian_on_host_views, &gc);
-}
-
-/* ---- NCHW convolution ---------------------------------------------------- */
-
-typedef struct conv_call {
-    lumen_conv_kind kind;
-    const lumen_conv_job *job;
-    lumen_run_info *info;
-} conv_call;
-
-static const char *conv_name(lumen_conv_kind kind)
-{
-    return kind == LUMEN_CONV_FORWARD ? "conv2d" : "conv_transpose2d";
-}
-
-/* The CPU's conv2d entry chooses the reference itself when SIMD is off (conv_select.c). */
-static lumen_status conv_on_cpu(lumen_context *ctx, lumen_conv_kind kind, const lumen_conv_job *job,
-                                lumen_run_info *info)
-{
-    lumen_run_info ri = {0};
-    lumen_status s = lumen_cpu_fast_backend.conv2d(ctx, kind, job, &ri);
-    if (s) return s;
-    lumen_log(LUMEN_LOG_DEBUG, "ran %s on cpu (%s, %s), %lldx%lld kernel, %d threads",
-              conv_name(kind), ri.algo, ri.isa, (long long)job->w->h, (long long)job->w->w,
-              ri.threads);
-    if (info) *info = ri;
-    return LUMEN_OK;
-}
-
-static lumen_status conv_on_host_views(lumen_context *ctx, const lumen_image *const *views,
-                                       void *arg)
-{
-    const conv_call *cc = arg;
-    lumen_conv_job job = *cc->job;
-    job.x = views[0];
-    job.w = views[1];
-    job.y = views[2];
-    return conv_on_cpu(ctx, cc->kind, &job, cc->info);
-}
-
-lumen_status lumen_run_conv(lumen_context *ctx, lumen_conv_kind kind, const lumen_conv_job *job,
-                            lumen_run_info *info)
-{
-    if (!ctx->be) return conv_on_cpu(ctx, kind, job, info);
-    const lumen_backend *be = ctx->be;
-    lumen_status s = LUMEN_ERR_UNSUPPORTED;
-    char why[300];
-    if (!be->conv2d) snprintf(why, sizeof why, "%s has no %s", be->name, conv_name(kind));
-    else snprintf(why, sizeof why, "%s does not run %s on f32", be->name, conv_name(kind));
-    if (be->conv2d && takes_dtypes(be, job->x, job->y)) {
-        lumen_run_info ri = {0};
-        s = be->conv2d(ctx, kind, job, &ri);
-        if (s == LUMEN_OK) {
-            fill_info(ctx, LUMEN_METHOD_DIRECT, true, ri.algo, &ri);
-            lumen_log(LUMEN_LOG_DEBUG, "ran %s on %s (%s)", conv_name(kind), ri.device, ri.algo);
-            if (info) *info = ri;
-            return LUMEN_OK;
-        }
-        if (s != LUMEN_ERR_OUT_OF_MEMORY && s != LUMEN_ERR_UNSUPPORTED) return s;
-        snprintf(why, sizeof why, "%s", lumen_last_error());
-    }
-    conv_call cc = {kind, job, info};
-    const lumen_image *views[3] = {job->x, job->w, job->y};
-    return fall_back(ctx, conv_name(kind), views, 3, s, why, conv_on_host_views, &cc);
 }

@@ -94,3 +94,22 @@ void lumen_image_extent(const lumen_image *img, uintptr_t *lo, uintptr_t *hi)
     *lo = (uintptr_t)img->data + (intptr_t)(min_off * (int64_t)es);
     *hi = (uintptr_t)img->data + (uintptr_t)((max_off + 1) * (int64_t)es);
 }
+
+lumen_status lumen_view_check_residence(const lumen_context *ctx, const lumen_image *img,
+                                        const char *what)
+{
+    if (img->device == 0 || img->device == ctx->device) return LUMEN_OK;
+    return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
+                           "%s: lives on device %d (%s) but the context runs on %s", what,
+                           img->device, lumen_device_name_static(img->device),
+                           lumen_device_name_static(ctx->device));
+}
+
+bool lumen_views_overlap(const lumen_image *a, const lumen_image *b)
+{
+    if (a->device != b->device) return false;
+    uintptr_t alo, ahi, blo, bhi;
+    lumen_image_extent(a, &alo, &ahi);
+    lumen_image_extent(b, &blo, &bhi);
+    return alo < bhi && blo < ahi;
+}

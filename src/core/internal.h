@@ -3,6 +3,7 @@
 #define LUMEN_INTERNAL_H
 
 #include "lumen.h"
+#include "semantics.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -26,15 +27,17 @@ void lumen_log(lumen_log_level level, const char *fmt, ...) LUMEN_PRINTF(2, 3);
 struct lumen_context {
     int threads;      /* >= 1 */
     bool simd;        /* user allows SIMD */
-    bool cpu_avx2;    /* CPU has AVX2 + FMA and the OS saves YMM state */
-    bool cpu_avx512;  /* CPU has AVX-512 F/BW/DQ/VL and the OS saves opmask and ZMM state */
+    /* The CPU kernels the context may use: what lumen_cpu_detect_isa found at creation
+     * (tests lower them to reach the AVX2 and portable kernels on any machine). */
+    bool cpu_avx2;    /* AVX2 + FMA */
+    bool cpu_avx512;  /* AVX-512 F/BW/DQ/VL */
     lumen_fft_planning fft_planning;
     struct lumen_plan_cache *plans; /* FFT plans, kernel spectra (one thread at a time) */
     int device;  /* index into the device list (lumen_device_find) */
     bool strict; /* no fallback to the CPU */
     bool tf32;   /* f32 conv may use TF32 tensor cores (lumen_context_set_tf32, $LUMEN_TF32) */
     uint64_t memory_limit;             /* device bytes the context may allocate; 0: no cap */
-    const struct lumen_backend *be;    /* the device's backend (NULL: the CPU) */
+    const struct lumen_backend *be;    /* the device's backend (the CPU's too) */
     int be_device;                     /* the device's index within its backend */
     void *be_state;                    /* the backend's per-context state (streams, pool) */
 };
@@ -58,14 +61,6 @@ void *lumen_plan_cache_put(lumen_plan_cache *c, const void *key, size_t len, voi
 /* $XDG_CACHE_HOME/lumen/<name> or ~/.cache/lumen/<name> into buf; creates the folder. */
 bool lumen_cache_path(const char *name, char *buf, size_t size);
 
-/* True when the fast AVX2+FMA kernels may run in this context. */
-static inline bool lumen_ctx_use_avx2(const lumen_context *ctx) { return ctx->simd && ctx->cpu_avx2; }
-/* True when the AVX-512 kernels may run (they assume AVX2 + FMA too, so clearing cpu_avx2
- * turns them off as well). */
-static inline bool lumen_ctx_use_avx512(const lumen_context *ctx)
-{
-    return lumen_ctx_use_avx2(ctx) && ctx->cpu_avx512;
-}
 
 /* Checks a view: data, positive sizes, dtype; `what` names it in messages. */
 lumen_status lumen_image_check(const lumen_image *img, const char *what);
@@ -74,17 +69,45 @@ lumen_status lumen_image_check_pair(const lumen_image *src, const lumen_image *d
 /* Byte range [lo, hi) a view touches. */
 void lumen_image_extent(const lumen_image *img, uintptr_t *lo, uintptr_t *hi);
 
-/* ---- filtering jobs: what ops hand to a backend ------------------------ */
+/* ---- the op interface: what ops hand to a backend (docs/architecture.md) ----
+ *
+ * An op is a kind plus a job struct of that kind. A backend implements supports() and run()
+ * over ops, so a new op adds a kind and a job struct and never changes lumen_backend (nor the
+ * module ABI's layout). Every job struct begins with its views, inputs first and the output
+ * last, in a `views` array that the named members (src, dst ...) alias: the runtime checks,
+ * stages and rebinds them without knowing the kind. Jobs are filled with designated
+ * initialisers. Kinds are numbered for the module ABI: append, never renumber. */
+
+#define LUMEN_OP_MAX_VIEWS 4
+
+typedef enum lumen_op_kind {
+    LUMEN_OP_FILTER_DIRECT = 0,    /* lumen_filter_job, taps = LUMEN_TAPS_2D */
+    LUMEN_OP_FILTER_SEPARABLE = 1, /* lumen_filter_job, taps = LUMEN_TAPS_SEPARABLE */
+    LUMEN_OP_FILTER_FFT = 2,       /* lumen_filter_job, either taps */
+    LUMEN_OP_GAUSSIAN_FAST = 3,    /* lumen_gauss_job */
+    LUMEN_OP_CONV2D = 4,           /* lumen_conv_job */
+    LUMEN_OP_CONV_TRANSPOSE2D = 5, /* lumen_conv_job */
+    LUMEN_OP_KIND_COUNT
+} lumen_op_kind;
+
+/* Which taps define a filter job's result (the other form may be present too: a rank-1 2-D
+ * kernel carries both, so that the cost of every method can be weighed). */
+typedef enum lumen_taps { LUMEN_TAPS_2D = 0, LUMEN_TAPS_SEPARABLE = 1 } lumen_taps;
 
 /*
- * A normalised job: always correlation (ops flip kernels for convolution),
- * effective anchor in range, validated views. `kernel` is kh x kw row-major
- * for direct; kx (kw) and ky (kh) for separable, whose result is multiplied
- * by `scale` (box blur keeps exact integer sums and scales at the end).
+ * A normalised filter job: always correlation (ops flip kernels for convolution), effective
+ * anchor in range, validated views. `kernel` is kh x kw row-major; kx (kw taps) and ky (kh
+ * taps) are the separable form, whose result is multiplied by `scale` (box blur keeps exact
+ * integer sums and scales at the end).
  */
 typedef struct lumen_filter_job {
-    const lumen_image *src;
-    const lumen_image *dst;
+    union {
+        struct {
+            const lumen_image *src, *dst;
+        };
+        const lumen_image *views[2];
+    };
+    lumen_taps taps;
     lumen_border border;
     float border_value;
     int kw, kh, ax, ay;
@@ -95,57 +118,86 @@ typedef struct lumen_filter_job {
 
 /* The fast Gaussian: an approximation whose cost does not grow with sigma. */
 typedef struct lumen_gauss_job {
-    const lumen_image *src;
-    const lumen_image *dst;
+    union {
+        struct {
+            const lumen_image *src, *dst;
+        };
+        const lumen_image *views[2];
+    };
     double sigma_x, sigma_y;
     lumen_border border;
     float border_value;
 } lumen_gauss_job;
 
-/* ---- NCHW convolution jobs (conv2d, conv_transpose2d) ------------------ */
-
-typedef enum { LUMEN_CONV_FORWARD = 0, LUMEN_CONV_TRANSPOSED = 1 } lumen_conv_kind;
-
 /*
- * A validated conv job: x (N, C, H, W), w (K, C/g, R, S) for conv2d or (C, K/g, R, S) for
- * conv_transpose2d, y (N, K, P, Q) already of the right shape, all f32, y disjoint from x, w
- * and bias. The views are host views or views in the memory of the context's device (a
- * backend stages host views itself, as for filters). bias is NULL or K floats, always in
+ * A validated NCHW conv job (LUMEN_OP_CONV2D or LUMEN_OP_CONV_TRANSPOSE2D): x (N, C, H, W), w
+ * (K, C/g, R, S) for conv2d or (C, K/g, R, S) for conv_transpose2d, y (N, K, P, Q) already of
+ * the right shape, all f32, y disjoint from x, w and bias. bias is NULL or K floats, always in
  * host memory: it is small, and a device backend uploads it (and may cache it by value).
  */
 typedef struct lumen_conv_job {
-    const lumen_image *x, *w, *y;
+    union {
+        struct {
+            const lumen_image *x, *w, *y;
+        };
+        const lumen_image *views[3];
+    };
     const float *bias;
     lumen_conv2d_params p;
 } lumen_conv_job;
 
-/* A backend: a table of kernel entries (NULL = not supported). */
+typedef struct lumen_op {
+    lumen_op_kind kind;
+    int n_views;     /* the job's views; views[n_views - 1] is the output */
+    size_t job_size; /* bytes of *job: the runtime copies a job to rebind its views */
+    const void *job; /* the kind's job struct */
+} lumen_op;
+
+static inline lumen_op lumen_op_filter(lumen_op_kind kind, const lumen_filter_job *job)
+{
+    return (lumen_op){.kind = kind, .n_views = 2, .job_size = sizeof *job, .job = job};
+}
+static inline lumen_op lumen_op_gauss(const lumen_gauss_job *job)
+{
+    return (lumen_op){
+        .kind = LUMEN_OP_GAUSSIAN_FAST, .n_views = 2, .job_size = sizeof *job, .job = job};
+}
+static inline lumen_op lumen_op_conv(lumen_op_kind kind, const lumen_conv_job *job)
+{
+    return (lumen_op){.kind = kind, .n_views = 3, .job_size = sizeof *job, .job = job};
+}
+/* The job's views (its first member, whatever the kind). */
+static inline const lumen_image *const *lumen_op_views(const lumen_op *op)
+{
+    return (const lumen_image *const *)op->job;
+}
+/* "direct filter", "conv2d" ...: names an op kind in messages. */
+const char *lumen_op_kind_name(lumen_op_kind kind);
+/* The method an op kind reports in lumen_run_info (conv: DIRECT). */
+lumen_method lumen_op_kind_method(lumen_op_kind kind);
+
+/*
+ * A backend: devices, memory, and the op interface. supports() says whether run() takes the
+ * op on the context's device (kind, dtypes, shape: cheap, no side effects); run() fills
+ * info->method, isa and algo as it really ran (the runtime adds device and threads), and
+ * returns LUMEN_ERR_UNSUPPORTED or LUMEN_ERR_OUT_OF_MEMORY before the output is written when
+ * the runtime may fall back to the CPU. The CPU is a backend like the others, and supports
+ * every op.
+ */
 typedef struct lumen_backend {
     const char *name;
-    /* direct: job->kernel */
-    lumen_status (*filter2d)(lumen_context *ctx, const lumen_filter_job *job);
-    /* separable: job->kx, job->ky, job->scale */
-    lumen_status (*sep_filter)(lumen_context *ctx, const lumen_filter_job *job);
-    /* FFT: job->kernel, or kx (x) ky * scale when kernel is NULL */
-    lumen_status (*fft_filter)(lumen_context *ctx, const lumen_filter_job *job);
-    lumen_status (*gaussian_fast)(lumen_context *ctx, const lumen_gauss_job *job);
-    /* NCHW conv of either kind on f32. Sets info->algo (a static string: "cudnn:...",
-     * "im2col+sgemm"); the runtime fills the rest of info for device backends. Returns
-     * LUMEN_ERR_UNSUPPORTED (a kind or shape it lacks) or LUMEN_ERR_OUT_OF_MEMORY before y is
-     * written, so that the runtime can fall back. */
-    lumen_status (*conv2d)(lumen_context *ctx, lumen_conv_kind kind, const lumen_conv_job *job,
-                           lumen_run_info *info);
-    /* Estimated seconds for job by method; < 0 when the method is not available. */
-    double (*cost)(lumen_context *ctx, const lumen_filter_job *job, lumen_method method);
+    bool (*supports)(lumen_context *ctx, const lumen_op *op);
+    lumen_status (*run)(lumen_context *ctx, const lumen_op *op, lumen_run_info *info);
+    /* Estimated seconds of a filter op (its kind is the method); < 0 when not estimable. */
+    double (*cost)(lumen_context *ctx, const lumen_op *op);
     /* Devices this backend drives; info->index is filled in by the runtime. */
     int (*device_count)(void);
     lumen_status (*device_info)(int i, lumen_device_info *info);
-    /* dtypes the entries take, as bits 1 << lumen_dtype (src and dst); 0 means all. */
-    unsigned dtypes;
     /* Per-context state on device i (streams, memory pool, plans); NULL entries: none. */
     lumen_status (*state_create)(int device, void **state);
     void (*state_destroy)(void *state);
-    /* Device memory, for device-resident views and for copies around a CPU fallback. */
+    /* Device memory, for device-resident views and for copies around a CPU fallback. NULL
+     * entries: the device's memory is the host's (the CPU). */
     lumen_status (*alloc)(lumen_context *ctx, size_t bytes, void **out);
     void (*release)(lumen_context *ctx, void *p);
     lumen_status (*upload)(lumen_context *ctx, void *dst, const void *src, size_t bytes);
@@ -156,7 +208,7 @@ typedef struct lumen_backend {
 /* ---- backend modules: shared objects loaded at run time (module.c) -----
  * A module exports `lumen_module_init`; the core hands it these services, so a module never
  * links the core (whose copy of the error state, logs and caches would not be the caller's). */
-#define LUMEN_MODULE_ABI 2 /* 2: lumen_backend.conv2d; host tf32, last_error */
+#define LUMEN_MODULE_ABI 3 /* 3: the op interface (supports/run), no per-op entries */
 #define LUMEN_MODULE_INIT_SYMBOL "lumen_module_init"
 typedef struct lumen_module_host {
     int abi;
@@ -187,22 +239,40 @@ void lumen_device_label(int i, char *buf, size_t size);
 /* The same, as a string that lives as long as the process (for lumen_run_info.device). */
 const char *lumen_device_name_static(int i);
 
-/* The scalar oracle, kept forever; computes in double. */
-extern const lumen_backend lumen_cpu_reference_backend;
-/* The fast CPU path: AVX2/FMA or portable C, threads, tiles. */
-extern const lumen_backend lumen_cpu_fast_backend;
+/* The CPU backend (src/backends/cpu), device 0 of every process. With SIMD off in a context it
+ * runs the scalar oracle for every op; that is the one way to reach the reference. */
+extern const lumen_backend lumen_cpu_backend;
+/* What the CPU offers, found once per process (CPUID, XGETBV) and capped by $LUMEN_CPU_ISA. */
+void lumen_cpu_detect_isa(bool *avx2, bool *avx512);
 
-/* Runs job on the context's device with method DIRECT, SEPARABLE or FFT, fills info. */
+/* ---- the one dispatch path (dispatch.c) ----------------------------------- */
+
+/* Runs op on the context's device; falls back to the CPU with one warning line when the
+ * device does not support it or runs out of memory (an error in strict mode); fills info. */
+lumen_status lumen_run(lumen_context *ctx, const lumen_op *op, lumen_run_info *info);
+/* The cheapest of the allowed filter methods (bit mask of 1 << lumen_method) for job. */
+lumen_method lumen_choose_method(lumen_context *ctx, const lumen_filter_job *job, unsigned allowed);
+/* Runs a filter job by method DIRECT, SEPARABLE or FFT (taps set to match): lumen_run. */
 lumen_status lumen_run_filter(lumen_context *ctx, const lumen_filter_job *job, lumen_method method,
                               lumen_run_info *info);
-/* The cheapest of the allowed methods (bit mask of 1 << method) for job on this context. */
-lumen_method lumen_choose_method(lumen_context *ctx, const lumen_filter_job *job, unsigned allowed);
-/* Runs the fast Gaussian on the context's device, fills info. */
-lumen_status lumen_run_gaussian_fast(lumen_context *ctx, const lumen_gauss_job *job,
-                                     lumen_run_info *info);
-/* Runs a conv job on the context's device (its backend's conv2d entry), else on the CPU
- * (lumen_cpu_fast_backend.conv2d) with the fallback rules of every op; fills info. */
-lumen_status lumen_run_conv(lumen_context *ctx, lumen_conv_kind kind, const lumen_conv_job *job,
-                            lumen_run_info *info);
+
+/* ---- shared checks of every op's views (image.c) --------------------------- */
+
+/* A view's memory must be the host's or the context's device's; `what` names it. */
+lumen_status lumen_view_check_residence(const lumen_context *ctx, const lumen_image *img,
+                                        const char *what);
+/* Whether two views' byte ranges overlap; views in different memories never do. */
+bool lumen_views_overlap(const lumen_image *a, const lumen_image *b);
+
+/* Address of element (b, ch, y, x) of a host view. */
+static inline char *lumen_px_addr(const lumen_image *im, int64_t b, int64_t ch, int64_t y, int64_t x)
+{
+    int64_t off = b * im->stride_n + ch * im->stride_c + y * im->stride_h + x * im->stride_w;
+    return (char *)im->data + off * (int64_t)lumen_dtype_size(im->dtype);
+}
+
+/* OpenCV's getGaussianKernel(n, sigma) taps into out[n] (n >= 1, sigma not NaN). The ops'
+ * lumen_gaussian_kernel checks arguments and calls it; modules get it through the host table. */
+void lumen_gaussian_taps(int n, double sigma, float *out);
 
 #endif

@@ -41,11 +41,6 @@ static int host_device(const lumen_context *ctx) { return ctx->be_device; }
 static uint64_t host_memory_limit(const lumen_context *ctx) { return ctx->memory_limit; }
 static int host_tf32(const lumen_context *ctx) { return ctx->tf32; }
 
-static void host_gaussian_kernel(int n, double sigma, float *out)
-{
-    lumen_gaussian_kernel(n, sigma, out);
-}
-
 static const lumen_module_host host = {
     .abi = LUMEN_MODULE_ABI,
     .set_error = lumen_set_error,
@@ -55,7 +50,7 @@ static const lumen_module_host host = {
     .state = host_state,
     .device = host_device,
     .memory_limit = host_memory_limit,
-    .gaussian_kernel = host_gaussian_kernel,
+    .gaussian_kernel = lumen_gaussian_taps,
     .tf32 = host_tf32,
     .last_error = lumen_last_error,
 };
@@ -131,7 +126,7 @@ static void own_folder(char *buf, size_t size)
 
 static void load_all(void)
 {
-    backends[n_backends++] = &lumen_cpu_fast_backend;
+    backends[n_backends++] = &lumen_cpu_backend;
     const char *env = getenv("LUMEN_MODULE_PATH");
     if (env) {
         char *list = strdup(env);

@@ -1,4 +1,4 @@
-/* Border and method names. The border index arithmetic lives in backends/cpu/border.h. */
+/* Border and method names. The border rule itself lives in core/semantics.h. */
 #include "internal.h"
 
 #include <string.h>

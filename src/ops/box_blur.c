@@ -15,7 +15,18 @@ lumen_status lumen_box_blur(lumen_context *ctx, const lumen_image *src, const lu
     for (int i = 0; i < (kw > kh ? kw : kh); i++) ones[i] = 1.0f;
     /* Sums of ones stay exact for integer data; the 1/(kw*kh) comes last, as in OpenCV. */
     float scale = normalize ? (float)(1.0 / ((double)kw * kh)) : 1.0f;
-    lumen_filter_job job = {src, dst, border, border_value, kw, kh, kw / 2, kh / 2, NULL, ones, ones, scale};
+    lumen_filter_job job = {.src = src,
+                            .dst = dst,
+                            .taps = LUMEN_TAPS_SEPARABLE,
+                            .border = border,
+                            .border_value = border_value,
+                            .kw = kw,
+                            .kh = kh,
+                            .ax = kw / 2,
+                            .ay = kh / 2,
+                            .kx = ones,
+                            .ky = ones,
+                            .scale = scale};
     lumen_image copy_view;
     void *copy;
     if (!(s = lumen_op_unalias(&job.src, job.dst, &copy_view, &copy))) {

@@ -11,7 +11,7 @@ lumen_status lumen_conv2d_output_size(const lumen_image *x, const lumen_image *w
                                       const lumen_conv2d_params *p, int64_t *out_h,
                                       int64_t *out_w)
 {
-    return lumen_conv_output_size(LUMEN_CONV_FORWARD, x, w, p, out_h, out_w);
+    return lumen_conv_output_size(LUMEN_OP_CONV2D, x, w, p, out_h, out_w);
 }
 
 lumen_status lumen_conv2d(lumen_context *ctx, const lumen_image *x, const lumen_image *w,
@@ -19,7 +19,7 @@ lumen_status lumen_conv2d(lumen_context *ctx, const lumen_image *x, const lumen_
                           lumen_run_info *info)
 {
     lumen_clear_error();
-    return lumen_conv_run(LUMEN_CONV_FORWARD, ctx, x, w, bias, p, y, info);
+    return lumen_conv_run(LUMEN_OP_CONV2D, ctx, x, w, bias, p, y, info);
 }
 
 lumen_status lumen_conv2d_alloc(lumen_context *ctx, const lumen_image *x, const lumen_image *w,
@@ -27,7 +27,7 @@ lumen_status lumen_conv2d_alloc(lumen_context *ctx, const lumen_image *x, const 
                                 lumen_run_info *info)
 {
     lumen_clear_error();
-    return lumen_conv_run_alloc(LUMEN_CONV_FORWARD, ctx, x, w, bias, p, y, info);
+    return lumen_conv_run_alloc(LUMEN_OP_CONV2D, ctx, x, w, bias, p, y, info);
 }
 
 /* ---- descriptor (include/lumen_ops.h, docs/descriptors.md) ---- */

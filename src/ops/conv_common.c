@@ -6,9 +6,9 @@
 
 #define ERR_ARG LUMEN_ERR_INVALID_ARGUMENT
 
-static const char *op_name(lumen_conv_kind kind)
+static const char *op_name(lumen_op_kind kind)
 {
-    return kind == LUMEN_CONV_FORWARD ? "conv2d" : "conv_transpose2d";
+    return kind == LUMEN_OP_CONV2D ? "conv2d" : "conv_transpose2d";
 }
 
 static lumen_status check_positive(int v, const char *what)
@@ -18,10 +18,10 @@ static lumen_status check_positive(int v, const char *what)
 }
 
 /* PyTorch: output padding must be smaller than either stride or dilation; conv2d has none. */
-static lumen_status check_output_pad(lumen_conv_kind kind, int op, int stride, int dil,
+static lumen_status check_output_pad(lumen_op_kind kind, int op, int stride, int dil,
                                      const char *what)
 {
-    if (kind == LUMEN_CONV_FORWARD && op != 0)
+    if (kind == LUMEN_OP_CONV2D && op != 0)
         return lumen_set_error(ERR_ARG, "%s: must be 0 for conv2d (got %d); output padding "
                                "applies to conv_transpose2d only", what, op);
     if (op < 0) return lumen_set_error(ERR_ARG, "%s: must be >= 0, got %d", what, op);
@@ -32,7 +32,7 @@ static lumen_status check_output_pad(lumen_conv_kind kind, int op, int stride, i
     return LUMEN_OK;
 }
 
-static lumen_status check_params(lumen_conv_kind kind, const lumen_conv2d_params *p)
+static lumen_status check_params(lumen_op_kind kind, const lumen_conv2d_params *p)
 {
     if (!p) return lumen_set_error(ERR_ARG, "p: params is NULL (use lumen_conv2d_params_default)");
     lumen_status s;
@@ -59,13 +59,13 @@ static lumen_status check_tensor(const lumen_image *t, const char *what)
 }
 
 /* Groups divide C; w is (K, C/g, R, S) with g | K, or (C, K/g, R, S) when transposed. */
-static lumen_status check_channels(lumen_conv_kind kind, const lumen_image *x,
+static lumen_status check_channels(lumen_op_kind kind, const lumen_image *x,
                                    const lumen_image *w, int g, int64_t *k)
 {
     if (x->c % g)
         return lumen_set_error(ERR_ARG, "groups: %d does not divide x's %lld channels", g,
                                (long long)x->c);
-    if (kind == LUMEN_CONV_TRANSPOSED) {
+    if (kind == LUMEN_OP_CONV_TRANSPOSE2D) {
         if (w->n != x->c)
             return lumen_set_error(ERR_ARG, "w: has n = %lld but conv_transpose2d weights are "
                                    "(C, K/groups, R, S) with C = x's %lld channels",
@@ -84,16 +84,16 @@ static lumen_status check_channels(lumen_conv_kind kind, const lumen_image *x,
 }
 
 /* PyTorch's formulas; floor division (a negative numerator means no output at all). */
-static int64_t axis_size(lumen_conv_kind kind, int64_t in, int64_t kern, int stride, int pad,
+static int64_t axis_size(lumen_op_kind kind, int64_t in, int64_t kern, int stride, int pad,
                          int dil, int out_pad)
 {
     const int64_t span = (int64_t)dil * (kern - 1);
-    if (kind == LUMEN_CONV_TRANSPOSED) return (in - 1) * stride - 2 * (int64_t)pad + span + out_pad + 1;
+    if (kind == LUMEN_OP_CONV_TRANSPOSE2D) return (in - 1) * stride - 2 * (int64_t)pad + span + out_pad + 1;
     const int64_t num = in + 2 * (int64_t)pad - span - 1;
     return num < 0 ? 0 : num / stride + 1;
 }
 
-static lumen_status check_axis(lumen_conv_kind kind, int64_t out, const char *axis, int64_t in,
+static lumen_status check_axis(lumen_op_kind kind, int64_t out, const char *axis, int64_t in,
                                int64_t kern, int pad, int dil)
 {
     if (out >= 1) return LUMEN_OK;
@@ -102,7 +102,7 @@ static lumen_status check_axis(lumen_conv_kind kind, int64_t out, const char *ax
                            axis, (long long)in, axis, (long long)kern, pad, dil);
 }
 
-lumen_status lumen_conv_shape(lumen_conv_kind kind, const lumen_image *x, const lumen_image *w,
+lumen_status lumen_conv_shape(lumen_op_kind kind, const lumen_image *x, const lumen_image *w,
                               const lumen_conv2d_params *p, int64_t *k, int64_t *out_h,
                               int64_t *out_w)
 {
@@ -116,29 +116,9 @@ lumen_status lumen_conv_shape(lumen_conv_kind kind, const lumen_image *x, const 
     return check_axis(kind, *out_w, "width", x->w, w->w, p->pad_w, p->dilation_w);
 }
 
-/* The runtime's rule: host views, or views in the memory of the context's device (the device
- * runs conv on them in place, or the runtime stages them for the CPU). */
-static lumen_status check_residence(const lumen_context *ctx, const lumen_image *t,
-                                    const char *what)
-{
-    if (t->device == 0 || t->device == ctx->device) return LUMEN_OK;
-    return lumen_set_error(ERR_ARG, "%s: lives on device %d (%s) but the context runs on %s",
-                           what, t->device, lumen_device_name_static(t->device),
-                           lumen_device_name_static(ctx->device));
-}
-
 static bool ranges_overlap(uintptr_t alo, uintptr_t ahi, uintptr_t blo, uintptr_t bhi)
 {
     return alo < bhi && blo < ahi;
-}
-
-/* Whether two views' byte ranges overlap; views in different memories never do. */
-static bool views_overlap(const lumen_image *a, const lumen_image *b)
-{
-    uintptr_t alo, ahi, blo, bhi;
-    lumen_image_extent(a, &alo, &ahi);
-    lumen_image_extent(b, &blo, &bhi);
-    return a->device == b->device && ranges_overlap(alo, ahi, blo, bhi);
 }
 
 /* y must not share memory with an input: the gather loops read inputs while writing y, and
@@ -147,8 +127,8 @@ static bool views_overlap(const lumen_image *a, const lumen_image *b)
 static lumen_status check_disjoint(const lumen_image *y, const lumen_image *x, const lumen_image *w,
                                    const float *bias, int64_t k)
 {
-    if (views_overlap(y, x)) return lumen_set_error(ERR_ARG, "y: overlaps x; conv cannot run in place");
-    if (views_overlap(y, w)) return lumen_set_error(ERR_ARG, "y: overlaps w; conv cannot run in place");
+    if (lumen_views_overlap(y, x)) return lumen_set_error(ERR_ARG, "y: overlaps x; conv cannot run in place");
+    if (lumen_views_overlap(y, w)) return lumen_set_error(ERR_ARG, "y: overlaps w; conv cannot run in place");
     uintptr_t ylo, yhi;
     lumen_image_extent(y, &ylo, &yhi);
     if (bias && !y->device && ranges_overlap(ylo, yhi, (uintptr_t)bias, (uintptr_t)(bias + k)))
@@ -168,7 +148,7 @@ static lumen_status check_y(const lumen_image *y, int64_t n, int64_t k, int64_t 
     return LUMEN_OK;
 }
 
-static lumen_status check_call(lumen_conv_kind kind, const lumen_context *ctx,
+static lumen_status check_call(lumen_op_kind kind, const lumen_context *ctx,
                                const lumen_image *x, const lumen_image *w, const float *bias,
                                const lumen_conv2d_params *p, const lumen_image *y)
 {
@@ -176,24 +156,26 @@ static lumen_status check_call(lumen_conv_kind kind, const lumen_context *ctx,
     int64_t k, oh, ow;
     lumen_status s = lumen_conv_shape(kind, x, w, p, &k, &oh, &ow);
     if (s || (s = check_y(y, x->n, k, oh, ow))) return s;
-    if ((s = check_residence(ctx, x, "x")) || (s = check_residence(ctx, w, "w")) ||
-        (s = check_residence(ctx, y, "y")))
+    if ((s = lumen_view_check_residence(ctx, x, "x")) ||
+        (s = lumen_view_check_residence(ctx, w, "w")) ||
+        (s = lumen_view_check_residence(ctx, y, "y")))
         return s;
     return check_disjoint(y, x, w, bias, k);
 }
 
-lumen_status lumen_conv_run(lumen_conv_kind kind, lumen_context *ctx, const lumen_image *x,
+lumen_status lumen_conv_run(lumen_op_kind kind, lumen_context *ctx, const lumen_image *x,
                             const lumen_image *w, const float *bias,
                             const lumen_conv2d_params *p, const lumen_image *y,
                             lumen_run_info *info)
 {
     lumen_status s = check_call(kind, ctx, x, w, bias, p, y);
     if (s) return s;
-    const lumen_conv_job job = {x, w, y, bias, *p};
-    return lumen_run_conv(ctx, kind, &job, info);
+    const lumen_conv_job job = {.x = x, .w = w, .y = y, .bias = bias, .p = *p};
+    const lumen_op op = lumen_op_conv(kind, &job);
+    return lumen_run(ctx, &op, info);
 }
 
-lumen_status lumen_conv_output_size(lumen_conv_kind kind, const lumen_image *x,
+lumen_status lumen_conv_output_size(lumen_op_kind kind, const lumen_image *x,
                                     const lumen_image *w, const lumen_conv2d_params *p,
                                     int64_t *out_h, int64_t *out_w)
 {
@@ -216,7 +198,7 @@ static size_t tensor_bytes(int64_t n, int64_t k, int64_t oh, int64_t ow)
     return (size_t)elems * sizeof(float);
 }
 
-lumen_status lumen_conv_run_alloc(lumen_conv_kind kind, lumen_context *ctx, const lumen_image *x,
+lumen_status lumen_conv_run_alloc(lumen_op_kind kind, lumen_context *ctx, const lumen_image *x,
                                   const lumen_image *w, const float *bias,
                                   const lumen_conv2d_params *p, lumen_image *y,
                                   lumen_run_info *info)

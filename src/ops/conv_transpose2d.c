@@ -5,7 +5,7 @@ lumen_status lumen_conv_transpose2d_output_size(const lumen_image *x, const lume
                                                 const lumen_conv2d_params *p, int64_t *out_h,
                                                 int64_t *out_w)
 {
-    return lumen_conv_output_size(LUMEN_CONV_TRANSPOSED, x, w, p, out_h, out_w);
+    return lumen_conv_output_size(LUMEN_OP_CONV_TRANSPOSE2D, x, w, p, out_h, out_w);
 }
 
 lumen_status lumen_conv_transpose2d(lumen_context *ctx, const lumen_image *x,
@@ -14,7 +14,7 @@ lumen_status lumen_conv_transpose2d(lumen_context *ctx, const lumen_image *x,
                                     lumen_run_info *info)
 {
     lumen_clear_error();
-    return lumen_conv_run(LUMEN_CONV_TRANSPOSED, ctx, x, w, bias, p, y, info);
+    return lumen_conv_run(LUMEN_OP_CONV_TRANSPOSE2D, ctx, x, w, bias, p, y, info);
 }
 
 lumen_status lumen_conv_transpose2d_alloc(lumen_context *ctx, const lumen_image *x,
@@ -23,7 +23,7 @@ lumen_status lumen_conv_transpose2d_alloc(lumen_context *ctx, const lumen_image 
                                           lumen_run_info *info)
 {
     lumen_clear_error();
-    return lumen_conv_run_alloc(LUMEN_CONV_TRANSPOSED, ctx, x, w, bias, p, y, info);
+    return lumen_conv_run_alloc(LUMEN_OP_CONV_TRANSPOSE2D, ctx, x, w, bias, p, y, info);
 }
 
 /* ---- descriptor (include/lumen_ops.h, docs/descriptors.md) ---- */

@@ -71,9 +71,6 @@ static lumen_status check_filter2d(lumen_context *ctx, const lumen_image *src,
     return LUMEN_OK;
 }
 
-/* Below this many taps the FFT never pays; auto does not even weigh it. */
-#define FFT_MIN_TAPS 16
-
 /*
  * The methods auto may use: direct always, separable for rank-1 2-D kernels
  * (1-D ones gain nothing from a second pass and run direct, exactly), FFT
@@ -83,7 +80,7 @@ static unsigned auto_methods(const lumen_filter_job *job, bool rank1)
 {
     unsigned m = 1u << LUMEN_METHOD_DIRECT;
     if (rank1 && job->kw > 1 && job->kh > 1) m |= 1u << LUMEN_METHOD_SEPARABLE;
-    if ((int64_t)job->kw * job->kh >= FFT_MIN_TAPS) m |= 1u << LUMEN_METHOD_FFT;
+    if ((int64_t)job->kw * job->kh >= LUMEN_FFT_MIN_TAPS) m |= 1u << LUMEN_METHOD_FFT;
     return m;
 }
 
@@ -119,7 +116,15 @@ lumen_status lumen_filter2d(lumen_context *ctx, const lumen_image *src, const lu
     lumen_clear_error();
     lumen_filter_options o = opt ? *opt : lumen_filter_options_default();
     lumen_status s = check_filter2d(ctx, src, dst, kernel, kw, kh, &o);
-    lumen_filter_job job = {src, dst, o.border, o.border_value, kw, kh, 0, 0, kernel, NULL, NULL, 1.0f};
+    lumen_filter_job job = {.src = src,
+                            .dst = dst,
+                            .taps = LUMEN_TAPS_2D,
+                            .border = o.border,
+                            .border_value = o.border_value,
+                            .kw = kw,
+                            .kh = kh,
+                            .kernel = kernel,
+                            .scale = 1.0f};
     if (s || (s = lumen_op_resolve_anchor(o.anchor_x, kw, "anchor_x", &job.ax)) ||
         (s = lumen_op_resolve_anchor(o.anchor_y, kh, "anchor_y", &job.ay)))
         return s;

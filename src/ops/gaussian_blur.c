@@ -4,19 +4,6 @@
 #include <math.h>
 #include <stdlib.h>
 
-/*
- * OpenCV's fixed kernels for odd n <= 9 when sigma <= 0 (getGaussianKernel in
- * OpenCV 4.x: 1, 3, 5 and 7 taps from the old small table, 9 taps as x/256).
- */
-static const float small_gaussian[5][9] = {
-    {1.0f},
-    {0.25f, 0.5f, 0.25f},
-    {0.0625f, 0.25f, 0.375f, 0.25f, 0.0625f},
-    {0.03125f, 0.109375f, 0.21875f, 0.28125f, 0.21875f, 0.109375f, 0.03125f},
-    {4 / 256.0f, 13 / 256.0f, 30 / 256.0f, 51 / 256.0f, 60 / 256.0f, 51 / 256.0f, 30 / 256.0f,
-     13 / 256.0f, 4 / 256.0f},
-};
-
 lumen_status lumen_gaussian_kernel(int n, double sigma, float *out)
 {
     lumen_clear_error();
@@ -25,21 +12,7 @@ lumen_status lumen_gaussian_kernel(int n, double sigma, float *out)
                                LUMEN_MAX_KSIZE, n);
     if (!out) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "out: kernel buffer is NULL");
     if (isnan(sigma)) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "sigma: NaN is not a sigma");
-    if (n % 2 == 1 && n <= 9 && sigma <= 0) {
-        for (int i = 0; i < n; i++) out[i] = small_gaussian[n / 2][i];
-        return LUMEN_OK;
-    }
-    double s = sigma > 0 ? sigma : ((n - 1) * 0.5 - 1) * 0.3 + 0.8;
-    double scale2 = -0.5 / (s * s), sum = 0.0;
-    double *t = malloc(sizeof(double) * (size_t)n);
-    if (!t) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "kernel: out of memory");
-    for (int i = 0; i < n; i++) {
-        double x = i - (n - 1) * 0.5;
-        t[i] = exp(scale2 * x * x);
-        sum += t[i];
-    }
-    for (int i = 0; i < n; i++) out[i] = (float)(t[i] / sum);
-    free(t);
+    lumen_gaussian_taps(n, sigma, out);
     return LUMEN_OK;
 }
 
@@ -92,23 +65,23 @@ static lumen_status blur_exact(lumen_context *ctx, const lumen_image *src, const
     return s;
 }
 
-/* The sigma getGaussianKernel uses for an n-tap kernel when sigma <= 0. */
-static double effective_sigma(double sigma, int n)
-{
-    return sigma > 0 ? sigma : ((n - 1) * 0.5 - 1) * 0.3 + 0.8;
-}
 
 /* Fast: the backend's recursive filter; cost independent of sigma. */
 static lumen_status blur_fast(lumen_context *ctx, const lumen_image *src, const lumen_image *dst,
                               const lumen_gaussian_options *o, lumen_run_info *info)
 {
-    lumen_gauss_job job = {src, dst, effective_sigma(o->sigma_x, o->ksize_x),
-                           effective_sigma(o->sigma_y, o->ksize_y), o->border, o->border_value};
+    lumen_gauss_job job = {.src = src,
+                           .dst = dst,
+                           .sigma_x = lumen_gaussian_sigma_of(o->sigma_x, o->ksize_x),
+                           .sigma_y = lumen_gaussian_sigma_of(o->sigma_y, o->ksize_y),
+                           .border = o->border,
+                           .border_value = o->border_value};
     lumen_image copy_view;
     void *copy;
     lumen_status s = lumen_op_unalias(&job.src, dst, &copy_view, &copy);
     if (s) return s;
-    s = lumen_run_gaussian_fast(ctx, &job, info);
+    const lumen_op op = lumen_op_gauss(&job);
+    s = lumen_run(ctx, &op, info);
     lumen_op_release_src(copy);
     return s;
 }

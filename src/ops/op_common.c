@@ -1,22 +1,10 @@
 /* Shared front-end steps of the filtering ops. */
 #include "op_common.h"
 
-#include "backends/cpu/pixel.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* A view's memory must be the host's or the context's device's. */
-static lumen_status check_residence(const lumen_context *ctx, const lumen_image *img,
-                                    const char *what)
-{
-    if (img->device == 0 || img->device == ctx->device) return LUMEN_OK;
-    return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
-                           "%s: lives on device %d (%s) but the context runs on %s", what,
-                           img->device, lumen_device_name_static(img->device),
-                           lumen_device_name_static(ctx->device));
-}
 
 lumen_status lumen_op_check_common(const lumen_context *ctx, const lumen_image *src,
                                    const lumen_image *dst, lumen_border border, float value)
@@ -24,7 +12,9 @@ lumen_status lumen_op_check_common(const lumen_context *ctx, const lumen_image *
     if (!ctx) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "ctx: context is NULL");
     lumen_status s = lumen_image_check_pair(src, dst);
     if (s) return s;
-    if ((s = check_residence(ctx, src, "src")) || (s = check_residence(ctx, dst, "dst"))) return s;
+    if ((s = lumen_view_check_residence(ctx, src, "src")) ||
+        (s = lumen_view_check_residence(ctx, dst, "dst")))
+        return s;
     if ((unsigned)border > LUMEN_BORDER_WRAP)
         return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "border: unknown mode %d", (int)border);
     if (border == LUMEN_BORDER_CONSTANT && isnan(value))
@@ -65,20 +55,12 @@ lumen_status lumen_op_resolve_anchor(int anchor, int k, const char *what, int *o
     return LUMEN_OK;
 }
 
-static bool views_overlap(const lumen_image *a, const lumen_image *b)
-{
-    uintptr_t alo, ahi, blo, bhi;
-    lumen_image_extent(a, &alo, &ahi);
-    lumen_image_extent(b, &blo, &bhi);
-    return alo < bhi && blo < ahi;
-}
-
 lumen_status lumen_op_unalias(const lumen_image **src, const lumen_image *dst,
                               lumen_image *copy_view, void **copy)
 {
     *copy = NULL;
     const lumen_image *s = *src;
-    if (!views_overlap(s, dst)) return LUMEN_OK;
+    if (!lumen_views_overlap(s, dst)) return LUMEN_OK;
     if (s->device || dst->device) /* a copy would need the device's own copy kernels */
         return lumen_set_error(LUMEN_ERR_UNSUPPORTED,
                                "dst: overlaps src in device memory; use separate buffers");

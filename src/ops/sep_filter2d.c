@@ -21,7 +21,16 @@ lumen_status lumen_sep_filter2d(lumen_context *ctx, const lumen_image *src,
         return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
                                "method: sep_filter2d runs auto, separable or fft, not %s",
                                lumen_method_name(o.method));
-    lumen_filter_job job = {src, dst, o.border, o.border_value, kw, kh, 0, 0, NULL, kx, ky, 1.0f};
+    lumen_filter_job job = {.src = src,
+                            .dst = dst,
+                            .taps = LUMEN_TAPS_SEPARABLE,
+                            .border = o.border,
+                            .border_value = o.border_value,
+                            .kw = kw,
+                            .kh = kh,
+                            .kx = kx,
+                            .ky = ky,
+                            .scale = 1.0f};
     if ((s = lumen_op_resolve_anchor(o.anchor_x, kw, "anchor_x", &job.ax)) ||
         (s = lumen_op_resolve_anchor(o.anchor_y, kh, "anchor_y", &job.ay)))
         return s;
@@ -39,7 +48,7 @@ lumen_status lumen_sep_filter2d(lumen_context *ctx, const lumen_image *src,
     if (!(s = lumen_op_unalias(&job.src, job.dst, &copy_view, &copy))) {
         lumen_method m = o.method;
         if (m == LUMEN_METHOD_AUTO) /* the FFT only weighed for kernels where it can pay */
-            m = (int64_t)kw * kh >= 16 ? lumen_choose_method(ctx, &job, SEP_METHODS)
+            m = (int64_t)kw * kh >= LUMEN_FFT_MIN_TAPS ? lumen_choose_method(ctx, &job, SEP_METHODS)
                                        : LUMEN_METHOD_SEPARABLE;
         s = lumen_run_filter(ctx, &job, m, info);
         lumen_op_release_src(copy);

@@ -115,7 +115,7 @@ static double run_case(const runner *ru, const wshape *sp, const data_opts *o)
     const float *bp = o->bias ? bias : NULL;
     lumen_status s;
     if (ru->m) {
-        const lumen_conv_job job = {&x.v, &w.v, &y.v, bp, p};
+        const lumen_conv_job job = {.x = &x.v, .w = &w.v, .y = &y.v, .bias = bp, .p = p};
         const char *isa = NULL;
         s = lumen_cpu_conv2d_winograd_tile(ru->ctx, &job, ru->m, &isa);
         if (!s && !isa) fail_msg("%s: no isa reported", what);

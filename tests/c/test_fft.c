@@ -75,8 +75,9 @@ static lumen_fft_tiling tiling_for(int64_t n, int64_t c, int64_t h, int64_t w, i
 {
     static float dummy;
     lumen_image s = lumen_image_nchw(&dummy, LUMEN_F32, n, c, h, w);
-    lumen_filter_job job = {
-        &s, &s, LUMEN_BORDER_REFLECT, 0.0f, kw, kh, kw / 2, kh / 2, &dummy, NULL, NULL, 1.0f};
+    lumen_filter_job job = {.src = &s, .dst = &s, .taps = LUMEN_TAPS_2D,
+                            .border = LUMEN_BORDER_REFLECT, .kw = kw, .kh = kh, .ax = kw / 2,
+                            .ay = kh / 2, .kernel = &dummy, .scale = 1.0f};
     return lumen_cpu_fft_tiling(&job, threads);
 }
 

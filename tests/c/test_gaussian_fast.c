@@ -101,7 +101,8 @@ static double data_range(const lumen_image *im, lumen_border b, double v)
 static lumen_status run_fast(lumen_context *ctx, const lumen_image *src, const lumen_image *dst,
                              double sx, double sy, lumen_border b, float v)
 {
-    lumen_gauss_job job = {src, dst, sx, sy, b, v};
+    lumen_gauss_job job = {
+        .src = src, .dst = dst, .sigma_x = sx, .sigma_y = sy, .border = b, .border_value = v};
     return lumen_cpu_gaussian_fast(ctx, &job);
 }
 

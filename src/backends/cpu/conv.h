@@ -2,16 +2,16 @@
 #ifndef LUMEN_CPU_CONV_H
 #define LUMEN_CPU_CONV_H
 
-#include "internal.h"
+#include "cpu.h"
 
-/* lumen_conv_kind and lumen_conv_job (the validated job) live in internal.h; the CPU gets host
+/* The validated job (lumen_conv_job, kind LUMEN_OP_CONV2D or _CONV_TRANSPOSE2D) lives in internal.h; the CPU gets host
  * views only (the runtime stages device-resident ones). */
 
 /*
  * Runs a job on the CPU with the algorithm chosen for its shape (conv_select.c): the reference
  * when SIMD is off, else Winograd, im2col+SGEMM, ... Fills info's method, algo, isa, threads.
  */
-lumen_status lumen_cpu_conv(lumen_context *ctx, lumen_conv_kind kind, const lumen_conv_job *job,
+lumen_status lumen_cpu_conv(lumen_context *ctx, lumen_op_kind kind, const lumen_conv_job *job,
                             lumen_run_info *info);
 
 /* The definition of conv2d: gather loops in double, threads over (n, k). Kept forever. */

@@ -5,19 +5,19 @@
  */
 #include "conv.h"
 
-lumen_status lumen_cpu_conv(lumen_context *ctx, lumen_conv_kind kind, const lumen_conv_job *job,
+lumen_status lumen_cpu_conv(lumen_context *ctx, lumen_op_kind kind, const lumen_conv_job *job,
                             lumen_run_info *info)
 {
     const char *isa = "scalar", *algo = "reference";
     lumen_status s;
     if (!ctx->simd)
-        s = kind == LUMEN_CONV_FORWARD ? lumen_cpu_conv2d_reference(ctx, job)
+        s = kind == LUMEN_OP_CONV2D ? lumen_cpu_conv2d_reference(ctx, job)
                                        : lumen_cpu_conv_transpose2d_reference(ctx, job);
-    else if (kind == LUMEN_CONV_FORWARD && lumen_cpu_conv2d_depthwise_applies(job))
+    else if (kind == LUMEN_OP_CONV2D && lumen_cpu_conv2d_depthwise_applies(job))
         algo = "depthwise", s = lumen_cpu_conv2d_depthwise(ctx, job, &isa);
-    else if (kind == LUMEN_CONV_FORWARD && lumen_cpu_conv2d_winograd_applies(ctx, job))
+    else if (kind == LUMEN_OP_CONV2D && lumen_cpu_conv2d_winograd_applies(ctx, job))
         algo = "winograd-f2x2", s = lumen_cpu_conv2d_winograd(ctx, job, &isa);
-    else if (kind == LUMEN_CONV_FORWARD)
+    else if (kind == LUMEN_OP_CONV2D)
         algo = "im2col+sgemm", s = lumen_cpu_conv2d_gemm(ctx, job, &isa);
     else
         algo = "phases+sgemm", s = lumen_cpu_conv_transpose2d_gemm(ctx, job, &isa);

@@ -125,7 +125,8 @@ static lumen_status run_phase(lumen_context *ctx, const lumen_conv_job *job, con
     phase_weights(job->w, p->groups, ph, pw, wbuf);
     const int64_t k = job->y->c, cg = job->w->n / p->groups;
     const lumen_image wv = lumen_image_nchw(wbuf, LUMEN_F32, k, cg, ph->taps, pw->taps);
-    lumen_conv_job fwd = {job->x, &wv, &yv, job->bias, lumen_conv2d_params_default()};
+    lumen_conv_job fwd = {
+        .x = job->x, .w = &wv, .y = &yv, .bias = job->bias, .p = lumen_conv2d_params_default()};
     fwd.p.pad_h = ph->pad, fwd.p.pad_w = pw->pad;
     fwd.p.dilation_h = ph->dil, fwd.p.dilation_w = pw->dil;
     fwd.p.groups = p->groups;

@@ -58,13 +58,18 @@ static rates measure(bool avx2)
     for (int i = 0; i < KF * KF; i++) k[i] = (float)((i * 31) % 17) / 17.0f - 0.4f;
     lumen_image src = lumen_image_nchw(img, LUMEN_F32, 1, 1, H, W);
     lumen_image dst = lumen_image_nchw(img + W * H, LUMEN_F32, 1, 1, H, W);
-    lumen_filter_job d = {&src, &dst, LUMEN_BORDER_REFLECT, 0, KD, KD, KD / 2, KD / 2, k, NULL, NULL, 1};
+    const lumen_filter_job base = {.src = &src, .dst = &dst, .border = LUMEN_BORDER_REFLECT,
+                                   .scale = 1.0f};
+    lumen_filter_job d = base;
+    d.taps = LUMEN_TAPS_2D, d.kw = d.kh = KD, d.ax = d.ay = KD / 2, d.kernel = k;
     r.direct = (double)W * H * KD * KD / time_entry(ctx, lumen_cpu_direct, &d);
     float g[KS];
     for (int i = 0; i < KS; i++) g[i] = 1.0f / (float)(1 + abs(i - KS / 2));
-    lumen_filter_job s = {&src, &dst, LUMEN_BORDER_REFLECT, 0, KS, KS, KS / 2, KS / 2, NULL, g, g, 1};
+    lumen_filter_job s = base;
+    s.taps = LUMEN_TAPS_SEPARABLE, s.kw = s.kh = KS, s.ax = s.ay = KS / 2, s.kx = s.ky = g;
     r.separable = (double)W * H * 2 * KS / time_entry(ctx, lumen_cpu_separable, &s);
-    lumen_filter_job f = {&src, &dst, LUMEN_BORDER_REFLECT, 0, KF, KF, KF / 2, KF / 2, k, NULL, NULL, 1};
+    lumen_filter_job f = base;
+    f.taps = LUMEN_TAPS_2D, f.kw = f.kh = KF, f.ax = f.ay = KF / 2, f.kernel = k;
     r.fft = lumen_cpu_fft_tiling(&f, 1).work / time_entry(ctx, lumen_cpu_fft, &f);
 done:
     lumen_context_destroy(ctx);
@@ -121,8 +126,11 @@ static rates get_rates(bool avx2)
     return r;
 }
 
-double lumen_cpu_cost(lumen_context *ctx, const lumen_filter_job *job, lumen_method method)
+double lumen_cpu_cost(lumen_context *ctx, const lumen_op *op)
 {
+    const lumen_filter_job *job = op->job;
+    const lumen_method method = lumen_op_kind_method(op->kind);
+    if (op->kind > LUMEN_OP_FILTER_FFT) return -1.0;
     const lumen_image *s = job->src;
     const double pixels = (double)(s->n * s->c * s->h * s->w) / ctx->threads;
     const rates r = get_rates(lumen_ctx_use_avx2(ctx));

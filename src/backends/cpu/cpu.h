@@ -4,6 +4,15 @@
 
 #include "internal.h"
 
+/* True when the fast AVX2+FMA kernels may run in this context. */
+static inline bool lumen_ctx_use_avx2(const lumen_context *ctx) { return ctx->simd && ctx->cpu_avx2; }
+/* True when the AVX-512 kernels may run (they assume AVX2 + FMA too, so clearing cpu_avx2
+ * turns them off as well). */
+static inline bool lumen_ctx_use_avx512(const lumen_context *ctx)
+{
+    return lumen_ctx_use_avx2(ctx) && ctx->cpu_avx512;
+}
+
 /* k[i] == k[n-1-i] for all i: the row kernels then add mirrored taps before multiplying. */
 static inline bool lumen_kernel_is_symmetric(const float *k, int n)
 {
@@ -11,6 +20,9 @@ static inline bool lumen_kernel_is_symmetric(const float *k, int n)
         if (k[i] != k[n - 1 - i]) return false;
     return true;
 }
+
+/* The scalar reference of every filter method (reference.c): the oracle, in double. */
+lumen_status lumen_cpu_reference_filter(lumen_context *ctx, const lumen_filter_job *job);
 
 /* Row-pipeline engine (engine.c): direct and separable filters. */
 lumen_status lumen_cpu_direct(lumen_context *ctx, const lumen_filter_job *job);
@@ -31,7 +43,7 @@ bool lumen_cpu_fft_spectrum_cached(lumen_context *ctx, const lumen_filter_job *j
 double lumen_cpu_fft_tile_work(int nh, int nw);
 
 /* Estimated seconds for job by method on this machine (cost_model.c). */
-double lumen_cpu_cost(lumen_context *ctx, const lumen_filter_job *job, lumen_method method);
+double lumen_cpu_cost(lumen_context *ctx, const lumen_op *op);
 
 /* The CPU as a device (cpu_device.c): one, named by /proc/cpuinfo, with the system's memory. */
 int lumen_cpu_device_count(void);

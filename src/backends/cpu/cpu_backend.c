@@ -1,15 +1,57 @@
-/* The CPU backend's table of entries: fast path and scalar reference. */
+/* The CPU backend: the op interface over the fast paths and the scalar reference. It supports
+ * every op, so that the runtime can always fall back to it. A context with SIMD off runs the
+ * reference of every op: the one way to reach the oracle. */
 #include "conv.h"
 #include "cpu.h"
 #include "gaussian_fast.h"
 
-const lumen_backend lumen_cpu_fast_backend = {
+static bool cpu_supports(lumen_context *ctx, const lumen_op *op)
+{
+    (void)ctx;
+    return (unsigned)op->kind < LUMEN_OP_KIND_COUNT;
+}
+
+/* The row kernels the filter paths (engine, FFT, fast Gaussian) choose for this context. */
+static const char *filter_isa(const lumen_context *ctx)
+{
+    return lumen_ctx_use_avx2(ctx) ? "avx2+fma" : "generic";
+}
+
+static lumen_status run_filter(lumen_context *ctx, const lumen_op *op, lumen_run_info *info)
+{
+    const lumen_filter_job *job = op->job;
+    if (!ctx->simd) {
+        info->isa = "scalar", info->algo = "reference";
+        return lumen_cpu_reference_filter(ctx, job);
+    }
+    info->isa = filter_isa(ctx);
+    if (op->kind == LUMEN_OP_FILTER_FFT) return lumen_cpu_fft(ctx, job);
+    return job->taps == LUMEN_TAPS_SEPARABLE ? lumen_cpu_separable(ctx, job)
+                                             : lumen_cpu_direct(ctx, job);
+}
+
+static lumen_status cpu_run(lumen_context *ctx, const lumen_op *op, lumen_run_info *info)
+{
+    switch (op->kind) {
+    case LUMEN_OP_FILTER_DIRECT:
+    case LUMEN_OP_FILTER_SEPARABLE:
+    case LUMEN_OP_FILTER_FFT: return run_filter(ctx, op, info);
+    case LUMEN_OP_GAUSSIAN_FAST:
+        /* The recursive filter's portable C is that approximation's own definition: with SIMD
+         * off it runs too, and says so ("generic"). */
+        info->isa = filter_isa(ctx);
+        return lumen_cpu_gaussian_fast(ctx, op->job);
+    case LUMEN_OP_CONV2D:
+    case LUMEN_OP_CONV_TRANSPOSE2D: return lumen_cpu_conv(ctx, op->kind, op->job, info);
+    case LUMEN_OP_KIND_COUNT: break;
+    }
+    return lumen_set_error(LUMEN_ERR_UNSUPPORTED, "cpu: unknown op kind %d", (int)op->kind);
+}
+
+const lumen_backend lumen_cpu_backend = {
     .name = "cpu",
-    .filter2d = lumen_cpu_direct,
-    .sep_filter = lumen_cpu_separable,
-    .fft_filter = lumen_cpu_fft,
-    .gaussian_fast = lumen_cpu_gaussian_fast,
-    .conv2d = lumen_cpu_conv, /* the reference itself when SIMD is off (conv_select.c) */
+    .supports = cpu_supports,
+    .run = cpu_run,
     .cost = lumen_cpu_cost,
     .device_count = lumen_cpu_device_count,
     .device_info = lumen_cpu_device_info,

@@ -7,10 +7,9 @@
  * Interleaved images (HWC) are filtered with all channels in one row, taps
  * c floats apart, so their loads and stores stay contiguous.
  */
-#include "border.h"
+#include "semantics.h"
 #include "cpu.h"
 #include "internal.h"
-#include "pixel.h"
 #include "row_kernels.h"
 #include "rows.h"
 

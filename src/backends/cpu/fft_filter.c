@@ -10,9 +10,8 @@
  * is three N x N buffers (N x N <= 2^21) whatever the image size. Plans and kernel spectra live
  * in the context's plan cache; FFTW wisdom persists on disk.
  */
-#include "border.h"
+#include "semantics.h"
 #include "cpu.h"
-#include "pixel.h"
 #include "row_kernels.h"
 #include "rows.h"
 
@@ -175,7 +174,7 @@ static const fft_plans *get_plans(lumen_context *ctx, int nh, int nw)
 /* Key: sizes, scale, and the kernel itself, so equal kernels share a spectrum. */
 static void *spectrum_key(const lumen_filter_job *job, int nh, int nw, size_t *len)
 {
-    const int sep = job->kernel == NULL;
+    const int sep = job->taps == LUMEN_TAPS_SEPARABLE;
     const size_t taps = sep ? (size_t)(job->kw + job->kh) : (size_t)job->kw * job->kh;
     const int head[6] = {'S', nh, nw, job->kw, job->kh, sep};
     *len = sizeof head + sizeof(float) * (taps + 1);
@@ -195,7 +194,7 @@ static void *spectrum_key(const lumen_filter_job *job, int nh, int nw, size_t *l
 
 static float kernel_tap(const lumen_filter_job *job, int i, int j)
 {
-    if (job->kernel) return job->kernel[(int64_t)i * job->kw + j];
+    if (job->taps == LUMEN_TAPS_2D) return job->kernel[(int64_t)i * job->kw + j];
     return job->ky[i] * job->kx[j] * job->scale;
 }
 

@@ -32,9 +32,8 @@
  */
 #include "gaussian_fast.h"
 
-#include "border.h"
+#include "semantics.h"
 #include "gaussian_fast_kernels.h"
-#include "pixel.h"
 #include "rows.h"
 
 #include <complex.h>

@@ -7,7 +7,7 @@
 #ifndef LUMEN_CPU_GAUSSIAN_FAST_H
 #define LUMEN_CPU_GAUSSIAN_FAST_H
 
-#include "internal.h"
+#include "cpu.h"
 
 /*
  * Approximate Gaussian blur whose cost does not grow with sigma.

@@ -3,10 +3,8 @@
  * oracle for fast paths and devices. Plain loops, double accumulation, the
  * border rule applied per tap; nothing clever.
  */
-#include "border.h"
-#include "gaussian_fast.h"
-#include "internal.h"
-#include "pixel.h"
+#include "semantics.h"
+#include "cpu.h"
 
 static double fetch(const lumen_filter_job *job, int64_t b, int64_t ch, int64_t y, int64_t x)
 {
@@ -52,22 +50,9 @@ static void run(const lumen_context *ctx, const lumen_filter_job *job,
     }
 }
 
-static lumen_status reference_filter2d(lumen_context *ctx, const lumen_filter_job *job)
+/* Either taps of a filter job, as its `taps` says (every method has this one definition). */
+lumen_status lumen_cpu_reference_filter(lumen_context *ctx, const lumen_filter_job *job)
 {
-    run(ctx, job, direct_at);
+    run(ctx, job, job->taps == LUMEN_TAPS_SEPARABLE ? separable_at : direct_at);
     return LUMEN_OK;
 }
-
-static lumen_status reference_sep_filter(lumen_context *ctx, const lumen_filter_job *job)
-{
-    run(ctx, job, separable_at);
-    return LUMEN_OK;
-}
-
-const lumen_backend lumen_cpu_reference_backend = {
-    .name = "cpu-reference",
-    .filter2d = reference_filter2d,
-    .sep_filter = reference_sep_filter,
-    /* The recursive filter's portable C is that approximation's own definition. */
-    .gaussian_fast = lumen_cpu_gaussian_fast,
-};

@@ -1,5 +1,5 @@
 /* Portable row kernels (the compiler vectorises them for the baseline ISA). */
-#include "pixel.h"
+#include "semantics.h"
 #include "row_kernels.h"
 
 #include <float.h>

@@ -1,8 +1,7 @@
 /* Moving pixel rows between images of any dtype/stride and f32 row buffers. */
 #include "rows.h"
 
-#include "border.h"
-#include "pixel.h"
+#include "semantics.h"
 
 #include <string.h>
 

@@ -81,6 +81,7 @@ bool measure(lumen_context *ctx, cu_rates *r)
     r->taps_s = t > 0 ? px * DIRECT_K * DIRECT_K / t : 0;
 
     lumen_filter_job sep = probe_job(&src, &dst, SEP_K);
+    sep.taps = LUMEN_TAPS_SEPARABLE;
     sep.kx = sep.ky = k1.data();
     t = ok ? best_time(ctx, cu_sep_filter, &sep) : -1.0;
     r->sep_taps_s = t > 0 ? px * 2 * SEP_K / t : 0;

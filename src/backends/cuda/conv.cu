@@ -237,7 +237,7 @@ lumen_status get_bias(cu_op &op, const float *bias, int64_t k, bias_entry **out)
 
 struct conv_run {
     cu_op &op;
-    lumen_conv_kind kind;
+    lumen_op_kind kind;
     const lumen_conv_job *job;
     cu_view x, w, y;   /* bound views (device memory) */
     const float *bias; /* device, or NULL */
@@ -252,7 +252,7 @@ conv_params params_of(const conv_run &r, const cu_view &x, const cu_view &w, con
     P.x = x, P.w = w, P.y = y, P.bias = bias;
     P.sh = p.stride_h, P.sw = p.stride_w, P.ph = p.pad_h, P.pw = p.pad_w;
     P.dh = p.dilation_h, P.dw = p.dilation_w, P.groups = p.groups;
-    P.transposed = r.kind == LUMEN_CONV_TRANSPOSED;
+    P.transposed = r.kind == LUMEN_OP_CONV_TRANSPOSE2D;
     P.total = elems(y);
     return P;
 }
@@ -483,12 +483,12 @@ lumen_status make_descriptors(const conv_run &r, dnn_plan *d)
 size_t find_workspace_bytes(cudnnHandle_t h, const conv_run &r, const dnn_plan *d)
 {
     size_t most = 0;
-    const int n = r.kind == LUMEN_CONV_FORWARD ? (int)CUDNN_CONVOLUTION_FWD_ALGO_COUNT
+    const int n = r.kind == LUMEN_OP_CONV2D ? (int)CUDNN_CONVOLUTION_FWD_ALGO_COUNT
                                                : (int)CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
     for (int a = 0; a < n; a++) {
         size_t b = 0;
         const cudnnStatus_t e =
-            r.kind == LUMEN_CONV_FORWARD
+            r.kind == LUMEN_OP_CONV2D
                 ? dnn.cudnnGetConvolutionForwardWorkspaceSize(h, d->xd, d->wd, d->cd, d->yd,
                                                               (cudnnConvolutionFwdAlgo_t)a, &b)
                 : dnn.cudnnGetConvolutionBackwardDataWorkspaceSize(
@@ -540,7 +540,7 @@ lumen_status find_algorithm(cu_op &op, cudnnHandle_t h, const conv_run &r, dnn_p
         ~discard() { cu_pool_discard(st, p); } /* big and one-off: not kept in the pool */
     } guard{op.st, ws};
     int n = 0;
-    if (r.kind == LUMEN_CONV_FORWARD) {
+    if (r.kind == LUMEN_OP_CONV2D) {
         cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
         DNN_TRY(dnn.cudnnFindConvolutionForwardAlgorithmEx(
                     h, d->xd, r.x.data, d->wd, r.w.data, d->cd, d->yd, ys,
@@ -614,7 +614,7 @@ lumen_status get_plan(cu_op &op, cudnnHandle_t h, const conv_run &r, dnn_plan **
     lumen_status s = make_descriptors(r, d);
     if (!s) s = find_algorithm(op, h, r, d);
     if (s && s != LUMEN_ERR_UNSUPPORTED) return s; /* out of memory, errors: not cached */
-    const char *op_name = r.kind == LUMEN_CONV_FORWARD ? "conv2d" : "conv_transpose2d";
+    const char *op_name = r.kind == LUMEN_OP_CONV2D ? "conv2d" : "conv_transpose2d";
     if (s) cu_host->log(LUMEN_LOG_INFO, "cuda: %s", cu_host->last_error());
     cu_host->log(LUMEN_LOG_INFO,
                  "cuda: %s %lldx%lldx%lldx%lld * %lldx%lldx%lldx%lld: %s, %zu-byte workspace",
@@ -662,12 +662,12 @@ static lumen_status run_cudnn(conv_run &r, const char **name)
     hold.p = d;
     if (!d->usable)
         return cu_host->set_error(LUMEN_ERR_UNSUPPORTED, "cuda: cuDNN has no algorithm for this %s",
-                                  r.kind == LUMEN_CONV_FORWARD ? "conv2d" : "conv_transpose2d");
+                                  r.kind == LUMEN_OP_CONV2D ? "conv2d" : "conv_transpose2d");
     /* everything is allocated before y is written */
     void *ws = nullptr;
     if (d->ws && (s = cu_op_scratch(op, d->ws, &ws, "cuDNN workspace"))) return s;
     const float one = 1.0f, zero = 0.0f;
-    if (r.kind == LUMEN_CONV_FORWARD)
+    if (r.kind == LUMEN_OP_CONV2D)
         DNN_TRY(dnn.cudnnConvolutionForward(h, &one, d->xd, x.data, d->wd, w.data, d->cd,
                                             (cudnnConvolutionFwdAlgo_t)d->algo, ws, d->ws, &zero,
                                             d->yd, y.data),
@@ -695,7 +695,7 @@ static lumen_status run_cudnn(conv_run &, const char **)
 
 #endif
 
-lumen_status cu_conv2d(lumen_context *ctx, lumen_conv_kind kind, const lumen_conv_job *job,
+lumen_status cu_conv2d(lumen_context *ctx, lumen_op_kind kind, const lumen_conv_job *job,
                        lumen_run_info *info)
 {
     cu_state *st;

@@ -54,55 +54,19 @@ static inline int64_t cu_planes(const cu_view &v) { return v.n * v.c; }
 
 /* ---- device functions ------------------------------------------------------------- */
 
-/* The CPU's lumen_border_index (src/backends/cpu/border.h) for the device: maps any integer i
- * into [0, n) by the border rule; -1 means "the constant value". Exact for any offset. */
-__host__ __device__ __forceinline__ int64_t cu_mod(int64_t a, int64_t m)
-{
-    int64_t r = a % m;
-    return r < 0 ? r + m : r;
-}
-
-__host__ __device__ __forceinline__ int64_t cu_border_index(int64_t i, int64_t n, int border)
-{
-    if (i >= 0 && i < n) return i;
-    switch (border) {
-    case LUMEN_BORDER_CONSTANT: return -1;
-    case LUMEN_BORDER_REPLICATE: return i < 0 ? 0 : n - 1;
-    case LUMEN_BORDER_REFLECT: {
-        int64_t p = cu_mod(i, 2 * n); /* cba|abc: period 2n */
-        return p < n ? p : 2 * n - 1 - p;
-    }
-    case LUMEN_BORDER_REFLECT101: {
-        if (n == 1) return 0; /* as OpenCV: a single pixel reflects onto itself */
-        int64_t p = cu_mod(i, 2 * n - 2); /* dcb|abcd: period 2n-2 */
-        return p < n ? p : 2 * n - 2 - p;
-    }
-    case LUMEN_BORDER_WRAP: return cu_mod(i, n);
-    }
-    return -1;
-}
+/* The border rule, saturation and pixel loads and stores are core/semantics.h's, compiled as
+ * host and device functions (its LUMEN_HD). */
 
 /* Pixel of dtype t at p as f32 (lumen_load_px). */
 __device__ __forceinline__ float cu_load(const char *p, int t)
 {
-    switch (t) {
-    case LUMEN_U8: return (float)*(const uint8_t *)p;
-    case LUMEN_U16: return (float)*(const uint16_t *)p;
-    default: return *(const float *)p;
-    }
+    return lumen_load_px(p, (lumen_dtype)t);
 }
 
-/* Stores v as dtype t (lumen_store_px): u8/u16 round to nearest, ties to even
- * (__float2uint_rn, as lrintf in the default rounding mode), then saturate; NaN gives 0. */
+/* Stores v as dtype t (lumen_store_px: OpenCV's saturate_cast). */
 __device__ __forceinline__ void cu_store(char *p, int t, float v)
 {
-    switch (t) {
-    case LUMEN_U8: *(uint8_t *)p = !(v > 0.0f) ? 0 : v >= 255.0f ? 255 : (uint8_t)__float2uint_rn(v); break;
-    case LUMEN_U16:
-        *(uint16_t *)p = !(v > 0.0f) ? 0 : v >= 65535.0f ? 65535 : (uint16_t)__float2uint_rn(v);
-        break;
-    default: *(float *)p = v; break;
-    }
+    lumen_store_px(p, (lumen_dtype)t, v);
 }
 
 /* Element (0, 0) of plane p. */
@@ -115,7 +79,8 @@ __host__ __device__ __forceinline__ char *cu_plane_ptr(const cu_view &v, int64_t
 __device__ __forceinline__ float cu_fetch(const cu_view &s, const char *plane, int64_t y, int64_t x,
                                           int border, float bval)
 {
-    int64_t yy = cu_border_index(y, s.h, border), xx = cu_border_index(x, s.w, border);
+    int64_t yy = lumen_border_index(y, s.h, (lumen_border)border),
+            xx = lumen_border_index(x, s.w, (lumen_border)border);
     if (yy < 0 || xx < 0) return bval;
     return cu_load(plane + (yy * s.sh + xx * s.sw) * s.es, s.dtype);
 }
@@ -153,12 +118,15 @@ lumen_status cu_tile_filter(cu_state *st, const cu_tile_job &job, cu_tile_shape 
 
 /* ---- backend entries ---------------------------------------------------------------- */
 
+/* Each takes a job of its op kind (module.cu's run() dispatches by kind). */
 lumen_status cu_filter2d(lumen_context *ctx, const lumen_filter_job *job);
 lumen_status cu_sep_filter(lumen_context *ctx, const lumen_filter_job *job);
 lumen_status cu_fft_filter(lumen_context *ctx, const lumen_filter_job *job);
+/* The fast Gaussian on CUDA runs the exact taps through the separable passes (run_info says
+ * so: method separable, algo "exact-taps"). */
 lumen_status cu_gaussian_fast(lumen_context *ctx, const lumen_gauss_job *job);
 /* NCHW conv2d / conv_transpose2d (conv.cu): cuDNN, or the own direct kernel. */
-lumen_status cu_conv2d(lumen_context *ctx, lumen_conv_kind kind, const lumen_conv_job *job,
+lumen_status cu_conv2d(lumen_context *ctx, lumen_op_kind kind, const lumen_conv_job *job,
                        lumen_run_info *info);
 
 /* FFT lengths (fft.cu): the padded size the FFT path uses along an axis of n samples. */

@@ -397,14 +397,15 @@ lumen_status cu_fft_filter(lumen_context *ctx, const lumen_filter_job *job)
 {
     const lumen_image *src = job->src;
     const int kw = job->kw, kh = job->kh;
-    /* the dense taps: job->kernel, or ky (x) kx * scale as the CPU's kernel_tap */
+    /* the dense taps: the 2-D kernel, or ky (x) kx * scale as the CPU's kernel_tap */
     std::vector<float> k;
     try {
         k.resize((size_t)kw * kh);
     } catch (...) {
         return cu_host->set_error(LUMEN_ERR_OUT_OF_MEMORY, "cuda: fft kernel: out of memory");
     }
-    if (job->kernel) std::memcpy(k.data(), job->kernel, k.size() * sizeof(float));
+    if (job->taps == LUMEN_TAPS_2D && job->kernel)
+        std::memcpy(k.data(), job->kernel, k.size() * sizeof(float));
     else if (job->kx && job->ky)
         for (int i = 0; i < kh; i++)
             for (int j = 0; j < kw; j++) k[(size_t)i * kw + j] = job->ky[i] * job->kx[j] * job->scale;

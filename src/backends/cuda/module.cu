@@ -132,8 +132,13 @@ double measured_cost(const cu_rates &r, const lumen_filter_job *job, lumen_metho
     }
 }
 
-double cost(lumen_context *ctx, const lumen_filter_job *job, lumen_method method)
+double cost(lumen_context *ctx, const lumen_op *op)
 {
+    if (op->kind > LUMEN_OP_FILTER_FFT) return -1.0;
+    const lumen_filter_job *job = static_cast<const lumen_filter_job *>(op->job);
+    const lumen_method method = op->kind == LUMEN_OP_FILTER_DIRECT      ? LUMEN_METHOD_DIRECT
+                                : op->kind == LUMEN_OP_FILTER_SEPARABLE ? LUMEN_METHOD_SEPARABLE
+                                                                        : LUMEN_METHOD_FFT;
     const lumen_image *s = job->src, *d = job->dst;
     const double planes = (double)s->n * s->c, px = planes * s->h * s->w;
     const double es_in = s->dtype == LUMEN_U8 ? 1 : s->dtype == LUMEN_U16 ? 2 : 4;
@@ -164,6 +169,32 @@ double cost(lumen_context *ctx, const lumen_filter_job *job, lumen_method method
     }
 }
 
+/* Every op kind of ABI 3, on u8, u16 and f32 (conv: f32, which the ops layer guarantees). */
+bool supports(lumen_context *ctx, const lumen_op *op)
+{
+    (void)ctx;
+    return op->kind >= LUMEN_OP_FILTER_DIRECT && op->kind <= LUMEN_OP_CONV_TRANSPOSE2D;
+}
+
+lumen_status run(lumen_context *ctx, const lumen_op *op, lumen_run_info *info)
+{
+    const lumen_filter_job *fj = static_cast<const lumen_filter_job *>(op->job);
+    switch (op->kind) {
+    case LUMEN_OP_FILTER_DIRECT: return cu_filter2d(ctx, fj);
+    case LUMEN_OP_FILTER_SEPARABLE: return cu_sep_filter(ctx, fj);
+    case LUMEN_OP_FILTER_FFT: return cu_fft_filter(ctx, fj);
+    case LUMEN_OP_GAUSSIAN_FAST:
+        info->method = LUMEN_METHOD_SEPARABLE; /* the exact taps, not a recursive filter */
+        info->algo = "exact-taps";
+        return cu_gaussian_fast(ctx, static_cast<const lumen_gauss_job *>(op->job));
+    case LUMEN_OP_CONV2D:
+    case LUMEN_OP_CONV_TRANSPOSE2D:
+        return cu_conv2d(ctx, op->kind, static_cast<const lumen_conv_job *>(op->job), info);
+    default: break;
+    }
+    return cu_host->set_error(LUMEN_ERR_UNSUPPORTED, "cuda: op kind %d", (int)op->kind);
+}
+
 lumen_backend backend;
 
 } // namespace
@@ -183,15 +214,11 @@ lumen_module_init(int abi, const lumen_module_host *host, const lumen_backend **
         return LUMEN_ERR_UNSUPPORTED;
     cu_host = host;
     backend.name = "cuda";
-    backend.filter2d = cu_filter2d;
-    backend.sep_filter = cu_sep_filter;
-    backend.fft_filter = cu_fft_filter;
-    backend.gaussian_fast = cu_gaussian_fast;
-    backend.conv2d = cu_conv2d;
+    backend.supports = supports;
+    backend.run = run;
     backend.cost = cost;
     backend.device_count = device_count;
     backend.device_info = device_info;
-    backend.dtypes = 0; /* u8, u16, f32 for src and dst */
     backend.state_create = cu_state_create;
     backend.state_destroy = cu_state_destroy;
     backend.alloc = cu_mem_alloc;

@@ -1,5 +1,6 @@
 /* A test double of a GPU backend module: one "software" device whose memory is host memory
- * under a byte budget, running only the direct filter and conv2d (not conv_transpose2d) on f32. With it the runtime's module
+ * under a byte budget, running only the direct filter and conv2d (not conv_transpose2d) on
+ * f32, through the op interface (supports/run). With it the runtime's module
  * loading, device choice, fallback, strict mode, memory cap and staging of device-resident
  * views are tested on machines without a GPU. Like a real module it calls no core function:
  * only the host table it is given. */
@@ -74,20 +75,6 @@ static lumen_status mock_sync(lumen_context *ctx)
     return LUMEN_OK;
 }
 
-/* Border rule for coordinate p of a row of length n; -1 means the constant value. */
-static int64_t mock_border(int64_t p, int64_t n, lumen_border b)
-{
-    if (p >= 0 && p < n) return p;
-    if (b == LUMEN_BORDER_CONSTANT) return -1;
-    if (b == LUMEN_BORDER_REPLICATE) return p < 0 ? 0 : n - 1;
-    if (b == LUMEN_BORDER_WRAP) return ((p % n) + n) % n;
-    if (n == 1) return 0;
-    int64_t period = b == LUMEN_BORDER_REFLECT ? 2 * n : 2 * n - 2;
-    int64_t q = ((p % period) + period) % period;
-    if (q < n) return q;
-    return b == LUMEN_BORDER_REFLECT ? period - 1 - q : period - q;
-}
-
 static float *mock_px(const lumen_image *im, int64_t b, int64_t c, int64_t y, int64_t x)
 {
     return (float *)im->data + b * im->stride_n + c * im->stride_c + y * im->stride_h +
@@ -100,8 +87,8 @@ static double mock_tap_sum(const lumen_filter_job *j, int64_t b, int64_t c, int6
     double acc = 0.0;
     for (int i = 0; i < j->kh; i++)
         for (int t = 0; t < j->kw; t++) {
-            int64_t sy = mock_border(y + i - j->ay, s->h, j->border);
-            int64_t sx = mock_border(x + t - j->ax, s->w, j->border);
+            int64_t sy = lumen_border_index(y + i - j->ay, s->h, j->border);
+            int64_t sx = lumen_border_index(x + t - j->ax, s->w, j->border);
             double v = sy < 0 || sx < 0 ? j->border_value : *mock_px(s, b, c, sy, sx);
             acc += (double)j->kernel[i * j->kw + t] * v;
         }
@@ -152,13 +139,10 @@ static double mock_conv_at(const lumen_conv_job *job, int64_t n, int64_t k, int6
     return acc;
 }
 
-/* conv2d only: conv_transpose2d is unsupported, so the runtime's fallback runs it. A
+/* conv2d only (conv_transpose2d is not supported, so the runtime's fallback runs it). A
  * y-sized scratch buffer makes the memory cap bite, and keeps y untouched on failure. */
-static lumen_status mock_conv2d(lumen_context *ctx, lumen_conv_kind kind, const lumen_conv_job *job,
-                                lumen_run_info *info)
+static lumen_status mock_conv2d(lumen_context *ctx, const lumen_conv_job *job, lumen_run_info *info)
 {
-    if (kind != LUMEN_CONV_FORWARD)
-        return host->set_error(LUMEN_ERR_UNSUPPORTED, "mock: no conv_transpose2d");
     const lumen_image *y = job->y;
     float *scratch;
     lumen_status st = mock_alloc(ctx, (size_t)(y->n * y->c * y->h * y->w) * sizeof(float),
@@ -179,13 +163,30 @@ static lumen_status mock_conv2d(lumen_context *ctx, lumen_conv_kind kind, const 
     return LUMEN_OK;
 }
 
+/* The direct filter and conv2d, with every view f32: the rest falls back to the CPU. */
+static bool mock_supports(lumen_context *ctx, const lumen_op *op)
+{
+    (void)ctx;
+    if (op->kind != LUMEN_OP_FILTER_DIRECT && op->kind != LUMEN_OP_CONV2D) return false;
+    const lumen_image *const *v = lumen_op_views(op);
+    for (int i = 0; i < op->n_views; i++)
+        if (v[i]->dtype != LUMEN_F32) return false;
+    return true;
+}
+
+static lumen_status mock_run(lumen_context *ctx, const lumen_op *op, lumen_run_info *info)
+{
+    if (op->kind == LUMEN_OP_CONV2D) return mock_conv2d(ctx, op->job, info);
+    info->algo = "mock:direct";
+    return mock_filter2d(ctx, op->job);
+}
+
 static const lumen_backend mock_backend = {
     .name = "mock",
-    .filter2d = mock_filter2d,
-    .conv2d = mock_conv2d,
+    .supports = mock_supports,
+    .run = mock_run,
     .device_count = mock_count,
     .device_info = mock_info,
-    .dtypes = 1u << LUMEN_F32,
     .state_create = mock_state_create,
     .state_destroy = mock_state_destroy,
     .alloc = mock_alloc,

@@ -1,0 +1,100 @@
+/*
+ * The facts every backend honours, stated once: the border rule, u8/u16 saturation, the
+ * Gaussian's default sigma, the FFT's smallest kernel. Plain C that the CUDA module (and any
+ * later device compiler) includes too: functions are `static inline` and marked LUMEN_HD, which
+ * makes them host and device functions under nvcc. See docs/semantics.md for the rules and
+ * docs/architecture.md for where this header sits (core: everything may include it).
+ */
+#ifndef LUMEN_SEMANTICS_H
+#define LUMEN_SEMANTICS_H
+
+#include "lumen.h"
+
+#include <math.h>
+#include <stdint.h>
+
+#if defined(__CUDACC__)
+#define LUMEN_HD __host__ __device__
+#else
+#define LUMEN_HD
+#endif
+
+/* Below this many taps the FFT never pays; auto does not even weigh it. */
+#define LUMEN_FFT_MIN_TAPS 16
+
+static inline LUMEN_HD int64_t lumen_mod(int64_t a, int64_t m)
+{
+    int64_t r = a % m;
+    return r < 0 ? r + m : r;
+}
+
+/* Maps i (any integer) into [0, n) for the border mode; -1 means "the constant value". Exact
+ * for any offset, so kernels larger than the image need no special case. */
+static inline LUMEN_HD int64_t lumen_border_index(int64_t i, int64_t n, lumen_border b)
+{
+    if (i >= 0 && i < n) return i;
+    switch (b) {
+    case LUMEN_BORDER_CONSTANT: return -1;
+    case LUMEN_BORDER_REPLICATE: return i < 0 ? 0 : n - 1;
+    case LUMEN_BORDER_REFLECT: {
+        int64_t p = lumen_mod(i, 2 * n); /* cba|abc: period 2n */
+        return p < n ? p : 2 * n - 1 - p;
+    }
+    case LUMEN_BORDER_REFLECT101: {
+        if (n == 1) return 0; /* as OpenCV: a single pixel reflects onto itself */
+        int64_t p = lumen_mod(i, 2 * n - 2); /* dcb|abcd: period 2n-2 */
+        return p < n ? p : 2 * n - 2 - p;
+    }
+    case LUMEN_BORDER_WRAP: return lumen_mod(i, n);
+    }
+    return -1;
+}
+
+/*
+ * OpenCV's saturate_cast: round to nearest, ties to even (as cvRound; lrintf in the default
+ * rounding mode, on the host and on CUDA devices alike), then saturate. NaN gives 0 as in
+ * OpenCV; values beyond the int range saturate (OpenCV's cvRound wraps them to INT_MIN and so
+ * gives 0 there — see docs/semantics.md).
+ */
+static inline LUMEN_HD uint8_t lumen_sat_u8(float v)
+{
+    if (!(v > 0.0f)) return 0;
+    if (v >= 255.0f) return 255;
+    return (uint8_t)lrintf(v);
+}
+
+static inline LUMEN_HD uint16_t lumen_sat_u16(float v)
+{
+    if (!(v > 0.0f)) return 0;
+    if (v >= 65535.0f) return 65535;
+    return (uint16_t)lrintf(v);
+}
+
+/* Pixel of dtype t at p as f32. */
+static inline LUMEN_HD float lumen_load_px(const void *p, lumen_dtype t)
+{
+    switch (t) {
+    case LUMEN_U8: return (float)*(const uint8_t *)p;
+    case LUMEN_U16: return (float)*(const uint16_t *)p;
+    case LUMEN_F32: return *(const float *)p;
+    }
+    return 0.0f;
+}
+
+/* Stores v as dtype t with the saturation above. */
+static inline LUMEN_HD void lumen_store_px(void *p, lumen_dtype t, float v)
+{
+    switch (t) {
+    case LUMEN_U8: *(uint8_t *)p = lumen_sat_u8(v); break;
+    case LUMEN_U16: *(uint16_t *)p = lumen_sat_u16(v); break;
+    case LUMEN_F32: *(float *)p = v; break;
+    }
+}
+
+/* The sigma OpenCV's getGaussianKernel uses for an n-tap kernel when sigma <= 0. */
+static inline LUMEN_HD double lumen_gaussian_sigma_of(double sigma, int n)
+{
+    return sigma > 0 ? sigma : ((n - 1) * 0.5 - 1) * 0.3 + 0.8;
+}
+
+#endif
