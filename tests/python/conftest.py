@@ -32,7 +32,7 @@ CV2_BORDER = {
 }
 CV2_BORDERS = tuple(CV2_BORDER)
 
-#: numpy.pad modes (DESIGN.md's table). numpy's 'reflect' is lumen's reflect101. Used only to
+#: numpy.pad modes (docs/semantics.md's table). numpy's 'reflect' is lumen's reflect101. Used only to
 #: check the table (test_peer_facts.py): numpy 1.24 pads wrongly far out, see pad().
 NUMPY_PAD_MODE = {
     "constant": "constant",
@@ -208,7 +208,7 @@ def pad(src, top, bottom, left, right, border, value=0.0):
     cv2.copyMakeBorder, not numpy.pad: numpy 1.24's pad is wrong in 'wrap', 'symmetric' and
     'reflect' modes when a pad is wider than the array and the two sides differ (numpy
     issues 22464, 24436, 28575) - exactly the 'kernel larger than the image' case with an
-    off-centre anchor. test_peer_facts.py checks copyMakeBorder against DESIGN.md's rule.
+    off-centre anchor. test_peer_facts.py checks copyMakeBorder against docs/semantics.md's rule.
     """
     a = np.asarray(src, dtype=np.float64)
     chans = 1 if a.ndim == 2 else a.shape[2]

@@ -11,8 +11,8 @@ import scipy.ndimage as ndi
 from conftest import CV2_BORDER, NUMPY_PAD_MODE, SCIPY_MODE, pad, ref_correlate
 
 ROW = np.arange(1, 9, dtype=np.float64)   # "abcdefgh" = 1..8
-# DESIGN.md's border table, three pixels out on each side
-DESIGN_PATTERNS = {
+# docs/semantics.md's border table, three pixels out on each side
+BORDER_PATTERNS = {
     "constant": "vvv|abcdefgh|vvv",
     "replicate": "aaa|abcdefgh|hhh",
     "reflect": "cba|abcdefgh|hgf",
@@ -26,7 +26,7 @@ def _letters(values):
 
 
 def design_index(i, n, border):
-    """DESIGN.md's border rule written out: the source index for any integer i (-1: value)."""
+    """docs/semantics.md's border rule written out: the source index for any integer i (-1: value)."""
     if 0 <= i < n:
         return i
     if border == "constant":
@@ -44,14 +44,14 @@ def design_index(i, n, border):
     return i % n                                # wrap
 
 
-@pytest.mark.parametrize("border", list(DESIGN_PATTERNS))
+@pytest.mark.parametrize("border", list(BORDER_PATTERNS))
 def test_design_index_matches_design_table(border):
     got = _letters([ROW[design_index(i, 8, border)] if design_index(i, 8, border) >= 0 else -1
                     for i in range(-3, 11)])
-    assert f"{got[:3]}|{got[3:11]}|{got[11:]}" == DESIGN_PATTERNS[border]
+    assert f"{got[:3]}|{got[3:11]}|{got[11:]}" == BORDER_PATTERNS[border]
 
 
-@pytest.mark.parametrize("border", list(DESIGN_PATTERNS))
+@pytest.mark.parametrize("border", list(BORDER_PATTERNS))
 def test_reference_pad_matches_design_rule_far_out(border):
     """conftest.pad (cv2.copyMakeBorder) follows the rule also for pads many times the image
     and different on each side: the 'kernel larger than the image' case."""
@@ -67,13 +67,13 @@ def test_reference_pad_matches_design_rule_far_out(border):
                                           f"pads {top},{bottom},{left},{right}")
 
 
-@pytest.mark.parametrize("border", list(DESIGN_PATTERNS))
+@pytest.mark.parametrize("border", list(BORDER_PATTERNS))
 def test_numpy_pad_modes_match_design_table(border):
     """numpy.pad agrees with the table for short, equal pads ..."""
     kw = {"constant_values": -1.0} if border == "constant" else {}
     row = np.pad(ROW, 3, mode=NUMPY_PAD_MODE[border], **kw)
     got = _letters(row)
-    assert f"{got[:3]}|{got[3:11]}|{got[11:]}" == DESIGN_PATTERNS[border], NUMPY_PAD_MODE[border]
+    assert f"{got[:3]}|{got[3:11]}|{got[11:]}" == BORDER_PATTERNS[border], NUMPY_PAD_MODE[border]
 
 
 @pytest.mark.parametrize("border", ["wrap", "reflect", "reflect101"])
@@ -94,7 +94,7 @@ def test_numpy_pad_wrong_for_wide_unequal_pads(border):
     assert all(left != right for _, left, right in bad)   # equal pads are fine
 
 
-@pytest.mark.parametrize("border", list(DESIGN_PATTERNS))
+@pytest.mark.parametrize("border", list(BORDER_PATTERNS))
 def test_scipy_modes_match_design_table(border):
     out = []
     for shift in range(-3, 11):      # a one-tap kernel at offset `shift` reads x + shift
@@ -102,14 +102,14 @@ def test_scipy_modes_match_design_table(border):
         w[11 + shift] = 1.0
         out.append(ndi.correlate1d(ROW, w, mode=SCIPY_MODE[border], cval=-1.0)[0])
     got = _letters(out)
-    assert f"{got[:3]}|{got[3:11]}|{got[11:]}" == DESIGN_PATTERNS[border], SCIPY_MODE[border]
+    assert f"{got[:3]}|{got[3:11]}|{got[11:]}" == BORDER_PATTERNS[border], SCIPY_MODE[border]
 
 
-@pytest.mark.parametrize("border", [b for b in DESIGN_PATTERNS if b in CV2_BORDER])
+@pytest.mark.parametrize("border", [b for b in BORDER_PATTERNS if b in CV2_BORDER])
 def test_cv2_border_codes_match_design_table(border):
     row = cv2.copyMakeBorder(ROW[None, :], 0, 0, 3, 3, CV2_BORDER[border], value=-1.0)[0]
     got = _letters(row)
-    assert f"{got[:3]}|{got[3:11]}|{got[11:]}" == DESIGN_PATTERNS[border]
+    assert f"{got[:3]}|{got[3:11]}|{got[11:]}" == BORDER_PATTERNS[border]
 
 
 @pytest.mark.parametrize("fn", ["filter2D", "GaussianBlur", "blur", "boxFilter", "sepFilter2D"])
