@@ -3,7 +3,15 @@
 
 lumen_conv2d_params lumen_conv2d_params_default(void)
 {
-    lumen_conv2d_params p = {1, 1, 0, 0, 1, 1, 1, 0, 0};
+    lumen_conv2d_params p = {.stride_h = 1,
+                             .stride_w = 1,
+                             .pad_h = 0,
+                             .pad_w = 0,
+                             .dilation_h = 1,
+                             .dilation_w = 1,
+                             .groups = 1,
+                             .output_pad_h = 0,
+                             .output_pad_w = 0};
     return p;
 }
 

@@ -6,7 +6,12 @@
 
 lumen_filter_options lumen_filter_options_default(void)
 {
-    lumen_filter_options o = {LUMEN_BORDER_REFLECT, 0.0f, -1, -1, 0, LUMEN_METHOD_AUTO};
+    lumen_filter_options o = {.border = LUMEN_BORDER_REFLECT,
+                              .border_value = 0.0f,
+                              .anchor_x = -1,
+                              .anchor_y = -1,
+                              .convolve = 0,
+                              .method = LUMEN_METHOD_AUTO};
     return o;
 }
 

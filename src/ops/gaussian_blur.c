@@ -43,8 +43,14 @@ static lumen_status resolve_axis(int *ksize, double *sigma, lumen_dtype dtype, c
 
 lumen_gaussian_options lumen_gaussian_options_default(void)
 {
-    lumen_gaussian_options o = {0, 0, 0.0, 0.0, LUMEN_BORDER_REFLECT, 0.0f, LUMEN_PRECISION_EXACT,
-                                LUMEN_METHOD_AUTO};
+    lumen_gaussian_options o = {.ksize_x = 0, /* 0: derived from sigma */
+                                .ksize_y = 0,
+                                .sigma_x = 0.0,
+                                .sigma_y = 0.0,
+                                .border = LUMEN_BORDER_REFLECT,
+                                .border_value = 0.0f,
+                                .precision = LUMEN_PRECISION_EXACT,
+                                .method = LUMEN_METHOD_AUTO};
     return o;
 }
 
