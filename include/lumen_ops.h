@@ -30,15 +30,15 @@ extern "C" {
 /* ---- arguments ------------------------------------------------------------ */
 
 typedef enum lumen_arg_type {
-    LUMEN_ARG_IMAGE = 0,    /* image view: u8/u16/f32, H x W x C (n images), any strides */
-    LUMEN_ARG_TENSOR = 1,   /* f32 tensor view read as N x C x H x W */
-    LUMEN_ARG_KERNEL = 2,   /* 2-D float array, kh x kw row-major */
-    LUMEN_ARG_VECTOR = 3,   /* 1-D float array */
+    LUMEN_ARG_IMAGE = 0,  /* image view: u8/u16/f32, H x W x C (n images), any strides */
+    LUMEN_ARG_TENSOR = 1, /* f32 tensor view read as N x C x H x W */
+    LUMEN_ARG_KERNEL = 2, /* 2-D float array, kh x kw row-major */
+    LUMEN_ARG_VECTOR = 3, /* 1-D float array */
     LUMEN_ARG_INT = 4,
     LUMEN_ARG_INT_PAIR = 5, /* two ints; one number means both */
     LUMEN_ARG_REAL = 6,     /* double */
     LUMEN_ARG_BOOL = 7,
-    LUMEN_ARG_ENUM = 8      /* one of `choices`, by name */
+    LUMEN_ARG_ENUM = 8 /* one of `choices`, by name */
 } lumen_arg_type;
 
 /* Bits of lumen_arg_desc.flags. */
@@ -58,7 +58,7 @@ typedef struct lumen_choice {
 } lumen_choice;
 
 typedef struct lumen_arg_desc {
-    const char *name;            /* "border_value": the Python keyword; CLI: --border-value */
+    const char *name; /* "border_value": the Python keyword; CLI: --border-value */
     lumen_arg_type type;
     unsigned flags;              /* LUMEN_ARG_REQUIRED ... */
     double def[2];               /* default of an optional scalar: INT/REAL/BOOL def[0], ENUM

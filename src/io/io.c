@@ -165,7 +165,11 @@ lumen_status lumen_read_image(const char *path, lumen_image *out)
     if (!path) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "read_image: path is NULL");
     const io_format *fmt = find_format(path);
     if (!fmt) return unsupported_extension(path);
+    return lumen_io_read_file(path, fmt->read, out);
+}
 
+lumen_status lumen_io_read_file(const char *path, lumen_io_reader read, lumen_image *out)
+{
     FILE *f = fopen(path, "rb");
     if (!f) return lumen_set_error(LUMEN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     lumen_status s = LUMEN_OK;
@@ -177,7 +181,7 @@ lumen_status lumen_read_image(const char *path, lumen_image *out)
     else if (S_ISREG(st.st_mode) && st.st_size == 0)
         s = lumen_set_error(LUMEN_ERR_CORRUPT, "%s: empty file", path);
     else
-        s = fmt->read(path, f, out);
+        s = read(path, f, out);
     fclose(f);
     if (s != LUMEN_OK) memset(out, 0, sizeof *out); /* readers already freed their buffers */
     return s;
@@ -280,7 +284,12 @@ lumen_status lumen_write_image(const char *path, const lumen_image *img)
     if (!fmt) return unsupported_extension(path);
     /* Refuse unsupported dtype/channels before anything is created on disk. */
     if ((s = fmt->check(path, img))) return s;
+    return lumen_io_write_atomic(path, img, fmt->write);
+}
 
+lumen_status lumen_io_write_atomic(const char *path, const lumen_image *img, lumen_io_writer write)
+{
+    lumen_status s;
     char *tmp = NULL;
     int fd = -1;
     if ((s = create_temp(path, &tmp, &fd))) return s;
@@ -289,7 +298,7 @@ lumen_status lumen_write_image(const char *path, const lumen_image *img)
         s = lumen_set_error(LUMEN_ERR_IO, "%s: cannot open %s: %s", path, tmp, strerror(errno));
         close(fd);
     } else {
-        s = finish_stream(path, f, fmt->write(path, f, img));
+        s = finish_stream(path, f, write(path, f, img));
     }
     if (s == LUMEN_OK && rename(tmp, path) != 0)
         s = lumen_set_error(LUMEN_ERR_IO, "%s: cannot replace: %s", path, strerror(errno));

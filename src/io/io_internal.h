@@ -54,6 +54,15 @@ void lumen_io_swap_bytes(void *data, size_t n, size_t size);
 /* Stream-level helper: "truncated file" (EOF) vs. an I/O error after a short fread. */
 lumen_status lumen_io_short_read(const char *path, FILE *f);
 
+typedef lumen_status (*lumen_io_reader)(const char *path, FILE *f, lumen_image *out);
+typedef lumen_status (*lumen_io_writer)(const char *path, FILE *f, const lumen_image *img);
+/* Opens path (refusing folders and empty files) and runs `read` on it; `out` is zeroed on
+ * failure. lumen_read_image and lumen_read_tensor share it. */
+lumen_status lumen_io_read_file(const char *path, lumen_io_reader read, lumen_image *out);
+/* Runs `write` on a temporary file next to path, then renames it over path (unlinked on
+ * failure): lumen_write_image and lumen_write_tensor share it. */
+lumen_status lumen_io_write_atomic(const char *path, const lumen_image *img, lumen_io_writer write);
+
 lumen_status lumen_io_read_png(const char *path, FILE *f, lumen_image *out);
 lumen_status lumen_io_check_png(const char *path, const lumen_image *img);
 lumen_status lumen_io_write_png(const char *path, FILE *f, const lumen_image *img);

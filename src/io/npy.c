@@ -388,3 +388,156 @@ lumen_status lumen_io_write_npy(const char *path, FILE *f, const lumen_image *im
     free(row);
     return s;
 }
+
+/* ---- tensors (include/lumen_ops.h): 1-D to 4-D arrays as N x C x H x W ------ */
+
+#include "lumen_ops.h"
+
+#include <strings.h>
+
+/* Shape to (n, c, h, w), the missing leading axes being 1. */
+static lumen_status shape_to_nchw(const char *path, const npy_header *h, uint64_t d[4])
+{
+    if (h->ndim < 1 || h->ndim > 4)
+        return lumen_set_error(LUMEN_ERR_UNSUPPORTED,
+                               "%s: NPY array is %d-D (a tensor has 1 to 4 dimensions)", path,
+                               h->ndim);
+    uint64_t count = 1;
+    for (int i = 0; i < 4; i++) {
+        d[i] = i < 4 - h->ndim ? 1 : h->shape[i - (4 - h->ndim)];
+        if (d[i] == 0) return lumen_set_error(LUMEN_ERR_UNSUPPORTED, "%s: NPY array is empty", path);
+        /* Images have the same cap: 2^31 pixels of up to 4096 channels. */
+        if (d[i] > LUMEN_IO_MAX_PIXELS * LUMEN_IO_MAX_CHANNELS / count)
+            return lumen_set_error(LUMEN_ERR_UNSUPPORTED, "%s: NPY tensor too large", path);
+        count *= d[i];
+    }
+    return LUMEN_OK;
+}
+
+/* Fortran order: the first real axis varies fastest in the file; each run of it is one strided
+ * read into the C-order tensor, the later axes counting up as a little-endian odometer. */
+static lumen_status read_fortran_tensor(const char *path, FILE *f, npy_kind kind, void *buf,
+                                        const uint64_t d[4], int ndim, void *dst)
+{
+    const int a0 = 4 - ndim;
+    const uint64_t st[4] = {d[1] * d[2] * d[3], d[2] * d[3], d[3], 1};
+    uint64_t idx[4] = {0, 0, 0, 0}, runs = 1;
+    for (int a = a0 + 1; a < 4; a++) runs *= d[a];
+    lumen_status s = LUMEN_OK;
+    for (uint64_t r = 0; r < runs && !s; r++) {
+        uint64_t start = 0;
+        for (int a = a0 + 1; a < 4; a++) start += idx[a] * st[a];
+        s = read_run(path, f, kind, buf, d[a0], dst, start, st[a0]);
+        for (int a = a0 + 1; a < 4 && ++idx[a] == d[a]; a++) idx[a] = 0;
+    }
+    return s;
+}
+
+static lumen_status read_tensor_data(const char *path, FILE *f, npy_kind kind, const npy_header *h,
+                                     const uint64_t d[4], lumen_image *out)
+{
+    void *buf = malloc(NPY_CHUNK * kind_size(kind));
+    if (!buf) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    lumen_status s;
+    if (h->fortran && h->ndim > 1)
+        s = read_fortran_tensor(path, f, kind, buf, d, h->ndim, out->data);
+    else
+        s = read_run(path, f, kind, buf, d[0] * d[1] * d[2] * d[3], out->data, 0, 1);
+    free(buf);
+    return s;
+}
+
+static lumen_status read_npy_tensor(const char *path, FILE *f, lumen_image *out)
+{
+    char *text = NULL;
+    npy_header h;
+    npy_kind kind = NPY_U1;
+    uint64_t d[4];
+    lumen_status s = read_header_text(path, f, &text);
+    if (s) return s;
+    s = parse_header(path, text, &h);
+    free(text);
+    if (s || (s = parse_descr(path, h.descr, &kind)) || (s = shape_to_nchw(path, &h, d))) return s;
+    const uint64_t hwc[3] = {d[0] * d[1], d[2], d[3]}; /* the same byte count, for the check */
+    if ((s = check_data_size(path, f, hwc, kind))) return s;
+    const lumen_dtype dtype = kind == NPY_U1 ? LUMEN_U8 : kind == NPY_U2 ? LUMEN_U16 : LUMEN_F32;
+    const uint64_t bytes = d[0] * d[1] * d[2] * d[3] * lumen_dtype_size(dtype);
+    void *data = bytes <= SIZE_MAX ? malloc((size_t)bytes) : NULL;
+    if (!data)
+        return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "%s: out of memory allocating %llu bytes",
+                               path, (unsigned long long)bytes);
+    *out = lumen_image_nchw(data, dtype, (int64_t)d[0], (int64_t)d[1], (int64_t)d[2],
+                            (int64_t)d[3]);
+    if ((s = read_tensor_data(path, f, kind, &h, d, out))) {
+        free(data);
+        memset(out, 0, sizeof *out);
+    }
+    return s;
+}
+
+static bool is_npy_path(const char *path)
+{
+    const size_t n = strlen(path);
+    return n >= 4 && !strcasecmp(path + n - 4, ".npy");
+}
+
+lumen_status lumen_read_tensor(const char *path, lumen_image *out)
+{
+    lumen_clear_error();
+    if (!out) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "read_tensor: out is NULL");
+    memset(out, 0, sizeof *out);
+    if (!path) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "read_tensor: path is NULL");
+    if (!is_npy_path(path))
+        return lumen_set_error(LUMEN_ERR_UNSUPPORTED, "%s: tensors are .npy files", path);
+    return lumen_io_read_file(path, read_npy_tensor, out);
+}
+
+/* The tensor in C order, one row (w elements) at a time; strides may be anything. */
+static lumen_status write_npy_tensor(const char *path, FILE *f, const lumen_image *t)
+{
+    char header[256];
+    const char *descr = t->dtype == LUMEN_U8 ? "|u1" : t->dtype == LUMEN_U16 ? "<u2" : "<f4";
+    int n = snprintf(header + 10, sizeof header - 10,
+                     "{'descr': '%s', 'fortran_order': False, 'shape': (%lld, %lld, %lld, %lld), }",
+                     descr, (long long)t->n, (long long)t->c, (long long)t->h, (long long)t->w);
+    size_t len = (size_t)n + 1;
+    const size_t pad = 64 - (10 + len) % 64;
+    memset(header + 10 + n, ' ', pad);
+    len += pad;
+    header[10 + len - 1] = '\n';
+    memcpy(header, NPY_MAGIC "\x01\x00", 8);
+    header[8] = (char)(len & 0xff), header[9] = (char)(len >> 8);
+    const size_t es = lumen_dtype_size(t->dtype), row_bytes = (size_t)t->w * es;
+    unsigned char *row = malloc(row_bytes);
+    if (!row) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    bool ok = fwrite(header, 1, 10 + len, f) == 10 + len;
+    for (int64_t b = 0; b < t->n && ok; b++)
+        for (int64_t c = 0; c < t->c && ok; c++)
+            for (int64_t y = 0; y < t->h && ok; y++) {
+                const char *base = (const char *)t->data +
+                                   (b * t->stride_n + c * t->stride_c + y * t->stride_h) * (int64_t)es;
+                for (int64_t x = 0; x < t->w; x++)
+                    memcpy(row + (size_t)x * es, base + x * t->stride_w * (int64_t)es, es);
+                if (es > 1 && !lumen_io_host_is_le()) lumen_io_swap_bytes(row, (size_t)t->w, es);
+                ok = fwrite(row, 1, row_bytes, f) == row_bytes;
+            }
+    free(row);
+    return ok ? LUMEN_OK
+              : lumen_set_error(LUMEN_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+}
+
+lumen_status lumen_write_tensor(const char *path, const lumen_image *t)
+{
+    lumen_clear_error();
+    if (!path) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "write_tensor: path is NULL");
+    if (!t) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "%s: tensor is NULL", path);
+    lumen_status s = lumen_image_check(t, path);
+    if (s) return s;
+    if (t->device)
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "%s: tensor lives in device memory",
+                               path);
+    if (!is_npy_path(path))
+        return lumen_set_error(LUMEN_ERR_UNSUPPORTED, "%s: tensors are written as .npy files",
+                               path);
+    return lumen_io_write_atomic(path, t, write_npy_tensor);
+}

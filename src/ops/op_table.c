@@ -12,20 +12,28 @@ static const lumen_op_desc *const ops[] = {
 #define N_OPS ((int)(sizeof ops / sizeof ops[0]))
 
 const lumen_choice lumen_border_choices[] = {
-    {"reflect", LUMEN_BORDER_REFLECT},       {"constant", LUMEN_BORDER_CONSTANT},
-    {"replicate", LUMEN_BORDER_REPLICATE},   {"reflect101", LUMEN_BORDER_REFLECT101},
-    {"wrap", LUMEN_BORDER_WRAP},             {NULL, 0}};
-const lumen_choice lumen_filter_method_choices[] = {
-    {"auto", LUMEN_METHOD_AUTO}, {"direct", LUMEN_METHOD_DIRECT},
-    {"separable", LUMEN_METHOD_SEPARABLE}, {"fft", LUMEN_METHOD_FFT}, {NULL, 0}};
+    {"reflect", LUMEN_BORDER_REFLECT},     {"constant", LUMEN_BORDER_CONSTANT},
+    {"replicate", LUMEN_BORDER_REPLICATE}, {"reflect101", LUMEN_BORDER_REFLECT101},
+    {"wrap", LUMEN_BORDER_WRAP},           {NULL, 0}};
+const lumen_choice lumen_filter_method_choices[] = {{"auto", LUMEN_METHOD_AUTO},
+                                                    {"direct", LUMEN_METHOD_DIRECT},
+                                                    {"separable", LUMEN_METHOD_SEPARABLE},
+                                                    {"fft", LUMEN_METHOD_FFT},
+                                                    {NULL, 0}};
 const lumen_choice lumen_sep_method_choices[] = {{"auto", LUMEN_METHOD_AUTO},
                                                  {"separable", LUMEN_METHOD_SEPARABLE},
                                                  {"fft", LUMEN_METHOD_FFT},
                                                  {NULL, 0}};
 
-int lumen_op_count(void) { return N_OPS; }
+int lumen_op_count(void)
+{
+    return N_OPS;
+}
 
-const lumen_op_desc *lumen_op_at(int i) { return i >= 0 && i < N_OPS ? ops[i] : NULL; }
+const lumen_op_desc *lumen_op_at(int i)
+{
+    return i >= 0 && i < N_OPS ? ops[i] : NULL;
+}
 
 const lumen_op_desc *lumen_op_find(const char *name)
 {
@@ -52,8 +60,8 @@ void lumen_op_values_init(const lumen_op_desc *op, lumen_value *values)
 
 const char *lumen_arg_type_name(lumen_arg_type type)
 {
-    static const char *const names[] = {"image", "tensor", "kernel", "vector", "int",
-                                        "int pair", "real", "bool", "enum"};
+    static const char *const names[] = {"image",    "tensor", "kernel", "vector", "int",
+                                        "int pair", "real",   "bool",   "enum"};
     return (unsigned)type < sizeof names / sizeof names[0] ? names[type] : "?";
 }
 
@@ -112,8 +120,8 @@ static lumen_status check_array(const lumen_arg_desc *a, const lumen_value *v)
 {
     const int64_t w = v->u.array.w, h = v->u.array.h;
     if (!v->u.array.data || w < 1 || h < 1 || (a->type == LUMEN_ARG_VECTOR && h != 1))
-        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "%s: expected a non-empty %s",
-                               a->name, lumen_arg_type_name(a->type));
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "%s: expected a non-empty %s", a->name,
+                               lumen_arg_type_name(a->type));
     return LUMEN_OK;
 }
 
@@ -121,8 +129,9 @@ static lumen_status check_array(const lumen_arg_desc *a, const lumen_value *v)
 static lumen_status check_value(const lumen_arg_desc *a, const lumen_value *v)
 {
     if (v->type != a->type)
-        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "%s: expected a value of type %s, got %s",
-                               a->name, lumen_arg_type_name(a->type), lumen_arg_type_name(v->type));
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
+                               "%s: expected a value of type %s, got %s", a->name,
+                               lumen_arg_type_name(a->type), lumen_arg_type_name(v->type));
     switch (a->type) {
     case LUMEN_ARG_IMAGE:
     case LUMEN_ARG_TENSOR: return lumen_image_check(v->u.image, a->name);
@@ -137,8 +146,9 @@ static lumen_status check_value(const lumen_arg_desc *a, const lumen_value *v)
         return LUMEN_OK;
     case LUMEN_ARG_REAL:
         return !(v->u.real >= a->min && v->u.real <= a->max) ? out_of_range(a, v->u.real)
-                                                              : LUMEN_OK;
-    case LUMEN_ARG_BOOL: return v->u.i == 0 || v->u.i == 1 ? LUMEN_OK : out_of_range(a, (double)v->u.i);
+                                                             : LUMEN_OK;
+    case LUMEN_ARG_BOOL:
+        return v->u.i == 0 || v->u.i == 1 ? LUMEN_OK : out_of_range(a, (double)v->u.i);
     case LUMEN_ARG_ENUM: return check_choice(a, v->u.i);
     }
     return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "%s: unknown argument type", a->name);
@@ -147,7 +157,8 @@ static lumen_status check_value(const lumen_arg_desc *a, const lumen_value *v)
 lumen_status lumen_op_check_args(const lumen_op_desc *op, const lumen_value *values)
 {
     lumen_clear_error();
-    if (!op || !values) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "op: NULL descriptor or values");
+    if (!op || !values)
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "op: NULL descriptor or values");
     for (int i = 0; i < op->n_args; i++) {
         const lumen_arg_desc *a = &op->args[i];
         if (!values[i].given) {
@@ -171,9 +182,8 @@ lumen_status lumen_op_output_shape(const lumen_op_desc *op, const lumen_value *v
     return op->output_shape(values, out);
 }
 
-lumen_status lumen_op_invoke(const lumen_op_desc *op, lumen_context *ctx,
-                             const lumen_value *values, const lumen_image *out,
-                             lumen_run_info *info)
+lumen_status lumen_op_invoke(const lumen_op_desc *op, lumen_context *ctx, const lumen_value *values,
+                             const lumen_image *out, lumen_run_info *info)
 {
     lumen_status s = lumen_op_check_args(op, values);
     return s ? s : op->invoke(ctx, values, out, info);

@@ -34,7 +34,8 @@ static int is_array(lumen_arg_type t)
 static int n_choices(const lumen_arg_desc *a)
 {
     int n = 0;
-    while (a->choices && a->choices[n].name) n++;
+    while (a->choices && a->choices[n].name)
+        n++;
     return n;
 }
 
@@ -46,7 +47,8 @@ static void check_default(const lumen_op_desc *op, const lumen_arg_desc *a)
         const double d = a->def[k];
         if (a->type == LUMEN_ARG_ENUM) {
             int found = 0;
-            for (int c = 0; c < n_choices(a); c++) found |= a->choices[c].value == (int)d;
+            for (int c = 0; c < n_choices(a); c++)
+                found |= a->choices[c].value == (int)d;
             if (!found) fail_msg("%s.%s: default %g is not a choice", op->name, a->name, d);
         } else if (!(d >= a->min && d <= a->max)) {
             fail_msg("%s.%s: default %g outside %g..%g", op->name, a->name, d, a->min, a->max);
@@ -102,7 +104,8 @@ static void test_table_integrity(void **state)
                 !strcmp(o->name, op->command) || !strcmp(o->command, op->name))
                 fail_msg("ops %d and %d share a name", i, j);
         }
-        for (int a = 0; a < op->n_args; a++) check_arg(op, a);
+        for (int a = 0; a < op->n_args; a++)
+            check_arg(op, a);
         assert_ptr_equal(lumen_op_find(op->name), op);
         assert_ptr_equal(lumen_op_find(op->command), op);
     }
@@ -156,7 +159,8 @@ static void test_invoke_filter2d(void **state)
     (void)state;
     const lumen_op_desc *op = lumen_op_find("filter2d");
     float src[6 * 7], a[6 * 7], b[6 * 7];
-    for (int i = 0; i < 6 * 7; i++) src[i] = (float)((i * 37) % 11);
+    for (int i = 0; i < 6 * 7; i++)
+        src[i] = (float)((i * 37) % 11);
     const float k[6] = {1, 2, 3, -1, 0.5f, 4};
     lumen_image s = lumen_image_nhwc(src, LUMEN_F32, 1, 6, 7, 1);
     lumen_image da = lumen_image_nhwc(a, LUMEN_F32, 1, 6, 7, 1);
@@ -190,8 +194,10 @@ static void test_invoke_conv2d_bias(void **state)
     (void)state;
     const lumen_op_desc *op = lumen_op_find("conv");
     float xd[2 * 2 * 4 * 4], wd[3 * 2 * 1 * 1], ya[2 * 3 * 4 * 4], yb[2 * 3 * 4 * 4];
-    for (int i = 0; i < 64; i++) xd[i] = (float)(i % 7) - 3.0f;
-    for (int i = 0; i < 6; i++) wd[i] = 0.25f * (float)i;
+    for (int i = 0; i < 64; i++)
+        xd[i] = (float)(i % 7) - 3.0f;
+    for (int i = 0; i < 6; i++)
+        wd[i] = 0.25f * (float)i;
     const float bias[3] = {1, -2, 0.5f};
     lumen_image x = lumen_image_nchw(xd, LUMEN_F32, 2, 2, 4, 4);
     lumen_image w = lumen_image_nchw(wd, LUMEN_F32, 3, 2, 1, 1);
@@ -217,8 +223,8 @@ static void test_invoke_conv2d_bias(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_table_integrity), cmocka_unit_test(test_limits),
-        cmocka_unit_test(test_check_args),      cmocka_unit_test(test_invoke_filter2d),
+        cmocka_unit_test(test_table_integrity),    cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_check_args),         cmocka_unit_test(test_invoke_filter2d),
         cmocka_unit_test(test_invoke_conv2d_bias),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

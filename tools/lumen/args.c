@@ -148,6 +148,62 @@ int cli_common_flag(cli_common *co, int id, const char *name, const char *value)
     }
 }
 
+void cli_print_common_help(unsigned which)
+{
+    printf("  --threads N       worker threads, 1-%d (default: $LUMEN_NUM_THREADS, else all "
+           "CPUs)\n",
+           CLI_MAX_THREADS);
+    if (which & CLI_HELP_FFT)
+        fputs("  --fft-planning P  estimate|measure: how the FFT method plans its transforms\n"
+              "                    (default: estimate, microseconds). measure times candidates\n"
+              "                    once per size (seconds), then runs faster; the result is\n"
+              "                    kept in ~/.cache/lumen for later runs\n",
+              stdout);
+    fputs("  --no-simd         run the scalar reference path only (for tests and timings)\n"
+          "  --device D        auto|cpu|cuda|cuda:N: where to run (default: $LUMEN_DEVICE, else\n"
+          "                    auto: a discrete GPU, else an integrated one, else the CPU)\n"
+          "  --strict          fail instead of running on the CPU what the device cannot run\n"
+          "                    (default: $LUMEN_STRICT; without it the CPU reruns such an op and\n"
+          "                    one warning line says so)\n",
+          stdout);
+    if (!(which & CLI_HELP_OWN_VERBOSE))
+        fputs("  -v, --verbose     print op, shape, device, isa, method, threads and time to "
+              "stderr\n",
+              stdout);
+    fputs("  -h, --help        show this help\n", stdout);
+}
+
+int cli_print_help(const char *head, unsigned which, const char *tail)
+{
+    printf(head, LUMEN_MAX_KSIZE);
+    cli_print_common_help(which);
+    if (tail) fputs(tail, stdout);
+    return CLI_EXIT_OK;
+}
+
+void cli_print_wrapped(const char *text, int indent, int col)
+{
+    const char *p = text;
+    while (*p) {
+        size_t word = strcspn(p, " \n");
+        if (col > indent && col + 1 + (int)word > 80) {
+            printf("\n%*s", indent, "");
+            col = indent;
+        } else if (col > indent) {
+            putchar(' ');
+            col++;
+        } else if (col < indent) {
+            printf("%*s", indent - col, "");
+            col = indent;
+        }
+        printf("%.*s", (int)word, p);
+        col += (int)word;
+        p += word;
+        while (*p == ' ' || *p == '\n') p++;
+    }
+    putchar('\n');
+}
+
 int cli_context_create(const cli_common *co, lumen_context **out)
 {
     lumen_context *ctx = NULL;
@@ -223,6 +279,20 @@ int cli_arg_float(const char *name, const char *value, float *out)
         return CLI_EXIT_USAGE;
     }
     *out = (float)v;
+    return 0;
+}
+
+int cli_arg_real(const char *name, const char *value, double lo, double hi, double *out)
+{
+    double v;
+    if (parse_double(value, &v) || v < lo || v > hi) {
+        if (lo <= -FLT_MAX && hi >= FLT_MAX)
+            cli_error(name, "expected a finite number, got '%s'", value);
+        else
+            cli_error(name, "expected a number from %g to %g, got '%s'", lo, hi, value);
+        return CLI_EXIT_USAGE;
+    }
+    *out = v;
     return 0;
 }
 
@@ -343,6 +413,23 @@ int cli_arg_xy(const char *name, const char *value, long lo, long hi, int *x, in
     *x = (int)a;
     *y = (int)b;
     return 0;
+}
+
+int cli_arg_pair(const char *name, const char *value, long lo, long hi, int both, int *a, int *b)
+{
+    long x = 0, y = 0;
+    int has_b;
+    if (parse_pair(value, ',', !both, &x, &y, &has_b) == 0) {
+        if (!has_b) y = x;
+        if (x >= lo && x <= hi && y >= lo && y <= hi) {
+            *a = (int)x;
+            *b = (int)y;
+            return 0;
+        }
+    }
+    cli_error(name, "expected %s with integers from %ld to %ld, got '%s'", both ? "A,B" : "A or A,B",
+              lo, hi, value);
+    return CLI_EXIT_USAGE;
 }
 
 int cli_arg_size(const char *name, const char *value, int max_side, int *w, int *h)

@@ -4,10 +4,9 @@
 
 #include "lumen.h"
 
-/* Largest kernel side accepted anywhere on the command line. */
-#define CLI_MAX_KSIZE 4095
-/* Largest --threads value. */
-#define CLI_MAX_THREADS 1024
+/* Limits are the library's (lumen.h), never the CLI's own. */
+#define CLI_MAX_KSIZE LUMEN_MAX_KSIZE
+#define CLI_MAX_THREADS LUMEN_MAX_THREADS
 
 /* Returned by cli_parse when -h/--help was given (print usage, exit 0). */
 #define CLI_HELP (-1)
@@ -35,23 +34,20 @@ enum {
     {"no-simd", 0, 0, CLI_FLAG_NO_SIMD}, {"device", 0, 1, CLI_FLAG_DEVICE},     \
     {"strict", 0, 0, CLI_FLAG_STRICT}
 
-/* Help lines of --device and --strict, for every subcommand's usage. */
-#define CLI_DEVICE_HELP                                                                     \
-    "  --device D        auto|cpu|cuda|cuda:N: where to run (default: $LUMEN_DEVICE, else\n" \
-    "                    auto: a discrete GPU, else an integrated one, else the CPU)\n"      \
-    "  --strict          fail instead of running on the CPU what the device cannot run\n"   \
-    "                    (default: $LUMEN_STRICT; without it the CPU reruns such an op and\n" \
-    "                    one warning line says so)\n"
-
 /* --fft-planning: shared by the subcommands that filter (filter, blur, box, bench). */
 #define CLI_FFT_FLAGS {"fft-planning", 0, 1, CLI_FLAG_FFT_PLANNING}
 
-/* Help lines of the flags above, for the usage texts. */
-#define CLI_FFT_PLANNING_HELP                                                               \
-    "  --fft-planning P  estimate|measure: how the FFT method plans its transforms\n"       \
-    "                    (default: estimate, microseconds). measure times candidates\n"     \
-    "                    once per size (seconds), then runs faster; the result is\n"        \
-    "                    kept in ~/.cache/lumen for later runs\n"
+/* Which common help lines cli_print_common_help prints (CLI_COMMON_FLAGS' lines always). */
+enum {
+    CLI_HELP_FFT = 1u << 0,        /* --fft-planning */
+    CLI_HELP_OWN_VERBOSE = 1u << 1 /* the command's head says what -v does */
+};
+/* The help lines of the common flags, written once for every subcommand: --threads (with the
+ * library's cap), --fft-planning when asked, --no-simd, --device, --strict, -v, -h. */
+void cli_print_common_help(unsigned which);
+/* Prints a subcommand's help: head (a printf format given the library's LUMEN_MAX_KSIZE as its
+ * only, optional, %d), the common lines, then tail (examples, or NULL); returns CLI_EXIT_OK. */
+int cli_print_help(const char *head, unsigned which, const char *tail);
 
 /*
  * Called once per flag, in command-line order, after the whole line was
@@ -106,6 +102,10 @@ int cli_arg_border(const char *name, const char *value, lumen_border *out);
 int cli_arg_method(const char *name, const char *value, unsigned allowed, lumen_method *out);
 /* "estimate" or "measure". */
 int cli_arg_fft_planning(const char *name, const char *value, lumen_fft_planning *out);
+/* A finite number in [lo, hi]. */
+int cli_arg_real(const char *name, const char *value, double lo, double hi, double *out);
+/* "A" or "A,B" integers in [lo, hi]; B = A when absent unless both is set. */
+int cli_arg_pair(const char *name, const char *value, long lo, long hi, int both, int *a, int *b);
 /* "K" or "K,KY" (KY = K when absent), each in [lo, CLI_MAX_KSIZE]; odd_only also allows 0. */
 int cli_arg_ksize(const char *name, const char *value, int lo, int odd_only, int *kx, int *ky);
 /* "X,Y" integers, each in [lo, hi]. */

@@ -3,6 +3,7 @@
 #define LUMEN_CLI_H
 
 #include "lumen.h"
+#include "lumen_ops.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -29,6 +30,10 @@ int cli_lib_error(const char *what, lumen_status s);
 /* Prints a subcommand's usage to stdout; returns CLI_EXIT_OK. */
 int cli_print_usage(const char *text);
 
+/* Prints text wrapped at 80 columns, continuation lines indented by indent; the first line
+ * starts at column col (where the cursor is). */
+void cli_print_wrapped(const char *text, int indent, int col);
+
 /* Milliseconds from a monotonic clock. */
 double cli_now_ms(void);
 
@@ -54,5 +59,7 @@ int cmd_bench(int argc, char **argv);
 int cmd_bench_conv(int argc, char **argv); /* `lumen bench conv`, from cmd_bench */
 int cmd_scene(int argc, char **argv);
 int cmd_kernel(int argc, char **argv);
+/* Any op of the descriptor table, by its descriptor alone (cmd_op.c). */
+int cmd_op(const lumen_op_desc *op, int argc, char **argv);
 
 #endif

@@ -40,12 +40,9 @@ static const char usage[] =
     "  --repeat N        warm runs per case, 5-1000 (default: 7)\n"
     "  --case NAMES      comma-separated case names or ops (filter2d, gaussian) to run\n"
     "                    (default: all)\n"
-    "  --threads N       worker threads, 1-1024 (default: $LUMEN_NUM_THREADS, else all CPUs)\n"
-    CLI_FFT_PLANNING_HELP
-    "  --no-simd         time the scalar reference path\n"
-    CLI_DEVICE_HELP
-    "  -v, --verbose     print each case to stderr as it finishes\n"
-    "  -h, --help        show this help\n"
+    "  -v, --verbose     print each case to stderr as it finishes\n";
+
+static const char examples[] =
     "\n"
     "Example:\n"
     "  lumen bench --size 1920x1080 --repeat 9 --case filter2d_k61,gaussian --json\n";
@@ -396,7 +393,7 @@ int cmd_bench(int argc, char **argv)
     bench_state st = {{0}, 0, 3000, 2000, 7, {0}};
     for (int i = 0; i < NCASES; i++) st.selected[i] = 1;
     int rc = cli_parse(&cmd, argc, argv, &st, NULL);
-    if (rc == CLI_HELP) return cli_print_usage(usage);
+    if (rc == CLI_HELP) return cli_print_help(usage, CLI_HELP_FFT | CLI_HELP_OWN_VERBOSE, examples);
     if (rc || (rc = check_size(&st))) return rc;
     bench_buffers b = {NULL, NULL, 1};
     if (!(rc = alloc_buffers(&st, &b))) rc = run_all(&st, &b);

@@ -44,10 +44,9 @@ static const char usage[] =
     "                    run (default: all)\n"
     "  --repeat N        warm runs per case, 5-1000 (default: 7)\n"
     "  --batch N         N of every case instead of its own, 1-1024 (--batch 1: a quick run)\n"
-    "  --threads N       worker threads, 1-1024 (default: $LUMEN_NUM_THREADS, else all CPUs)\n"
-    "  --no-simd         time the scalar reference path\n" CLI_DEVICE_HELP
-    "  -v, --verbose     print each case to stderr as it finishes\n"
-    "  -h, --help        show this help\n"
+    "  -v, --verbose     print each case to stderr as it finishes\n";
+
+static const char examples[] =
     "\n"
     "Example:\n"
     "  lumen bench conv --case l1_512x7x7_k3,conv_transpose2d --threads 2 --json\n";
@@ -519,7 +518,7 @@ int cmd_bench_conv(int argc, char **argv)
     for (int i = 0; i < NCASES; i++)
         st.selected[i] = 1;
     int rc = cli_parse(&cmd, argc, argv, &st, NULL);
-    if (rc == CLI_HELP) return cli_print_usage(usage);
+    if (rc == CLI_HELP) return cli_print_help(usage, CLI_HELP_OWN_VERBOSE, examples);
     if (rc || (rc = check_batch(&st))) return rc;
     return run_all(&st);
 }

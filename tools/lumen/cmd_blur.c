@@ -29,13 +29,9 @@ static const char usage[] =
     "                    auto: the cheaper of the two by the library's cost model;\n"
     "                    fft pays off for big kernels; -v shows the choice)\n"
     "  --border B        reflect|constant|replicate|reflect101|wrap (default: reflect)\n"
-    "  --value V         pixel value outside the image for --border constant (default: 0)\n"
-    "  --threads N       worker threads, 1-1024 (default: $LUMEN_NUM_THREADS, else all CPUs)\n"
-    CLI_FFT_PLANNING_HELP
-    "  --no-simd         use the scalar reference path (for testing)\n"
-    CLI_DEVICE_HELP
-    "  -v, --verbose     print op, shape, device, isa, method, threads and time to stderr\n"
-    "  -h, --help        show this help\n"
+    "  --value V         pixel value outside the image for --border constant (default: 0)\n";
+
+static const char examples[] =
     "\n"
     "Examples:\n"
     "  lumen blur photo.png soft.png --sigma 2.5 --border replicate -v\n"
@@ -148,7 +144,7 @@ int cmd_blur(int argc, char **argv)
     blur_state st = {{0}, lumen_gaussian_options_default(), 0};
     const char *pos[2];
     int rc = cli_parse(&cmd, argc, argv, &st, pos);
-    if (rc == CLI_HELP) return cli_print_usage(usage);
+    if (rc == CLI_HELP) return cli_print_help(usage, CLI_HELP_FFT, examples);
     if (rc || (rc = check_params(&st))) return rc;
     const cli_op op = {"blur", run, describe, &st.p};
     return cli_run_image_op(&st.common, pos[0], pos[1], &op);

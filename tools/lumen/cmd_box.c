@@ -14,17 +14,14 @@ static const char usage[] =
     ".npy .png .jpg .jpeg .tif .tiff.\n"
     "\n"
     "Options:\n"
-    "  --ksize K[,KY]    window width[,height], 1-4095; KY defaults to K (required)\n"
+    "  --ksize K[,KY]    window width[,height], 1-%d; KY defaults to K (required)\n"
     "  --no-normalize    sum the window instead of averaging it (default: average)\n"
     "  --border B        reflect|constant|replicate|reflect101|wrap (default: reflect)\n"
     "  --value V         pixel value outside the image for --border constant (default: 0)\n"
-    "  --threads N       worker threads, 1-1024 (default: $LUMEN_NUM_THREADS, else all CPUs)\n"
     "  --fft-planning P  estimate|measure, as on filter and blur; no effect today:\n"
-    "                    box always runs the separable path, never the FFT\n"
-    "  --no-simd         use the scalar reference path (for testing)\n"
-    CLI_DEVICE_HELP
-    "  -v, --verbose     print op, shape, device, isa, method, threads and time to stderr\n"
-    "  -h, --help        show this help\n"
+    "                    box always runs the separable path, never the FFT\n";
+
+static const char examples[] =
     "\n"
     "Example:\n"
     "  lumen box scan.tif smooth.tif --ksize 9,3 --border reflect101 -v\n";
@@ -81,7 +78,7 @@ int cmd_box(int argc, char **argv)
     box_state st = {{0}, {0, 0, 1, LUMEN_BORDER_REFLECT, 0.0f}};
     const char *pos[2];
     int rc = cli_parse(&cmd, argc, argv, &st, pos);
-    if (rc == CLI_HELP) return cli_print_usage(usage);
+    if (rc == CLI_HELP) return cli_print_help(usage, 0, examples);
     if (rc) return rc;
     if (st.p.kx == 0) {
         cli_error("box", "missing --ksize (see 'lumen box --help')");

@@ -18,7 +18,7 @@ static const char usage[] =
     "\n"
     "Options:\n"
     "  --kernel FILE     kernel image, 2-D with one channel (an H x W .npy of u8, u16,\n"
-    "                    f32 or f64), at most 4095 on a side (required)\n"
+    "                    f32 or f64), at most %d on a side (required)\n"
     "  --anchor X,Y      kernel point over the output pixel, 0-based (default: the\n"
     "                    centre, W/2,H/2)\n"
     "  --convolve        true convolution: flip the kernel (default: correlation)\n"
@@ -28,13 +28,9 @@ static const char usage[] =
     "                    kernel, for big kernels; auto picks the cheapest by a cost\n"
     "                    model calibrated once per machine (-v shows its choice)\n"
     "  --border B        reflect|constant|replicate|reflect101|wrap (default: reflect)\n"
-    "  --value V         pixel value outside the image for --border constant (default: 0)\n"
-    "  --threads N       worker threads, 1-1024 (default: $LUMEN_NUM_THREADS, else all CPUs)\n"
-    CLI_FFT_PLANNING_HELP
-    "  --no-simd         use the scalar reference path (for testing)\n"
-    CLI_DEVICE_HELP
-    "  -v, --verbose     print op, shape, device, isa, method, threads and time to stderr\n"
-    "  -h, --help        show this help\n"
+    "  --value V         pixel value outside the image for --border constant (default: 0)\n";
+
+static const char examples[] =
     "\n"
     "Examples:\n"
     "  lumen kernel sharpen.npy --kind sharpen\n"
@@ -181,7 +177,7 @@ int cmd_filter(int argc, char **argv)
     filter_state st = {{0}, NULL, {NULL, 0, 0, lumen_filter_options_default()}};
     const char *pos[2];
     int rc = cli_parse(&cmd, argc, argv, &st, pos);
-    if (rc == CLI_HELP) return cli_print_usage(usage);
+    if (rc == CLI_HELP) return cli_print_help(usage, CLI_HELP_FFT, examples);
     if (rc) return rc;
     if (!st.kernel_path) {
         cli_error("filter", "missing --kernel (see 'lumen filter --help')");

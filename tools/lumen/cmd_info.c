@@ -15,12 +15,9 @@ static const char usage[] =
     "\n"
     "Options:\n"
     "  --json            print one JSON object instead of text (default: text)\n"
-    "  --threads N       report as if run with N threads, 1-1024 (default:\n"
-    "                    $LUMEN_NUM_THREADS, else all CPUs)\n"
-    "  --no-simd         report the scalar reference path\n"
-    CLI_DEVICE_HELP
-    "  -v, --verbose     accepted for symmetry with the other commands; no effect\n"
-    "  -h, --help        show this help\n"
+    "  -v, --verbose     accepted for symmetry with the other commands; no effect\n";
+
+static const char examples[] =
     "\n"
     "Example:\n"
     "  LUMEN_NUM_THREADS=4 lumen info --json\n";
@@ -148,7 +145,7 @@ int cmd_info(int argc, char **argv)
     const cli_command cmd = {"info", flags, on_flag, NULL, 0};
     info_state st = {{0}, 0};
     int rc = cli_parse(&cmd, argc, argv, &st, NULL);
-    if (rc == CLI_HELP) return cli_print_usage(usage);
+    if (rc == CLI_HELP) return cli_print_help(usage, CLI_HELP_OWN_VERBOSE, examples);
     if (rc) return rc;
     lumen_context *ctx = NULL;
     if ((rc = cli_context_create(&st.common, &ctx))) return rc;

@@ -21,11 +21,15 @@ static const char usage[] =
     "\n"
     "Options:\n"
     "  --kind K          sharpen|edge|emboss|motion|gaussian (default: sharpen)\n"
-    "  --ksize N         size of motion (default 9) and gaussian (default 7), 1-4095\n"
+    "  --ksize N         size of motion (default 9) and gaussian (default 7), 1-%d\n"
     "  -h, --help        show this help\n"
     "\n"
     "Example:\n"
     "  lumen kernel out/motion.npy --kind motion --ksize 15\n";
+
+/* N x N kernels: the largest square the library's area limit takes. */
+#define KERNEL_MAX_SIDE 4096
+_Static_assert(KERNEL_MAX_SIDE * KERNEL_MAX_SIDE == LUMEN_MAX_KAREA, "square of LUMEN_MAX_KAREA");
 
 enum { F_KIND = CLI_FLAG_CMD, F_KSIZE };
 
@@ -48,7 +52,7 @@ static int on_flag(void *state, int id, const char *name, const char *value)
 {
     kernel_spec *k = state;
     if (id == F_KIND) return cli_arg_choice(name, value, kind_names, K_COUNT, &k->kind);
-    if (id == F_KSIZE) return cli_arg_int(name, value, 1, CLI_MAX_KSIZE, &k->ksize);
+    if (id == F_KSIZE) return cli_arg_int(name, value, 1, KERNEL_MAX_SIDE, &k->ksize);
     return CLI_EXIT_USAGE;
 }
 
@@ -92,7 +96,7 @@ int cmd_kernel(int argc, char **argv)
     kernel_spec k = {K_SHARPEN, 0};
     const char *pos[1];
     int rc = cli_parse(&cmd, argc, argv, &k, pos);
-    if (rc == CLI_HELP) return cli_print_usage(usage);
+    if (rc == CLI_HELP) return printf(usage, KERNEL_MAX_SIDE) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
     if (rc) return rc;
     if (k.kind < K_MOTION && k.ksize && k.ksize != 3) {
         cli_error("--ksize", "%s is always 3x3", kind_names[k.kind]);

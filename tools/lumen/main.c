@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char usage[] =
+static const char usage_head[] =
     "Usage: lumen COMMAND [ARGS] [--help]\n"
     "\n"
     "Fast image convolution and filtering. Images are read and written by extension\n"
@@ -20,7 +20,10 @@ static const char usage[] =
     "\n"
     "Utilities:\n"
     "  scene     write a deterministic synthetic test image\n"
-    "  kernel    write a named f32 kernel (sharpen, edge, emboss, motion, gaussian)\n"
+    "  kernel    write a named f32 kernel (sharpen, edge, emboss, motion, gaussian)\n";
+
+/* After the op commands, which come from the descriptor table. */
+static const char usage_tail[] =
     "\n"
     "Options:\n"
     "  -h, --help      show this help; 'lumen COMMAND --help' shows a command's flags\n"
@@ -34,6 +37,25 @@ static const char usage[] =
     "\n"
     "Example:\n"
     "  lumen scene scene.png && lumen blur scene.png soft.png --sigma 3 -v\n";
+
+/* The op commands: one per descriptor (include/lumen_ops.h), flags named as the Python keywords. */
+static void print_op_commands(void)
+{
+    printf("\nOps (from the op descriptors; flags named as the Python keywords):\n");
+    for (int i = 0; i < lumen_op_count(); i++) {
+        const lumen_op_desc *op = lumen_op_at(i);
+        printf("  %-15s", op->command);
+        cli_print_wrapped(op->summary, 17, 17);
+    }
+}
+
+static int print_usage(void)
+{
+    fputs(usage_head, stdout);
+    print_op_commands();
+    fputs(usage_tail, stdout);
+    return CLI_EXIT_OK;
+}
 
 typedef struct command {
     const char *name;
@@ -51,21 +73,24 @@ static const command *find_command(const char *name)
     return NULL;
 }
 
+/* A hand-written command, else an op of the descriptor table (its command or op name). */
+static int run_command(const char *name, int argc, char **argv)
+{
+    const command *c = find_command(name);
+    if (c) return c->run(argc, argv);
+    const lumen_op_desc *op = lumen_op_find(name);
+    if (op) return cmd_op(op, argc, argv);
+    cli_error(name, "unknown command (see 'lumen --help')");
+    return CLI_EXIT_USAGE;
+}
+
 /* "lumen help CMD" is the same as "lumen CMD --help". */
 static int help_command(int argc, char **argv)
 {
-    if (argc < 2) {
-        fputs(usage, stdout);
-        return CLI_EXIT_OK;
-    }
-    const command *c = find_command(argv[1]);
-    if (!c) {
-        cli_error(argv[1], "unknown command (see 'lumen --help')");
-        return CLI_EXIT_USAGE;
-    }
+    if (argc < 2) return print_usage();
     char help_flag[] = "--help";
     char *sub_argv[] = {argv[1], help_flag, NULL};
-    return c->run(2, sub_argv);
+    return run_command(argv[1], 2, sub_argv);
 }
 
 int main(int argc, char **argv)
@@ -75,19 +100,11 @@ int main(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     const char *name = argv[1];
-    if (!strcmp(name, "-h") || !strcmp(name, "--help")) {
-        fputs(usage, stdout);
-        return CLI_EXIT_OK;
-    }
+    if (!strcmp(name, "-h") || !strcmp(name, "--help")) return print_usage();
     if (!strcmp(name, "-V") || !strcmp(name, "--version") || !strcmp(name, "version")) {
         printf("lumen %s\n", lumen_version());
         return CLI_EXIT_OK;
     }
     if (!strcmp(name, "help")) return help_command(argc - 1, argv + 1);
-    const command *c = find_command(name);
-    if (!c) {
-        cli_error(name, "unknown command (see 'lumen --help')");
-        return CLI_EXIT_USAGE;
-    }
-    return c->run(argc - 1, argv + 1);
+    return run_command(name, argc - 1, argv + 1);
 }
