@@ -64,6 +64,8 @@ setup(
     description="Fast image convolution and filtering (OpenCV semantics) for NumPy and DLPack",
     packages=["lumen", "lumen.compat"],
     package_dir={"": "."},
+    # PEP 561: the stubs generated from the op descriptors, and the marker that says so.
+    package_data={"lumen": ["py.typed", "*.pyi"]},
     ext_modules=[CMakeExtension("lumen._lumen")],
     cmdclass={"build_ext": CMakeBuild},
     python_requires=">=3.9",

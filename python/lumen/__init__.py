@@ -13,6 +13,7 @@ GIL is released while lumen computes. Borders: "reflect" (default, = cv2.BORDER_
 Full reference: docs/python.md.
 """
 
+from . import _lumen
 from ._lumen import (  # noqa: F401  (the C extension is the API)
     ArgumentError,
     Context,
@@ -20,19 +21,15 @@ from ._lumen import (  # noqa: F401  (the C extension is the API)
     FileError,
     UnsupportedError,
     __version__,
-    box_blur,
     device_info,
     devices,
-    filter2d,
-    gaussian_blur,
     gaussian_kernel,
     gaussian_ksize,
     last_run,
     read_image,
-    sep_filter2d,
     write_image,
 )
-from ._conv import conv2d, conv_transpose2d  # noqa: F401  (adds unbatched and empty batches)
+from ._conv import FORMS as _FORMS
 
 #: Border names accepted besides lumen's own, and what they mean (docs/python.md).
 BORDER_ALIASES = {
@@ -43,9 +40,17 @@ BORDER_ALIASES = {
     "grid-wrap": "wrap", "circular": "wrap",
 }
 
+# The ops, one per op descriptor (include/lumen_ops.h): the C functions themselves, whose
+# signatures and docstrings the extension made from the descriptors; conv2d and
+# conv_transpose2d also take torch's unbatched and empty-batch forms (_conv.py).
+_OPS = [d["name"] for d in _lumen._op_descriptors()]
+for _name in _OPS:
+    _fn = getattr(_lumen, _name)
+    globals()[_name] = _FORMS[_name](_fn) if _name in _FORMS else _fn
+del _name, _fn
+
 __all__ = [
     "ArgumentError", "Context", "Error", "FileError", "UnsupportedError", "BORDER_ALIASES",
-    "box_blur", "conv2d", "conv_transpose2d", "device_info", "devices", "filter2d",
-    "gaussian_blur", "gaussian_kernel", "gaussian_ksize", "last_run", "read_image",
-    "sep_filter2d", "write_image",
-]
+    "device_info", "devices", "gaussian_kernel", "gaussian_ksize", "last_run", "read_image",
+    "write_image",
+] + _OPS

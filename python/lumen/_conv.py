@@ -39,5 +39,5 @@ def _all_forms(fn):
     return call
 
 
-conv2d = _all_forms(_lumen.conv2d)
-conv_transpose2d = _all_forms(_lumen.conv_transpose2d)
+#: The ops that take every form torch does; lumen/__init__.py wraps them by descriptor name.
+FORMS = {"conv2d": _all_forms, "conv_transpose2d": _all_forms}

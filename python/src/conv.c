@@ -402,8 +402,7 @@ fail:
 PyObject *lumenpy_conv2d(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
-    static char *kwlist[] = {"x",      "weight", "bias", "stride", "padding", "dilation",
-                             "groups", "out",    "context", NULL};
+    char **kwlist = lumenpy_op_kwlist("conv2d");
     PyObject *x, *w, *bias = Py_None, *stride = NULL, *padding = NULL, *dilation = NULL,
                      *groups = NULL, *out = Py_None, *ctx = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O$OOOOOO:conv2d", kwlist, &x, &w, &bias,
@@ -422,8 +421,7 @@ PyObject *lumenpy_conv2d(PyObject *self, PyObject *args, PyObject *kw)
 PyObject *lumenpy_conv_transpose2d(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
-    static char *kwlist[] = {"x",      "weight",   "bias", "stride",  "padding", "output_padding",
-                             "groups", "dilation", "out",  "context", NULL};
+    char **kwlist = lumenpy_op_kwlist("conv_transpose2d");
     PyObject *x, *w, *bias = Py_None, *stride = NULL, *padding = NULL, *opad = NULL,
                      *groups = NULL, *dilation = NULL, *out = Py_None, *ctx = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O$OOOOOOO:conv_transpose2d", kwlist, &x, &w,

@@ -72,6 +72,15 @@ void lumenpy_context_pool_clear(void);
 void lumenpy_record_run(const lumen_run_info *info, const lumen_image *src,
                         const lumen_image *dst);
 
+/* ---- the op descriptors (descriptors.c) ---- */
+/* The keyword list of an op: its descriptor's argument names, then the front end's own (out,
+ * dtype for image ops, context); built at import, NULL for an unknown name. */
+char **lumenpy_op_kwlist(const char *name);
+/* Builds the keyword lists and gives each op of `methods` its docstring and text signature,
+ * from the descriptors. 0, or -1 with an exception. */
+int lumenpy_descriptors_init(PyMethodDef *methods);
+PyObject *lumenpy_op_descriptors(PyObject *self, PyObject *unused);
+
 /* ---- module functions ---- */
 PyObject *lumenpy_filter2d(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *lumenpy_sep_filter2d(PyObject *self, PyObject *args, PyObject *kw);

@@ -46,35 +46,16 @@ static PyObject *lumenpy_last_run(PyObject *self, PyObject *unused)
 
 #define KW METH_VARARGS | METH_KEYWORDS
 static PyMethodDef methods[] = {
-    {"filter2d", (PyCFunction)(void (*)(void))lumenpy_filter2d, KW,
-     "filter2d(src, kernel, *, border='reflect', border_value=0.0, anchor=None, convolve=False,\n"
-     "         method='auto', out=None, dtype=None, context=None)\n\n"
-     "Correlates src with a 2-D kernel (cv2.filter2D); convolve=True flips it first."},
-    {"sep_filter2d", (PyCFunction)(void (*)(void))lumenpy_sep_filter2d, KW,
-     "sep_filter2d(src, kx, ky, *, border='reflect', border_value=0.0, anchor=None,\n"
-     "             convolve=False, method='auto', out=None, dtype=None, context=None)\n\n"
-     "Row kernel kx then column kernel ky (cv2.sepFilter2D)."},
-    {"gaussian_blur", (PyCFunction)(void (*)(void))lumenpy_gaussian_blur, KW,
-     "gaussian_blur(src, sigma, *, sigma_y=None, ksize=None, border='reflect',\n"
-     "              border_value=0.0, precision='exact', method='auto', out=None, dtype=None,\n"
-     "              context=None)\n\n"
-     "cv2.GaussianBlur's kernel; precision='fast' is the recursive approximation."},
-    {"box_blur", (PyCFunction)(void (*)(void))lumenpy_box_blur, KW,
-     "box_blur(src, ksize, *, normalize=True, border='reflect', border_value=0.0, out=None,\n"
-     "         dtype=None, context=None)\n\n"
-     "Mean over a ksize box (cv2.blur); normalize=False gives sums (cv2.boxFilter)."},
-    {"conv2d", (PyCFunction)(void (*)(void))lumenpy_conv2d, KW,
-     "conv2d(x, weight, bias=None, *, stride=1, padding=0, dilation=1, groups=1, out=None,\n"
-     "       context=None)\n\n"
-     "torch.nn.functional.conv2d on float32 N x C x H x W tensors (NumPy or DLPack):\n"
-     "weight (K, C/groups, R, S), bias None or K values; padding an int, (h, w), 'valid' or\n"
-     "'same'. Returns a new float32 array (N, K, P, Q), or writes out= and returns it."},
-    {"conv_transpose2d", (PyCFunction)(void (*)(void))lumenpy_conv_transpose2d, KW,
-     "conv_transpose2d(x, weight, bias=None, *, stride=1, padding=0, output_padding=0,\n"
-     "                 groups=1, dilation=1, out=None, context=None)\n\n"
-     "torch.nn.functional.conv_transpose2d on float32 N x C x H x W tensors: weight\n"
-     "(C, K/groups, R, S), bias None or K values. Returns a new float32 array (N, K, P, Q),\n"
-     "or writes out= and returns it."},
+    /* The ops' docstrings and signatures are made from their descriptors at import
+     * (descriptors.c), as are their keyword lists. */
+    {"filter2d", (PyCFunction)(void (*)(void))lumenpy_filter2d, KW, NULL},
+    {"sep_filter2d", (PyCFunction)(void (*)(void))lumenpy_sep_filter2d, KW, NULL},
+    {"gaussian_blur", (PyCFunction)(void (*)(void))lumenpy_gaussian_blur, KW, NULL},
+    {"box_blur", (PyCFunction)(void (*)(void))lumenpy_box_blur, KW, NULL},
+    {"conv2d", (PyCFunction)(void (*)(void))lumenpy_conv2d, KW, NULL},
+    {"conv_transpose2d", (PyCFunction)(void (*)(void))lumenpy_conv_transpose2d, KW, NULL},
+    {"_op_descriptors", lumenpy_op_descriptors, METH_NOARGS,
+     "_op_descriptors() -> list of dicts: every op's descriptor (include/lumen_ops.h)"},
     {"gaussian_kernel", (PyCFunction)(void (*)(void))lumenpy_gaussian_kernel, KW,
      "gaussian_kernel(n, sigma) -> float32 array (cv2.getGaussianKernel)"},
     {"gaussian_ksize", (PyCFunction)(void (*)(void))lumenpy_gaussian_ksize, KW,
@@ -136,7 +117,7 @@ static int add_errors(PyObject *m)
 PyMODINIT_FUNC PyInit__lumen(void)
 {
     import_array();
-    if (PyType_Ready(&lumenpy_ContextType) < 0) return NULL;
+    if (PyType_Ready(&lumenpy_ContextType) < 0 || lumenpy_descriptors_init(methods)) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     if (add_errors(m) || PyModule_AddObjectRef(m, "Context", (PyObject *)&lumenpy_ContextType) ||

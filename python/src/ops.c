@@ -107,8 +107,7 @@ static int anchor_conv(PyObject *obj, lumen_filter_options *o)
 PyObject *lumenpy_filter2d(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
-    static char *kwlist[] = {"src",    "kernel", "border", "border_value", "anchor", "convolve",
-                             "method", "out",    "dtype",  "context",      NULL};
+    char **kwlist = lumenpy_op_kwlist("filter2d");
     PyObject *src, *kobj, *anchor = Py_None, *out = Py_None, *ctx = Py_None;
     lumen_filter_options o = lumen_filter_options_default();
     int dtype = -1;
@@ -137,8 +136,7 @@ PyObject *lumenpy_filter2d(PyObject *self, PyObject *args, PyObject *kw)
 PyObject *lumenpy_sep_filter2d(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
-    static char *kwlist[] = {"src",      "kx",     "ky",  "border", "border_value", "anchor",
-                             "convolve", "method", "out", "dtype",  "context",      NULL};
+    char **kwlist = lumenpy_op_kwlist("sep_filter2d");
     PyObject *src, *kxo, *kyo, *anchor = Py_None, *out = Py_None, *ctx = Py_None;
     lumen_filter_options o = lumen_filter_options_default();
     int dtype = -1;
@@ -187,8 +185,7 @@ static int gaussian_conv(PyObject *sigma_y, PyObject *ksize, lumen_gaussian_opti
 PyObject *lumenpy_gaussian_blur(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
-    static char *kwlist[] = {"src",       "sigma",  "sigma_y", "ksize", "border",  "border_value",
-                             "precision", "method", "out",     "dtype", "context", NULL};
+    char **kwlist = lumenpy_op_kwlist("gaussian_blur");
     PyObject *src, *sigma_y = Py_None, *ksize = Py_None, *out = Py_None, *ctx = Py_None;
     lumen_gaussian_options o = lumen_gaussian_options_default();
     int dtype = -1;
@@ -212,8 +209,7 @@ PyObject *lumenpy_gaussian_blur(PyObject *self, PyObject *args, PyObject *kw)
 PyObject *lumenpy_box_blur(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
-    static char *kwlist[] = {"src", "ksize", "normalize", "border", "border_value",
-                             "out", "dtype", "context",   NULL};
+    char **kwlist = lumenpy_op_kwlist("box_blur");
     PyObject *src, *ksize, *out = Py_None, *ctx = Py_None;
     int normalize = 1, kw_ = 0, kh = 0, dtype = -1;
     lumen_border border = LUMEN_BORDER_REFLECT;
@@ -241,8 +237,9 @@ PyObject *lumenpy_gaussian_kernel(PyObject *self, PyObject *args, PyObject *kw)
     double sigma;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "id:gaussian_kernel", kwlist, &n, &sigma))
         return NULL;
-    if (n < 1 || n > (1 << 20))
-        return PyErr_Format(lumenpy_ArgumentError, "n: expected 1..%d taps, got %d", 1 << 20, n);
+    if (n < 1 || n > LUMEN_MAX_KSIZE) /* the library's cap, checked before allocating */
+        return PyErr_Format(lumenpy_ArgumentError, "n: expected 1..%d taps, got %d",
+                            LUMEN_MAX_KSIZE, n);
     npy_intp dims[1] = {n};
     PyObject *a = PyArray_SimpleNew(1, dims, NPY_FLOAT32);
     if (!a) return NULL;

@@ -1,0 +1,260 @@
+/* The op descriptor table (include/lumen_ops.h) seen from Python: _lumen._op_descriptors() for
+ * lumen/_api.py and the stub generator, and the parts of the binding made from it at import:
+ * each op's keyword list and its docstring with a text signature (so inspect.signature shows
+ * the real parameters and defaults without a Python wrapper). */
+#include "lumen_py.h"
+
+#include <lumen_ops.h>
+#include <stdarg.h>
+#include <string.h>
+
+/* The front end's own keywords after the descriptor's: images take a dtype, tensors do not. */
+static const char *const image_extras[] = {"out", "dtype", "context", NULL};
+static const char *const tensor_extras[] = {"out", "context", NULL};
+
+static const char *const *extras(const lumen_op_desc *op)
+{
+    return op->output == LUMEN_ARG_IMAGE ? image_extras : tensor_extras;
+}
+
+/* ---- _op_descriptors() ---- */
+
+static PyObject *choice_list(const lumen_arg_desc *a)
+{
+    if (a->type != LUMEN_ARG_ENUM) Py_RETURN_NONE;
+    PyObject *l = PyList_New(0);
+    for (const lumen_choice *c = a->choices; l && c->name; c++) {
+        PyObject *s = PyUnicode_FromString(c->name);
+        if (!s || PyList_Append(l, s)) Py_CLEAR(l);
+        Py_XDECREF(s);
+    }
+    return l;
+}
+
+static const char *choice_name(const lumen_arg_desc *a, int value)
+{
+    for (const lumen_choice *c = a->choices; c && c->name; c++)
+        if (c->value == value) return c->name;
+    return NULL;
+}
+
+/* The default as a Python value: None when absent means "none" (or the arg is required). */
+static PyObject *default_value(const lumen_arg_desc *a)
+{
+    if (a->flags & (LUMEN_ARG_REQUIRED | LUMEN_ARG_NULLABLE)) Py_RETURN_NONE;
+    switch (a->type) {
+    case LUMEN_ARG_INT: return PyLong_FromDouble(a->def[0]);
+    case LUMEN_ARG_INT_PAIR:
+        if (a->def[0] == a->def[1]) return PyLong_FromDouble(a->def[0]);
+        return Py_BuildValue("(NN)", PyLong_FromDouble(a->def[0]), PyLong_FromDouble(a->def[1]));
+    case LUMEN_ARG_REAL: return PyFloat_FromDouble(a->def[0]);
+    case LUMEN_ARG_BOOL: return PyBool_FromLong(a->def[0] != 0);
+    case LUMEN_ARG_ENUM: return PyUnicode_FromString(choice_name(a, (int)a->def[0]));
+    default: Py_RETURN_NONE;
+    }
+}
+
+static PyObject *arg_dict(const lumen_arg_desc *a)
+{
+    return Py_BuildValue("{s:s,s:s,s:O,s:O,s:O,s:O,s:O,s:N,s:z,s:d,s:d,s:N,s:s}", "name", a->name,
+                         "type", lumen_arg_type_name(a->type), "required",
+                         a->flags & LUMEN_ARG_REQUIRED ? Py_True : Py_False, "positional",
+                         a->flags & (LUMEN_ARG_REQUIRED | LUMEN_ARG_POSITIONAL) ? Py_True
+                                                                                : Py_False,
+                         "nullable", a->flags & LUMEN_ARG_NULLABLE ? Py_True : Py_False, "pair_xy",
+                         a->flags & LUMEN_ARG_PAIR_XY ? Py_True : Py_False, "pair_both",
+                         a->flags & LUMEN_ARG_PAIR_BOTH ? Py_True : Py_False, "default",
+                         default_value(a), "default_text", a->def_text, "min", a->min, "max",
+                         a->max, "choices", choice_list(a), "help", a->help);
+}
+
+static PyObject *op_dict(const lumen_op_desc *op)
+{
+    PyObject *args = PyList_New(op->n_args), *ext = PyList_New(0);
+    for (int i = 0; args && i < op->n_args; i++) {
+        PyObject *d = arg_dict(&op->args[i]);
+        if (!d)
+            Py_CLEAR(args);
+        else
+            PyList_SET_ITEM(args, i, d);
+    }
+    for (const char *const *e = extras(op); ext && *e; e++) {
+        PyObject *s = PyUnicode_FromString(*e);
+        if (!s || PyList_Append(ext, s)) Py_CLEAR(ext);
+        Py_XDECREF(s);
+    }
+    if (!args || !ext) {
+        Py_XDECREF(args);
+        Py_XDECREF(ext);
+        return NULL;
+    }
+    return Py_BuildValue("{s:s,s:s,s:s,s:s,s:s,s:s,s:N,s:N}", "name", op->name, "command",
+                         op->command, "summary", op->summary, "help", op->help, "output",
+                         lumen_arg_type_name(op->output), "output_help", op->output_help, "args",
+                         args, "extras", ext);
+}
+
+PyObject *lumenpy_op_descriptors(PyObject *self, PyObject *unused)
+{
+    (void)self, (void)unused;
+    const int n = lumen_op_count();
+    PyObject *l = PyList_New(n);
+    for (int i = 0; l && i < n; i++) {
+        PyObject *d = op_dict(lumen_op_at(i));
+        if (!d)
+            Py_CLEAR(l);
+        else
+            PyList_SET_ITEM(l, i, d);
+    }
+    return l;
+}
+
+/* ---- keyword lists ---- */
+
+/* One list per op, the descriptor's names then the extras, built once and kept. */
+static char **kwlists[64];
+
+char **lumenpy_op_kwlist(const char *name)
+{
+    for (int i = 0; i < lumen_op_count() && i < 64; i++)
+        if (!strcmp(lumen_op_at(i)->name, name)) return kwlists[i];
+    return NULL;
+}
+
+static char **build_kwlist(const lumen_op_desc *op)
+{
+    int n = op->n_args;
+    for (const char *const *e = extras(op); *e; e++)
+        n++;
+    char **l = PyMem_RawCalloc((size_t)n + 1, sizeof *l);
+    if (!l) return NULL;
+    int k = 0;
+    for (int i = 0; i < op->n_args; i++)
+        l[k++] = (char *)op->args[i].name;
+    for (const char *const *e = extras(op); *e; e++)
+        l[k++] = (char *)*e;
+    return l;
+}
+
+/* ---- docstrings with text signatures ---- */
+
+typedef struct text {
+    char *buf;
+    size_t len, cap;
+} text;
+
+static void put(text *t, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char tmp[2048];
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0 || !t->buf) return;
+    if (t->len + (size_t)n + 1 > t->cap) {
+        size_t cap = (t->len + (size_t)n + 1) * 2;
+        char *b = PyMem_RawRealloc(t->buf, cap);
+        if (!b) {
+            PyMem_RawFree(t->buf);
+            t->buf = NULL;
+            return;
+        }
+        t->buf = b, t->cap = cap;
+    }
+    memcpy(t->buf + t->len, tmp, (size_t)n + 1);
+    t->len += (size_t)n;
+}
+
+/* A default as Python source for the text signature. */
+static void put_default(text *t, const lumen_arg_desc *a)
+{
+    PyObject *v = default_value(a);
+    PyObject *r = v ? PyObject_Repr(v) : NULL;
+    const char *s = r ? PyUnicode_AsUTF8(r) : NULL;
+    put(t, "=%s", s ? s : "None");
+    Py_XDECREF(r);
+    Py_XDECREF(v);
+    PyErr_Clear();
+}
+
+static void put_signature(text *t, const lumen_op_desc *op)
+{
+    put(t, "%s(", op->name);
+    int star = 0;
+    for (int i = 0; i < op->n_args; i++) {
+        const lumen_arg_desc *a = &op->args[i];
+        if (!star && !(a->flags & (LUMEN_ARG_REQUIRED | LUMEN_ARG_POSITIONAL))) {
+            put(t, ", *");
+            star = 1;
+        }
+        put(t, "%s%s", i ? ", " : "", a->name);
+        if (!(a->flags & LUMEN_ARG_REQUIRED)) put_default(t, a);
+    }
+    if (!star) put(t, ", *");
+    for (const char *const *e = extras(op); *e; e++)
+        put(t, ", %s=None", *e);
+    put(t, ")\n--\n\n");
+}
+
+static const char *const extra_help[][2] = {
+    {"out", "write the result into this array (it is returned); default: a new array"},
+    {"dtype", "the result's dtype ('uint8', 'uint16', 'float32'); default: src's"},
+    {"context", "a lumen.Context (threads, device, strict ...); default: a shared one"},
+};
+
+static void put_help(text *t, const lumen_op_desc *op, const char *notes)
+{
+    put(t, "%s.\n\n%s\n\nArguments (from the op descriptor):\n", op->summary, op->help);
+    for (int i = 0; i < op->n_args; i++) {
+        const lumen_arg_desc *a = &op->args[i];
+        put(t, "    %s: %s", a->name, a->help);
+        if (a->type == LUMEN_ARG_ENUM) {
+            put(t, "; one of");
+            for (const lumen_choice *c = a->choices; c->name; c++)
+                put(t, "%s '%s'", c == a->choices ? "" : ",", c->name);
+        }
+        if (a->def_text) put(t, " (default: %s)", a->def_text);
+        put(t, ".\n");
+    }
+    put(t, "\nFront-end arguments (Python only):\n");
+    for (const char *const *e = extras(op); *e; e++)
+        for (size_t k = 0; k < sizeof extra_help / sizeof extra_help[0]; k++)
+            if (!strcmp(extra_help[k][0], *e)) put(t, "    %s: %s.\n", *e, extra_help[k][1]);
+    put(t, "\nReturns: %s.%s%s", op->output_help, notes ? "\n\n" : "", notes ? notes : "");
+}
+
+/* Python-only notes: what the binding accepts beyond the descriptor's types. */
+static const char *python_notes(const char *name)
+{
+    if (!strcmp(name, "conv2d") || !strcmp(name, "conv_transpose2d"))
+        return "torch's forms are taken too: ints or (h, w) pairs, an unbatched (C, H, W) x, an "
+               "empty batch, NumPy arrays or DLPack tensors"
+               "; conv2d's padding may also be 'valid' or 'same'.";
+    return "Borders also take their aliases (docs/python.md) and cv2.BORDER_* integers; src is a "
+           "NumPy array or DLPack tensor of uint8, uint16 or float32, H x W, H x W x C or "
+           "N x H x W x C, in any strides.";
+}
+
+int lumenpy_descriptors_init(PyMethodDef *methods)
+{
+    for (int i = 0; i < lumen_op_count() && i < 64; i++) {
+        const lumen_op_desc *op = lumen_op_at(i);
+        if (!(kwlists[i] = build_kwlist(op))) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (PyMethodDef *m = methods; m->ml_name; m++) {
+            if (strcmp(m->ml_name, op->name)) continue;
+            text t = {PyMem_RawMalloc(1024), 0, 1024};
+            if (t.buf) t.buf[0] = '\0';
+            put_signature(&t, op);
+            put_help(&t, op, python_notes(op->name));
+            if (!t.buf) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            m->ml_doc = t.buf; /* kept for the life of the process, as the method table */
+        }
+    }
+    return 0;
+}
