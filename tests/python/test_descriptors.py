@@ -284,6 +284,18 @@ def test_conv_bad_files_exit_1_and_leave_nothing(lumen_bin, nchw):
     assert _leftovers(folder, keep) == []
 
 
+def test_required_flag_and_bad_choice_name_the_flag(lumen_bin, tmp_path):
+    np.save(tmp_path / "img.npy", np.zeros((5, 6), np.float32))
+    r = run_cli(lumen_bin, "gaussian-blur", tmp_path / "img.npy", tmp_path / "o.npy")
+    assert r.returncode == 2 and r.stderr.startswith("lumen: --sigma: required"), r.stderr
+    r = run_cli(lumen_bin, "gaussian-blur", tmp_path / "img.npy", tmp_path / "o.npy",
+                "--sigma", "1", "--border", "mirror")
+    assert r.returncode == 2 and r.stderr.startswith("lumen: --border: unknown value 'mirror'")
+    r = run_cli(lumen_bin, "help", "conv")
+    assert r.returncode == 0 and r.stdout.startswith("Usage: lumen conv X WEIGHT OUT")
+    assert _leftovers(tmp_path, {"img.npy"}) == []
+
+
 def test_conv_missing_positional(lumen_bin, nchw):
     folder, *_ = nchw
     r = run_cli(lumen_bin, "conv", folder / "x.npy", folder / "w.npy")

@@ -211,7 +211,7 @@ static int print_usage(const op_cli *c)
         printf(" %s", c->pos_names[i]);
     printf(" [options]\n\n");
     char text[2048];
-    snprintf(text, sizeof text, "%s (lumen_%s). %s", op->summary, op->name, op->help);
+    snprintf(text, sizeof text, "%s. %s (C: lumen_%s.)", op->summary, op->help, op->name);
     cli_print_wrapped(text, 0, 0);
     printf("\nArguments:\n");
     for (int p = 0; p + 1 < c->npos; p++) {
