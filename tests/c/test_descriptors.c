@@ -4,6 +4,8 @@
  * argument checks name the argument, and invoke through tagged values gives the typed call's
  * answer (filter2d and conv2d).
  */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp */
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,7 +17,10 @@
 #include "lumen_ops.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int is_snake_case(const char *s)
 {
@@ -220,12 +225,53 @@ static void test_invoke_conv2d_bias(void **state)
     lumen_context_destroy(ctx);
 }
 
+/* lumen_write_tensor writes a strided view as 4-D C-order .npy; lumen_read_tensor reads it back,
+ * and reads lower-dimensional files with leading axes of 1. */
+static void test_tensor_files(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/lumen_desc_XXXXXX", path[64], bad[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/t.npy", dir);
+    snprintf(bad, sizeof bad, "%s/t.png", dir);
+    float data[2 * 3 * 4 * 5];
+    for (int i = 0; i < 120; i++)
+        data[i] = (float)i - 60.5f;
+    /* The same numbers seen through NHWC strides: element (n, c, h, w) at n*60 + h*15 + w*3 + c. */
+    lumen_image t = lumen_image_nhwc(data, LUMEN_F32, 2, 4, 5, 3);
+    assert_int_equal(lumen_write_tensor(path, &t), LUMEN_OK);
+    lumen_image r;
+    assert_int_equal(lumen_read_tensor(path, &r), LUMEN_OK);
+    assert_true(r.n == 2 && r.c == 3 && r.h == 4 && r.w == 5 && r.dtype == LUMEN_F32);
+    const float *rd = r.data;
+    for (int n = 0; n < 2; n++)
+        for (int c = 0; c < 3; c++)
+            for (int h = 0; h < 4; h++)
+                for (int w = 0; w < 5; w++)
+                    assert_true(rd[((n * 3 + c) * 4 + h) * 5 + w] ==
+                                data[n * 60 + h * 15 + w * 3 + c]);
+    lumen_image_free(&r);
+    /* Refused before anything is written: no file appears. */
+    assert_int_equal(lumen_write_tensor(bad, &t), LUMEN_ERR_UNSUPPORTED);
+    assert_int_equal(lumen_read_tensor(bad, &r), LUMEN_ERR_UNSUPPORTED);
+    assert_int_not_equal(access(bad, F_OK), 0);
+    /* A 2-D image file read as a tensor is (1, 1, H, W). */
+    lumen_image img = lumen_image_nhwc(data, LUMEN_F32, 1, 6, 20, 1);
+    assert_int_equal(lumen_write_image(path, &img), LUMEN_OK);
+    assert_int_equal(lumen_read_tensor(path, &r), LUMEN_OK);
+    assert_true(r.n == 1 && r.c == 1 && r.h == 6 && r.w == 20);
+    assert_memory_equal(r.data, data, sizeof data);
+    lumen_image_free(&r);
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table_integrity),    cmocka_unit_test(test_limits),
         cmocka_unit_test(test_check_args),         cmocka_unit_test(test_invoke_filter2d),
-        cmocka_unit_test(test_invoke_conv2d_bias),
+        cmocka_unit_test(test_invoke_conv2d_bias), cmocka_unit_test(test_tensor_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
