@@ -37,7 +37,7 @@ fi
 
 step "liblumen.so exports the API only"
 extra=$(nm -D --defined-only "$lib/liblumen.so" | awk '{print $3}' | grep -v '^lumen_' || true)
-[ -z "$extra" ] || fail "exported beyond lumen_*: $(echo $extra | head -c 400)"
+[ -z "$extra" ] || fail "exported beyond lumen_*: $(tr '\n' ' ' <<< "$extra" | head -c 400)"
 nm -D --defined-only "$lib/liblumen.so" | grep -q ' T lumen_gaussian_blur$' || fail "API not exported"
 ! grep -qF "$build" "$lib/liblumen.so" || fail "the build tree's path is compiled into liblumen.so"
 
@@ -51,12 +51,15 @@ cmp -s "$tmp/readme.c" "$src/examples/blur.c" ||
 check() {
   local out
   out=$("$@") || fail "$1 exited $?"
-  echo "$out" | sed 's/^/   /'
+  # shellcheck disable=SC2001
+  sed 's/^/   /' <<< "$out"
   echo "$out" | grep -Eq "^lumen $version, blur \([a-z]+ on [a-z0-9:]+\): [0-9]+ [0-9]+ [0-9]+ [0-9]+$" ||
     fail "$1: blur line"
   read -r a b c d <<< "$(echo "$out" | head -1 | sed 's/.*: //')"
-  [ "$a" -le "$b" ] && [ "$b" -lt "$c" ] && [ "$c" -le "$d" ] && [ $((b + c)) -ge 198 ] &&
-    [ $((b + c)) -le 202 ] || fail "$1: blurred edge $a $b $c $d"
+  if ! [ "$a" -le "$b" ] || ! [ "$b" -lt "$c" ] || ! [ "$c" -le "$d" ] ||
+     [ $((b + c)) -lt 198 ] || [ $((b + c)) -gt 202 ]; then
+    fail "$1: blurred edge $a $b $c $d"
+  fi
   [ "$(echo "$out" | sed -n 2p)" = "sharpen: 0 0 255 200" ] || fail "$1: sharpen line"
 }
 export PKG_CONFIG_PATH=$lib/pkgconfig LUMEN_NUM_THREADS=2
@@ -115,6 +118,6 @@ before=$("$tmp/devices") || fail "devices exited $?"
 mkdir -p "$lib/lumen-modules"
 cp "$mock" "$lib/lumen-modules/"
 after=$("$tmp/devices") || fail "devices exited $?"
-echo "   devices: $(echo $after)"
+echo "   devices: ${after//$'\n'/ }"
 grep -qx mock <<< "$after" || fail "the mock module in $lib/lumen-modules is not found"
 echo "install test passed"
