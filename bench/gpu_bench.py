@@ -1192,7 +1192,7 @@ def main(argv=None):
         mods = module_files(lumen)
         say("gpu_bench: CUDA module files where lumen looks: "
             + (", ".join(mods) if mods else "none (was lumen built with -DLUMEN_CUDA=ON and "
-                                             "nvcc? look for build-gpu/modules/liblumen_cuda.so)"))
+                                             "nvcc? look for build-gpu/lumen-modules/liblumen_cuda.so)"))
         say("gpu_bench: what LUMEN_LOG=info says while lumen loads its modules:")
         for line in lumen_log_info(lumen).splitlines():
             say(f"    {line}")
