@@ -53,7 +53,7 @@ class CMakeBuild(build_ext):
         if subprocess.call(["cmake", "--build", str(build), "--target", "lumen_cuda"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) != 0:
             print("lumen: no CUDA backend module built (no nvcc); CPU only")
-        for module in sorted((build / "modules").glob("liblumen_*.so")):
+        for module in sorted((build / "lumen-modules").glob("liblumen_*.so")):
             shutil.copyfile(module, package_dir / module.name)
             print(f"lumen: backend module {module.name}")
 
