@@ -12,7 +12,8 @@ lumen_status lumen_box_blur(lumen_context *ctx, const lumen_image *src, const lu
     if (s || (s = lumen_op_check_ksize(kw, "kw")) || (s = lumen_op_check_ksize(kh, "kh"))) return s;
     float *ones = malloc(sizeof(float) * (size_t)(kw > kh ? kw : kh));
     if (!ones) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "kernel: out of memory");
-    for (int i = 0; i < (kw > kh ? kw : kh); i++) ones[i] = 1.0f;
+    for (int i = 0; i < (kw > kh ? kw : kh); i++)
+        ones[i] = 1.0f;
     /* Sums of ones stay exact for integer data; the 1/(kw*kh) comes last, as in OpenCV. */
     float scale = normalize ? (float)(1.0 / ((double)kw * kh)) : 1.0f;
     lumen_filter_job job = {.src = src,
@@ -44,12 +45,21 @@ lumen_status lumen_box_blur(lumen_context *ctx, const lumen_image *src, const lu
 enum { BX_SRC, BX_KSIZE, BX_NORMALIZE, BX_BORDER, BX_VALUE, BX_N };
 
 static const lumen_arg_desc box_blur_args[BX_N] = {
-    [BX_SRC] = {"src", LUMEN_ARG_IMAGE, LUMEN_ARG_REQUIRED, {0, 0}, NULL, 0, 0, NULL,
-                "the image to blur"},
-    [BX_KSIZE] = {"ksize", LUMEN_ARG_INT_PAIR, LUMEN_ARG_REQUIRED | LUMEN_ARG_PAIR_XY, {0, 0},
-                  NULL, 1, LUMEN_MAX_KSIZE, NULL, "box width and height (kw, kh)"},
-    [BX_NORMALIZE] = {"normalize", LUMEN_ARG_BOOL, 0, {1, 0}, NULL, 0, 1, NULL,
-                      "divide by kw*kh (cv2.blur); false gives plain sums (cv2.boxFilter)"},
+    [BX_SRC] = {.name = "src",
+                .type = LUMEN_ARG_IMAGE,
+                .flags = LUMEN_ARG_REQUIRED,
+                .help = "the image to blur"},
+    [BX_KSIZE] = {.name = "ksize",
+                  .type = LUMEN_ARG_INT_PAIR,
+                  .flags = LUMEN_ARG_REQUIRED | LUMEN_ARG_PAIR_XY,
+                  .min = 1,
+                  .max = LUMEN_MAX_KSIZE,
+                  .help = "box width and height (kw, kh)"},
+    [BX_NORMALIZE] = {.name = "normalize",
+                      .type = LUMEN_ARG_BOOL,
+                      .def = {1, 0},
+                      .max = 1,
+                      .help = "divide by kw*kh (cv2.blur); false gives plain sums (cv2.boxFilter)"},
     LUMEN_DESC_BORDER_ARGS,
 };
 

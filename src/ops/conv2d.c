@@ -16,8 +16,7 @@ lumen_conv2d_params lumen_conv2d_params_default(void)
 }
 
 lumen_status lumen_conv2d_output_size(const lumen_image *x, const lumen_image *w,
-                                      const lumen_conv2d_params *p, int64_t *out_h,
-                                      int64_t *out_w)
+                                      const lumen_conv2d_params *p, int64_t *out_h, int64_t *out_w)
 {
     return lumen_conv_output_size(LUMEN_OP_CONV2D, x, w, p, out_h, out_w);
 }
@@ -47,11 +46,15 @@ enum { CV_X, CV_WEIGHT, CV_BIAS, CV_STRIDE, CV_PADDING, CV_DILATION, CV_GROUPS, 
 static const lumen_arg_desc conv2d_args[CV_N] = {
     LUMEN_DESC_CONV_TENSOR_ARGS("weights, f32 K x C/groups x R x S"),
     [CV_STRIDE] = LUMEN_DESC_CONV_PAIR("stride", 1, 1, "step (h, w) between output samples"),
-    [CV_PADDING] = LUMEN_DESC_CONV_PAIR("padding", 0, 0,
-                                        "zero rows and columns (h, w) added on both sides"),
+    [CV_PADDING] =
+        LUMEN_DESC_CONV_PAIR("padding", 0, 0, "zero rows and columns (h, w) added on both sides"),
     [CV_DILATION] = LUMEN_DESC_CONV_PAIR("dilation", 1, 1, "spacing (h, w) between kernel taps"),
-    [CV_GROUPS] = {"groups", LUMEN_ARG_INT, 0, {1, 0}, NULL, 1, INT32_MAX, NULL,
-                   "channel groups; divides C and K (C for a depthwise convolution)"},
+    [CV_GROUPS] = {.name = "groups",
+                   .type = LUMEN_ARG_INT,
+                   .def = {1, 0},
+                   .min = 1,
+                   .max = INT32_MAX,
+                   .help = "channel groups; divides C and K (C for a depthwise convolution)"},
 };
 
 static lumen_conv2d_params conv2d_params(const lumen_value *v)
@@ -76,8 +79,8 @@ static lumen_status conv2d_shape(const lumen_value *v, lumen_out_shape *out)
     return LUMEN_OK;
 }
 
-static lumen_status conv2d_invoke(lumen_context *ctx, const lumen_value *v,
-                                  const lumen_image *out, lumen_run_info *info)
+static lumen_status conv2d_invoke(lumen_context *ctx, const lumen_value *v, const lumen_image *out,
+                                  lumen_run_info *info)
 {
     const lumen_conv2d_params p = conv2d_params(v);
     lumen_status s = lumen_desc_conv_bias(&v[CV_BIAS], v[CV_WEIGHT].u.image->n);

@@ -8,10 +8,9 @@ lumen_status lumen_conv_transpose2d_output_size(const lumen_image *x, const lume
     return lumen_conv_output_size(LUMEN_OP_CONV_TRANSPOSE2D, x, w, p, out_h, out_w);
 }
 
-lumen_status lumen_conv_transpose2d(lumen_context *ctx, const lumen_image *x,
-                                    const lumen_image *w, const float *bias,
-                                    const lumen_conv2d_params *p, const lumen_image *y,
-                                    lumen_run_info *info)
+lumen_status lumen_conv_transpose2d(lumen_context *ctx, const lumen_image *x, const lumen_image *w,
+                                    const float *bias, const lumen_conv2d_params *p,
+                                    const lumen_image *y, lumen_run_info *info)
 {
     lumen_clear_error();
     return lumen_conv_run(LUMEN_OP_CONV_TRANSPOSE2D, ctx, x, w, bias, p, y, info);
@@ -31,8 +30,17 @@ lumen_status lumen_conv_transpose2d_alloc(lumen_context *ctx, const lumen_image 
 #include "op_desc.h"
 
 /* torch's order: stride, padding, output_padding, groups, dilation. */
-enum { CT_X, CT_WEIGHT, CT_BIAS, CT_STRIDE, CT_PADDING, CT_OUTPUT_PADDING, CT_GROUPS,
-       CT_DILATION, CT_N };
+enum {
+    CT_X,
+    CT_WEIGHT,
+    CT_BIAS,
+    CT_STRIDE,
+    CT_PADDING,
+    CT_OUTPUT_PADDING,
+    CT_GROUPS,
+    CT_DILATION,
+    CT_N
+};
 
 static const lumen_arg_desc conv_transpose2d_args[CT_N] = {
     LUMEN_DESC_CONV_TENSOR_ARGS("weights, f32 C x K/groups x R x S"),
@@ -43,8 +51,12 @@ static const lumen_arg_desc conv_transpose2d_args[CT_N] = {
     [CT_OUTPUT_PADDING] = LUMEN_DESC_CONV_PAIR("output_padding", 0, 0,
                                                "rows and columns (h, w) added at the end; "
                                                "smaller than stride or dilation"),
-    [CT_GROUPS] = {"groups", LUMEN_ARG_INT, 0, {1, 0}, NULL, 1, INT32_MAX, NULL,
-                   "channel groups; divides C and K"},
+    [CT_GROUPS] = {.name = "groups",
+                   .type = LUMEN_ARG_INT,
+                   .def = {1, 0},
+                   .min = 1,
+                   .max = INT32_MAX,
+                   .help = "channel groups; divides C and K"},
     [CT_DILATION] = LUMEN_DESC_CONV_PAIR("dilation", 1, 1, "spacing (h, w) between kernel taps"),
 };
 
@@ -79,8 +91,7 @@ static lumen_status conv_transpose2d_invoke(lumen_context *ctx, const lumen_valu
     lumen_status s = lumen_desc_conv_bias(&v[CT_BIAS], v[CT_WEIGHT].u.image->c * p.groups);
     if (s) return s;
     const float *bias = v[CT_BIAS].given ? v[CT_BIAS].u.array.data : NULL;
-    return lumen_conv_transpose2d(ctx, v[CT_X].u.image, v[CT_WEIGHT].u.image, bias, &p, out,
-                                  info);
+    return lumen_conv_transpose2d(ctx, v[CT_X].u.image, v[CT_WEIGHT].u.image, bias, &p, out, info);
 }
 
 const lumen_op_desc lumen_conv_transpose2d_desc = {

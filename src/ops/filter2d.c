@@ -19,8 +19,10 @@ lumen_filter_options lumen_filter_options_default(void)
 static void factor_at(const float *k, int kw, int kh, int pi, int pj, float *kx, float *ky)
 {
     double p = k[pi * kw + pj];
-    for (int j = 0; j < kw; j++) kx[j] = k[pi * kw + j];
-    for (int i = 0; i < kh; i++) ky[i] = (float)(k[i * kw + pj] / p);
+    for (int j = 0; j < kw; j++)
+        kx[j] = k[pi * kw + j];
+    for (int i = 0; i < kh; i++)
+        ky[i] = (float)(k[i * kw + pj] / p);
 }
 
 /* Largest |ky[i]*kx[j] - k[i][j]| of a factorisation. */
@@ -28,7 +30,8 @@ static double factor_error(const float *k, int kw, int kh, const float *kx, cons
 {
     double err = 0.0;
     for (int i = 0; i < kh; i++)
-        for (int j = 0; j < kw; j++) err = fmax(err, fabs((double)ky[i] * kx[j] - k[i * kw + j]));
+        for (int j = 0; j < kw; j++)
+            err = fmax(err, fabs((double)ky[i] * kx[j] - k[i * kw + j]));
     return err;
 }
 
@@ -72,7 +75,8 @@ static lumen_status check_filter2d(lumen_context *ctx, const lumen_image *src,
     if (s || (s = lumen_op_check_ksize(kw, "kw")) || (s = lumen_op_check_ksize(kh, "kh"))) return s;
     if ((s = lumen_op_check_kernel_values(kernel, (int64_t)kw * kh, "kernel"))) return s;
     if ((unsigned)o->method > LUMEN_METHOD_FFT)
-        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "method: unknown method %d", (int)o->method);
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "method: unknown method %d",
+                               (int)o->method);
     return LUMEN_OK;
 }
 
@@ -109,7 +113,8 @@ static lumen_status run_with_method(lumen_context *ctx, lumen_filter_job *job, l
     else if (want == LUMEN_METHOD_SEPARABLE)
         s = lumen_run_filter(ctx, job, LUMEN_METHOD_SEPARABLE, info);
     else
-        s = lumen_run_filter(ctx, job, lumen_choose_method(ctx, job, auto_methods(job, rank1)), info);
+        s = lumen_run_filter(ctx, job, lumen_choose_method(ctx, job, auto_methods(job, rank1)),
+                             info);
     free(kx);
     return s;
 }
@@ -157,17 +162,24 @@ lumen_status lumen_filter2d(lumen_context *ctx, const lumen_image *src, const lu
 enum { F2_SRC, F2_KERNEL, F2_BORDER, F2_VALUE, F2_ANCHOR, F2_CONVOLVE, F2_METHOD, F2_N };
 
 static const lumen_arg_desc filter2d_args[F2_N] = {
-    [F2_SRC] = {"src", LUMEN_ARG_IMAGE, LUMEN_ARG_REQUIRED, {0, 0}, NULL, 0, 0, NULL,
-                "the image to filter"},
-    [F2_KERNEL] = {"kernel", LUMEN_ARG_KERNEL, LUMEN_ARG_REQUIRED, {0, 0}, NULL, 0, 0, NULL,
-                   "2-D kernel, kh x kw, at most 65536 on a side and 2^24 taps"},
+    [F2_SRC] = {.name = "src",
+                .type = LUMEN_ARG_IMAGE,
+                .flags = LUMEN_ARG_REQUIRED,
+                .help = "the image to filter"},
+    [F2_KERNEL] = {.name = "kernel",
+                   .type = LUMEN_ARG_KERNEL,
+                   .flags = LUMEN_ARG_REQUIRED,
+                   .help = "2-D kernel, kh x kw, at most 65536 on a side and 2^24 taps"},
     LUMEN_DESC_BORDER_ARGS,
     LUMEN_DESC_ANCHOR_ARGS,
-    [F2_METHOD] = {"method", LUMEN_ARG_ENUM, 0, {LUMEN_METHOD_AUTO, 0}, NULL, 0, 0,
-                   lumen_filter_method_choices,
-                   "auto (the cheapest by the machine's cost model), direct (every tap), "
-                   "separable (rank-1 kernels: a row then a column pass) or fft (tiled FFT, for "
-                   "big kernels)"},
+    [F2_METHOD] =
+        {.name = "method",
+         .type = LUMEN_ARG_ENUM,
+         .def = {LUMEN_METHOD_AUTO, 0},
+         .choices = lumen_filter_method_choices,
+         .help = "auto (the cheapest by the machine's cost model), direct (every tap), "
+                 "separable (rank-1 kernels: a row then a column pass) or fft (tiled FFT, for "
+                 "big kernels)"},
 };
 
 static lumen_status filter2d_invoke(lumen_context *ctx, const lumen_value *v,

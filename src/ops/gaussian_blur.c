@@ -11,7 +11,8 @@ lumen_status lumen_gaussian_kernel(int n, double sigma, float *out)
         return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "ksize: expected 1..%d, got %d",
                                LUMEN_MAX_KSIZE, n);
     if (!out) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "out: kernel buffer is NULL");
-    if (isnan(sigma)) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "sigma: NaN is not a sigma");
+    if (isnan(sigma))
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "sigma: NaN is not a sigma");
     lumen_gaussian_taps(n, sigma, out);
     return LUMEN_OK;
 }
@@ -28,12 +29,14 @@ static lumen_status resolve_axis(int *ksize, double *sigma, lumen_dtype dtype, c
                                  const char *sname)
 {
     if (!isfinite(*sigma))
-        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "%s: must be finite, got %g", sname, *sigma);
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "%s: must be finite, got %g", sname,
+                               *sigma);
     if (*ksize <= 0 && *sigma > 0) *ksize = lumen_gaussian_ksize(*sigma, dtype);
     if (*ksize <= 0)
-        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
-                               "%s: is %d and %s is %g; give a positive odd size or a positive sigma",
-                               kname, *ksize, sname, *sigma);
+        return lumen_set_error(
+            LUMEN_ERR_INVALID_ARGUMENT,
+            "%s: is %d and %s is %g; give a positive odd size or a positive sigma", kname, *ksize,
+            sname, *sigma);
     if (*ksize % 2 == 0 || *ksize > LUMEN_MAX_KSIZE)
         return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "%s: must be odd and at most %d, got %d",
                                kname, LUMEN_MAX_KSIZE, *ksize);
@@ -70,7 +73,6 @@ static lumen_status blur_exact(lumen_context *ctx, const lumen_image *src, const
     free(kx);
     return s;
 }
-
 
 /* Fast: the backend's recursive filter; cost independent of sigma. */
 static lumen_status blur_fast(lumen_context *ctx, const lumen_image *src, const lumen_image *dst,
@@ -111,10 +113,9 @@ lumen_status lumen_gaussian_blur_ex(lumen_context *ctx, const lumen_image *src,
     return blur_exact(ctx, src, dst, &o, info);
 }
 
-lumen_status lumen_gaussian_blur(lumen_context *ctx, const lumen_image *src,
-                                 const lumen_image *dst, int ksize_x, int ksize_y, double sigma_x,
-                                 double sigma_y, lumen_border border, float border_value,
-                                 lumen_run_info *info)
+lumen_status lumen_gaussian_blur(lumen_context *ctx, const lumen_image *src, const lumen_image *dst,
+                                 int ksize_x, int ksize_y, double sigma_x, double sigma_y,
+                                 lumen_border border, float border_value, lumen_run_info *info)
 {
     lumen_gaussian_options o = lumen_gaussian_options_default();
     o.ksize_x = ksize_x, o.ksize_y = ksize_y, o.sigma_x = sigma_x, o.sigma_y = sigma_y;
@@ -132,24 +133,42 @@ static const lumen_choice precision_choices[] = {
     {"exact", LUMEN_PRECISION_EXACT}, {"fast", LUMEN_PRECISION_FAST}, {NULL, 0}};
 
 static const lumen_arg_desc gaussian_blur_args[GB_N] = {
-    [GB_SRC] = {"src", LUMEN_ARG_IMAGE, LUMEN_ARG_REQUIRED, {0, 0}, NULL, 0, 0, NULL,
-                "the image to blur"},
-    [GB_SIGMA] = {"sigma", LUMEN_ARG_REAL, LUMEN_ARG_REQUIRED, {0, 0}, NULL, 0, 1e6, NULL,
-                  "horizontal sigma in pixels; 0 derives it from ksize "
-                  "(0.3*((k-1)/2-1)+0.8)"},
-    [GB_SIGMA_Y] = {"sigma_y", LUMEN_ARG_REAL, LUMEN_ARG_NULLABLE, {0, 0}, "sigma", 0, 1e6, NULL,
-                    "vertical sigma in pixels"},
-    [GB_KSIZE] = {"ksize", LUMEN_ARG_INT_PAIR, LUMEN_ARG_NULLABLE | LUMEN_ARG_PAIR_XY, {0, 0},
-                  "derived from sigma (round(sigma*8+1)|1, *6 for u8)", 0, LUMEN_MAX_KSIZE,
-                  NULL, "odd kernel width and height (kw, kh); 0 derives a size from its sigma"},
+    [GB_SRC] = {.name = "src",
+                .type = LUMEN_ARG_IMAGE,
+                .flags = LUMEN_ARG_REQUIRED,
+                .help = "the image to blur"},
+    [GB_SIGMA] = {.name = "sigma",
+                  .type = LUMEN_ARG_REAL,
+                  .flags = LUMEN_ARG_REQUIRED,
+                  .max = 1e6,
+                  .help = "horizontal sigma in pixels; 0 derives it from ksize "
+                          "(0.3*((k-1)/2-1)+0.8)"},
+    [GB_SIGMA_Y] = {.name = "sigma_y",
+                    .type = LUMEN_ARG_REAL,
+                    .flags = LUMEN_ARG_NULLABLE,
+                    .def_text = "sigma",
+                    .max = 1e6,
+                    .help = "vertical sigma in pixels"},
+    [GB_KSIZE] = {.name = "ksize",
+                  .type = LUMEN_ARG_INT_PAIR,
+                  .flags = LUMEN_ARG_NULLABLE | LUMEN_ARG_PAIR_XY,
+                  .def_text = "derived from sigma (round(sigma*8+1)|1, *6 for u8)",
+                  .max = LUMEN_MAX_KSIZE,
+                  .help = "odd kernel width and height (kw, kh); 0 derives a size from its sigma"},
     LUMEN_DESC_BORDER_ARGS,
-    [GB_PRECISION] = {"precision", LUMEN_ARG_ENUM, 0, {LUMEN_PRECISION_EXACT, 0}, NULL, 0, 0,
-                      precision_choices,
-                      "exact (OpenCV's kernel) or fast (a recursive approximation whose cost "
-                      "does not grow with sigma; error bound in docs/gaussian-fast.md)"},
-    [GB_METHOD] = {"method", LUMEN_ARG_ENUM, 0, {LUMEN_METHOD_AUTO, 0}, NULL, 0, 0,
-                   lumen_sep_method_choices,
-                   "exact precision only: auto (the cheaper by the cost model), separable or fft"},
+    [GB_PRECISION] = {.name = "precision",
+                      .type = LUMEN_ARG_ENUM,
+                      .def = {LUMEN_PRECISION_EXACT, 0},
+                      .choices = precision_choices,
+                      .help =
+                          "exact (OpenCV's kernel) or fast (a recursive approximation whose cost "
+                          "does not grow with sigma; error bound in docs/gaussian-fast.md)"},
+    [GB_METHOD] =
+        {.name = "method",
+         .type = LUMEN_ARG_ENUM,
+         .def = {LUMEN_METHOD_AUTO, 0},
+         .choices = lumen_sep_method_choices,
+         .help = "exact precision only: auto (the cheaper by the cost model), separable or fft"},
 };
 
 static lumen_status gaussian_blur_invoke(lumen_context *ctx, const lumen_value *v,

@@ -5,9 +5,9 @@
 
 #define SEP_METHODS ((1u << LUMEN_METHOD_SEPARABLE) | (1u << LUMEN_METHOD_FFT))
 
-lumen_status lumen_sep_filter2d(lumen_context *ctx, const lumen_image *src,
-                                const lumen_image *dst, const float *kx, int kw, const float *ky,
-                                int kh, const lumen_filter_options *opt, lumen_run_info *info)
+lumen_status lumen_sep_filter2d(lumen_context *ctx, const lumen_image *src, const lumen_image *dst,
+                                const float *kx, int kw, const float *ky, int kh,
+                                const lumen_filter_options *opt, lumen_run_info *info)
 {
     lumen_clear_error();
     lumen_filter_options o = opt ? *opt : lumen_filter_options_default();
@@ -49,7 +49,7 @@ lumen_status lumen_sep_filter2d(lumen_context *ctx, const lumen_image *src,
         lumen_method m = o.method;
         if (m == LUMEN_METHOD_AUTO) /* the FFT only weighed for kernels where it can pay */
             m = (int64_t)kw * kh >= LUMEN_FFT_MIN_TAPS ? lumen_choose_method(ctx, &job, SEP_METHODS)
-                                       : LUMEN_METHOD_SEPARABLE;
+                                                       : LUMEN_METHOD_SEPARABLE;
         s = lumen_run_filter(ctx, &job, m, info);
         lumen_op_release_src(copy);
     }
@@ -64,17 +64,26 @@ lumen_status lumen_sep_filter2d(lumen_context *ctx, const lumen_image *src,
 enum { SF_SRC, SF_KX, SF_KY, SF_BORDER, SF_VALUE, SF_ANCHOR, SF_CONVOLVE, SF_METHOD, SF_N };
 
 static const lumen_arg_desc sep_filter2d_args[SF_N] = {
-    [SF_SRC] = {"src", LUMEN_ARG_IMAGE, LUMEN_ARG_REQUIRED, {0, 0}, NULL, 0, 0, NULL,
-                "the image to filter"},
-    [SF_KX] = {"kx", LUMEN_ARG_VECTOR, LUMEN_ARG_REQUIRED, {0, 0}, NULL, 0, 0, NULL,
-               "row kernel (kw taps), applied along x first"},
-    [SF_KY] = {"ky", LUMEN_ARG_VECTOR, LUMEN_ARG_REQUIRED, {0, 0}, NULL, 0, 0, NULL,
-               "column kernel (kh taps), applied along y"},
+    [SF_SRC] = {.name = "src",
+                .type = LUMEN_ARG_IMAGE,
+                .flags = LUMEN_ARG_REQUIRED,
+                .help = "the image to filter"},
+    [SF_KX] = {.name = "kx",
+               .type = LUMEN_ARG_VECTOR,
+               .flags = LUMEN_ARG_REQUIRED,
+               .help = "row kernel (kw taps), applied along x first"},
+    [SF_KY] = {.name = "ky",
+               .type = LUMEN_ARG_VECTOR,
+               .flags = LUMEN_ARG_REQUIRED,
+               .help = "column kernel (kh taps), applied along y"},
     LUMEN_DESC_BORDER_ARGS,
     LUMEN_DESC_ANCHOR_ARGS,
-    [SF_METHOD] = {"method", LUMEN_ARG_ENUM, 0, {LUMEN_METHOD_AUTO, 0}, NULL, 0, 0,
-                   lumen_sep_method_choices,
-                   "auto (the cheaper by the cost model), separable (two 1-D passes) or fft"},
+    [SF_METHOD] = {.name = "method",
+                   .type = LUMEN_ARG_ENUM,
+                   .def = {LUMEN_METHOD_AUTO, 0},
+                   .choices = lumen_sep_method_choices,
+                   .help =
+                       "auto (the cheaper by the cost model), separable (two 1-D passes) or fft"},
 };
 
 static lumen_status sep_filter2d_invoke(lumen_context *ctx, const lumen_value *v,
