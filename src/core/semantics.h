@@ -91,6 +91,15 @@ static inline LUMEN_HD void lumen_store_px(void *p, lumen_dtype t, float v)
     }
 }
 
+/* The kernel size OpenCV's GaussianBlur derives from sigma: round(sigma * 8 + 1) | 1, or
+ * * 6 + 1 for 8-bit data; LUMEN_MAX_KSIZE + 1 (too large) when that passes the limit. */
+static inline LUMEN_HD int lumen_gaussian_ksize_of(double sigma, int u8)
+{
+    const double k = sigma * (u8 ? 3 : 4) * 2 + 1;
+    if (!(k < LUMEN_MAX_KSIZE)) return LUMEN_MAX_KSIZE + 1;
+    return (int)lrint(k) | 1;
+}
+
 /* The sigma OpenCV's getGaussianKernel uses for an n-tap kernel when sigma <= 0. */
 static inline LUMEN_HD double lumen_gaussian_sigma_of(double sigma, int n)
 {

@@ -19,9 +19,7 @@ lumen_status lumen_gaussian_kernel(int n, double sigma, float *out)
 
 int lumen_gaussian_ksize(double sigma, lumen_dtype dtype)
 {
-    double k = sigma * (dtype == LUMEN_U8 ? 3 : 4) * 2 + 1;
-    if (!(k < LUMEN_MAX_KSIZE)) return LUMEN_MAX_KSIZE + 1; /* caller reports "too large" */
-    return (int)lrint(k) | 1;
+    return lumen_gaussian_ksize_of(sigma, dtype == LUMEN_U8); /* > max: "too large" */
 }
 
 /* Derives and checks one axis' size and sigma as OpenCV's createGaussianKernels. */

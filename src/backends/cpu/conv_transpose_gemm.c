@@ -126,10 +126,17 @@ static lumen_status run_phase(lumen_context *ctx, const lumen_conv_job *job, con
     const int64_t k = job->y->c, cg = job->w->n / p->groups;
     const lumen_image wv = lumen_image_nchw(wbuf, LUMEN_F32, k, cg, ph->taps, pw->taps);
     lumen_conv_job fwd = {
-        .x = job->x, .w = &wv, .y = &yv, .bias = job->bias, .p = lumen_conv2d_params_default()};
-    fwd.p.pad_h = ph->pad, fwd.p.pad_w = pw->pad;
-    fwd.p.dilation_h = ph->dil, fwd.p.dilation_w = pw->dil;
-    fwd.p.groups = p->groups;
+        .x = job->x,
+        .w = &wv,
+        .y = &yv,
+        .bias = job->bias,
+        .p = {.stride_h = 1,
+              .stride_w = 1,
+              .pad_h = ph->pad,
+              .pad_w = pw->pad,
+              .dilation_h = ph->dil,
+              .dilation_w = pw->dil,
+              .groups = p->groups}};
     return lumen_cpu_conv2d_gemm(ctx, &fwd, isa);
 }
 

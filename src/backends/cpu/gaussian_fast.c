@@ -210,9 +210,8 @@ static lumen_status plan_axis(gf_axis *a, double sigma, int64_t n, lumen_border 
     a->n = n;
     a->fir = sigma < GF_FIR_SIGMA;
     if (a->fir) {
-        a->taps = lumen_gaussian_ksize(sigma, LUMEN_F32); /* lrint(8 sigma + 1) | 1 <= 19 */
-        lumen_status s = lumen_gaussian_kernel(a->taps, sigma, a->k);
-        if (s) return s;
+        a->taps = lumen_gaussian_ksize_of(sigma, 0); /* lrint(8 sigma + 1) | 1 <= 19 */
+        lumen_gaussian_taps(a->taps, sigma, a->k); /* sigma > 0: checked by the caller */
         a->pad = a->taps / 2;
     } else {
         const int64_t period = border_period(b, n);

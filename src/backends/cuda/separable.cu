@@ -76,16 +76,10 @@ lumen_status cu_sep_filter(lumen_context *ctx, const lumen_filter_job *job)
  */
 #define GF_MAX_TAPS 4097
 
-static int gaussian_taps(double sigma)
-{
-    const double k = sigma * 8.0 + 1.0;
-    if (!(k < GF_MAX_TAPS + 1)) return GF_MAX_TAPS + 2;
-    return (int)std::lrint(k) | 1;
-}
-
 lumen_status cu_gaussian_fast(lumen_context *ctx, const lumen_gauss_job *job)
 {
-    const int nx = gaussian_taps(job->sigma_x), ny = gaussian_taps(job->sigma_y);
+    const int nx = lumen_gaussian_ksize_of(job->sigma_x, 0),
+              ny = lumen_gaussian_ksize_of(job->sigma_y, 0);
     if (nx > GF_MAX_TAPS || ny > GF_MAX_TAPS)
         return cu_host->set_error(LUMEN_ERR_UNSUPPORTED,
                                   "precision: the fast Gaussian on CUDA runs the exact kernel, up to "
