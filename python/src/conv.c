@@ -37,7 +37,7 @@ static int refuse_ndim(const char *name, int nd)
 /* Borrows a 4-D float32 tensor as an N x C x H x W view. views.c reads a 4-D array as
  * N x H x W x C (the image convention); the same four axes are renamed here, so
  * n = shape[0], c = shape[1], h = shape[2], w = shape[3], and the strides likewise. */
-static int nchw_view(PyObject *obj, const char *name, int writable, lumenpy_view *v)
+int lumenpy_nchw_view(PyObject *obj, const char *name, int writable, lumenpy_view *v)
 {
     memset(v, 0, sizeof *v);
     PyObject *held = NULL;
@@ -202,7 +202,7 @@ static const struct {
 };
 
 /* lumenpy_raise, with the message's leading "name:" renamed to the Python argument. */
-static void conv_raise(lumen_status s)
+void lumenpy_raise_py_names(lumen_status s)
 {
     lumenpy_raise(s);
     const char *msg = lumen_last_error();
@@ -248,7 +248,7 @@ static PyObject *new_f32(int64_t n, int64_t k, int64_t h, int64_t w, const char 
     npy_intp shape[4] = {(npy_intp)n, (npy_intp)k, (npy_intp)h, (npy_intp)w};
     PyObject *a = PyArray_SimpleNew(4, shape, NPY_FLOAT32);
     if (!a) return NULL;
-    if (nchw_view(a, name, 1, v)) {
+    if (lumenpy_nchw_view(a, name, 1, v)) {
         Py_DECREF(a);
         return NULL;
     }
@@ -263,7 +263,7 @@ static int conv_output(conv_call *c, PyObject *out, int64_t k, int64_t p, int64_
         c->result = new_f32(n, k, p, q, "out", &c->y);
         return c->result ? 0 : -1;
     }
-    if (nchw_view(out, "out", 1, &c->y)) return -1;
+    if (lumenpy_nchw_view(out, "out", 1, &c->y)) return -1;
     const lumen_image *y = &c->y.img;
     if (y->n != n || y->c != k || y->h != p || y->w != q) {
         PyErr_Format(lumenpy_ArgumentError,
@@ -330,7 +330,8 @@ static PyObject *conv_run(PyObject *xo, PyObject *wo, PyObject *bo, lumen_conv2d
     size_fn size = transposed ? lumen_conv_transpose2d_output_size : lumen_conv2d_output_size;
     conv_fn run = transposed ? lumen_conv_transpose2d : lumen_conv2d;
     int extra_h = 0, extra_w = 0;
-    if (nchw_view(xo, "x", 0, &c.x) || nchw_view(wo, "weight", 0, &c.w)) goto fail;
+    if (lumenpy_nchw_view(xo, "x", 0, &c.x) || lumenpy_nchw_view(wo, "weight", 0, &c.w))
+        goto fail;
     if (same) {
         if (p->stride_h != 1 || p->stride_w != 1) {
             PyErr_Format(lumenpy_ArgumentError,
@@ -355,7 +356,7 @@ static PyObject *conv_run(PyObject *xo, PyObject *wo, PyObject *bo, lumen_conv2d
     int64_t oh = 0, ow = 0;
     lumen_status s = size(&c.x.img, &c.w.img, p, &oh, &ow);
     if (s) {
-        conv_raise(s);
+        lumenpy_raise_py_names(s);
         goto fail;
     }
     int64_t k = transposed ? c.w.img.c * (int64_t)p->groups : c.w.img.n;
@@ -386,7 +387,7 @@ static PyObject *conv_run(PyObject *xo, PyObject *wo, PyObject *bo, lumen_conv2d
     Py_END_ALLOW_THREADS
     lumenpy_context_release(ctx_obj, ctx, c.device);
     if (s) {
-        conv_raise(s);
+        lumenpy_raise_py_names(s);
         goto fail;
     }
     lumenpy_record_run(&info, &c.x.img, &c.y.img);

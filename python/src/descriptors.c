@@ -1,7 +1,8 @@
 /* The op descriptor table (include/lumen_ops.h) seen from Python: _lumen._op_descriptors() for
  * lumen/_api.py and the stub generator, and the parts of the binding made from it at import:
  * each op's keyword list and its docstring with a text signature (so inspect.signature shows
- * the real parameters and defaults without a Python wrapper). */
+ * the real parameters and defaults without a Python wrapper), for the hand-written functions
+ * and the generic ones (generic.c) alike. */
 #include "lumen_py.h"
 
 #include <lumen_ops.h>
@@ -112,11 +113,11 @@ PyObject *lumenpy_op_descriptors(PyObject *self, PyObject *unused)
 /* ---- keyword lists ---- */
 
 /* One list per op, the descriptor's names then the extras, built once and kept. */
-static char **kwlists[64];
+static char **kwlists[LUMENPY_MAX_OPS];
 
 char **lumenpy_op_kwlist(const char *name)
 {
-    for (int i = 0; i < lumen_op_count() && i < 64; i++)
+    for (int i = 0; i < lumen_op_count() && i < LUMENPY_MAX_OPS; i++)
         if (!strcmp(lumen_op_at(i)->name, name)) return kwlists[i];
     return NULL;
 }
@@ -235,26 +236,69 @@ static const char *python_notes(const char *name)
            "N x H x W x C, in any strides.";
 }
 
+/* What the generic binding (generic.c) takes beyond the descriptor's types, from the kinds of
+ * arguments the op has: nothing here names an op, so a new op needs no edit. */
+static void put_generic_notes(text *t, const lumen_op_desc *op)
+{
+    int image = 0, tensor = 0, border = 0, pair = 0;
+    for (int i = 0; i < op->n_args; i++) {
+        const lumen_arg_desc *a = &op->args[i];
+        image |= a->type == LUMEN_ARG_IMAGE;
+        tensor |= a->type == LUMEN_ARG_TENSOR;
+        pair |= a->type == LUMEN_ARG_INT_PAIR;
+        border |= a->type == LUMEN_ARG_ENUM && !strcmp(a->name, "border");
+    }
+    put(t, "\n\nBound from the descriptor (generic binding): arrays are NumPy arrays or DLPack "
+           "tensors, used in place");
+    if (image)
+        put(t, "; images are uint8, uint16 or float32, H x W, H x W x C or N x H x W x C, in any "
+               "strides");
+    if (tensor) put(t, "; tensors are float32 N x C x H x W");
+    if (pair) put(t, "; int pairs are an int (both) or a pair");
+    if (border) put(t, "; borders also take their aliases (docs/python.md) and cv2.BORDER_* integers");
+    put(t, ".");
+}
+
+/* Docstrings, made once per op and binding and kept for the life of the process (as the
+ * method table that points at them). */
+static char *docs[2][LUMENPY_MAX_OPS];
+
+const char *lumenpy_op_doc(const lumen_op_desc *op, int generic)
+{
+    int i = 0;
+    while (i < lumen_op_count() && lumen_op_at(i) != op) i++;
+    if (i >= lumen_op_count() || i >= LUMENPY_MAX_OPS) {
+        PyErr_Format(PyExc_SystemError, "lumen: op %s is not in the table", op->name);
+        return NULL;
+    }
+    if (docs[generic][i]) return docs[generic][i];
+    text t = {PyMem_RawMalloc(1024), 0, 1024};
+    if (t.buf) t.buf[0] = '\0';
+    put_signature(&t, op);
+    put_help(&t, op, generic ? NULL : python_notes(op->name));
+    if (generic) put_generic_notes(&t, op);
+    if (!t.buf) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    return docs[generic][i] = t.buf;
+}
+
 int lumenpy_descriptors_init(PyMethodDef *methods)
 {
-    for (int i = 0; i < lumen_op_count() && i < 64; i++) {
+    if (lumen_op_count() > LUMENPY_MAX_OPS) {
+        PyErr_Format(PyExc_SystemError, "lumen: %d ops, the binding keeps at most %d",
+                     lumen_op_count(), LUMENPY_MAX_OPS);
+        return -1;
+    }
+    for (int i = 0; i < lumen_op_count() && i < LUMENPY_MAX_OPS; i++) {
         const lumen_op_desc *op = lumen_op_at(i);
         if (!(kwlists[i] = build_kwlist(op))) {
             PyErr_NoMemory();
             return -1;
         }
-        for (PyMethodDef *m = methods; m->ml_name; m++) {
-            if (strcmp(m->ml_name, op->name)) continue;
-            text t = {PyMem_RawMalloc(1024), 0, 1024};
-            if (t.buf) t.buf[0] = '\0';
-            put_signature(&t, op);
-            put_help(&t, op, python_notes(op->name));
-            if (!t.buf) {
-                PyErr_NoMemory();
-                return -1;
-            }
-            m->ml_doc = t.buf; /* kept for the life of the process, as the method table */
-        }
+        for (PyMethodDef *m = methods; m->ml_name; m++)
+            if (!strcmp(m->ml_name, op->name) && !(m->ml_doc = lumenpy_op_doc(op, 0))) return -1;
     }
     return 0;
 }

@@ -15,6 +15,7 @@
 
 #include <dlpack/dlpack.h>
 #include <lumen.h>
+#include <lumen_ops.h>
 
 /* ---- errors (module.c) ---- */
 extern PyObject *lumenpy_Error, *lumenpy_ArgumentError, *lumenpy_UnsupportedError,
@@ -73,6 +74,7 @@ void lumenpy_record_run(const lumen_run_info *info, const lumen_image *src,
                         const lumen_image *dst);
 
 /* ---- the op descriptors (descriptors.c) ---- */
+#define LUMENPY_MAX_OPS 64 /* table entries the binding keeps lists and docstrings for */
 /* The keyword list of an op: its descriptor's argument names, then the front end's own (out,
  * dtype for image ops, context); built at import, NULL for an unknown name. */
 char **lumenpy_op_kwlist(const char *name);
@@ -80,6 +82,24 @@ char **lumenpy_op_kwlist(const char *name);
  * from the descriptors. 0, or -1 with an exception. */
 int lumenpy_descriptors_init(PyMethodDef *methods);
 PyObject *lumenpy_op_descriptors(PyObject *self, PyObject *unused);
+/* The op's docstring with its text signature, for the hand-written binding (generic 0) or the
+ * generic one (1: its notes say what the generic parser takes); made once and kept. NULL with
+ * an exception. */
+const char *lumenpy_op_doc(const lumen_op_desc *op, int generic);
+
+/* ---- the generic binding (generic.c, generic_bind.c) ---- */
+/* Calls op with Python arguments parsed by the descriptor's types: args[first:] positional,
+ * kw by name, plus out=, dtype= (image ops) and context=. A new reference or NULL. */
+PyObject *lumenpy_op_call(const lumen_op_desc *op, PyObject *args, Py_ssize_t first,
+                          PyObject *kw);
+/* Adds a generic function to module m for every op of the table that `methods` (the module's
+ * hand-written functions) lacks. 0, or -1 with an exception. */
+int lumenpy_generic_register(PyObject *m, const PyMethodDef *methods);
+/* _op_call(name, *args, **kw), _bind_generic(name), _generic_ops(): the generic path by name,
+ * for tests. */
+PyObject *lumenpy_op_call_by_name(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *lumenpy_bind_generic(PyObject *self, PyObject *name);
+PyObject *lumenpy_generic_ops(PyObject *self, PyObject *unused);
 
 /* ---- module functions ---- */
 PyObject *lumenpy_filter2d(PyObject *self, PyObject *args, PyObject *kw);
@@ -96,5 +116,10 @@ PyObject *lumenpy_write_image(PyObject *self, PyObject *args, PyObject *kw);
 /* conv.c: NCHW neural-network convolution (torch.nn.functional's argument rules) */
 PyObject *lumenpy_conv2d(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *lumenpy_conv_transpose2d(PyObject *self, PyObject *args, PyObject *kw);
+/* Borrows a 4-D float32 array as an N x C x H x W view (same contract as lumenpy_view_from). */
+int lumenpy_nchw_view(PyObject *obj, const char *name, int writable, lumenpy_view *v);
+/* lumenpy_raise, with a leading C field name ("w:", "y:", "stride_h:") renamed to the Python
+ * argument ("weight:", "out:", "stride (height):"). */
+void lumenpy_raise_py_names(lumen_status s);
 
 #endif

@@ -1,5 +1,6 @@
 /* The lumen._lumen extension module: exceptions, the per-thread record of the last run, the
- * method table. The Python package (lumen/__init__.py) re-exports these names. */
+ * method table, and the ops the generic binding adds at import (those with a descriptor but no
+ * function here). The Python package (lumen/__init__.py) re-exports these names. */
 #define LUMENPY_IMPORT_ARRAY
 #include "lumen_py.h"
 
@@ -56,6 +57,14 @@ static PyMethodDef methods[] = {
     {"conv_transpose2d", (PyCFunction)(void (*)(void))lumenpy_conv_transpose2d, KW, NULL},
     {"_op_descriptors", lumenpy_op_descriptors, METH_NOARGS,
      "_op_descriptors() -> list of dicts: every op's descriptor (include/lumen_ops.h)"},
+    /* An op with no function above is bound at import by the generic binding (generic.c);
+     * these run that binding for any op, so tests can hold it against the hand-written one. */
+    {"_op_call", (PyCFunction)(void (*)(void))lumenpy_op_call_by_name, KW,
+     "_op_call(name, *args, **kwargs) -> the op `name` called through the generic binding"},
+    {"_bind_generic", lumenpy_bind_generic, METH_O,
+     "_bind_generic(name) -> a new generic function of op `name`, as the import makes one"},
+    {"_generic_ops", lumenpy_generic_ops, METH_NOARGS,
+     "_generic_ops() -> names of the ops the import bound generically"},
     {"gaussian_kernel", (PyCFunction)(void (*)(void))lumenpy_gaussian_kernel, KW,
      "gaussian_kernel(n, sigma) -> float32 array (cv2.getGaussianKernel)"},
     {"gaussian_ksize", (PyCFunction)(void (*)(void))lumenpy_gaussian_ksize, KW,
@@ -121,7 +130,8 @@ PyMODINIT_FUNC PyInit__lumen(void)
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     if (add_errors(m) || PyModule_AddObjectRef(m, "Context", (PyObject *)&lumenpy_ContextType) ||
-        PyModule_AddStringConstant(m, "__version__", lumen_version())) {
+        PyModule_AddStringConstant(m, "__version__", lumen_version()) ||
+        lumenpy_generic_register(m, methods)) {
         Py_DECREF(m);
         return NULL;
     }
