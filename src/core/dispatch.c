@@ -43,9 +43,9 @@ static lumen_status run_on(lumen_context *ctx, const lumen_backend *be, const lu
     if (s) return s;
     ri.device = on_device ? lumen_device_name_static(ctx->device) : "cpu";
     ri.threads = ctx->threads;
-    lumen_log(LUMEN_LOG_DEBUG, "ran %s on %s (%s, %s%s%s), %d threads", lumen_op_kind_name(op->kind),
-              ri.device, lumen_method_name(ri.method), ri.isa, ri.algo ? ", " : "",
-              ri.algo ? ri.algo : "", ri.threads);
+    lumen_log(LUMEN_LOG_DEBUG, "ran %s on %s (%s, %s%s%s), %d threads",
+              lumen_op_kind_name(op->kind), ri.device, lumen_method_name(ri.method), ri.isa,
+              ri.algo ? ", " : "", ri.algo ? ri.algo : "", ri.threads);
     if (info) *info = ri;
     return LUMEN_OK;
 }
@@ -115,7 +115,8 @@ static lumen_status run_on_cpu_staged(lumen_context *ctx, const lumen_op *op, lu
         if (!s && ctx->be->synchronize) s = ctx->be->synchronize(ctx);
     }
     free(job);
-    for (int i = 0; i < n; i++) free(st[i].buf);
+    for (int i = 0; i < n; i++)
+        free(st[i].buf);
     return s;
 }
 

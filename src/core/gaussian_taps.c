@@ -19,7 +19,8 @@ static const float small_gaussian[5][9] = {
 void lumen_gaussian_taps(int n, double sigma, float *out)
 {
     if (n % 2 == 1 && n <= 9 && sigma <= 0) {
-        for (int i = 0; i < n; i++) out[i] = small_gaussian[n / 2][i];
+        for (int i = 0; i < n; i++)
+            out[i] = small_gaussian[n / 2][i];
         return;
     }
     const double s = lumen_gaussian_sigma_of(sigma, n);

@@ -41,7 +41,7 @@ static inline LUMEN_HD int64_t lumen_border_index(int64_t i, int64_t n, lumen_bo
         return p < n ? p : 2 * n - 1 - p;
     }
     case LUMEN_BORDER_REFLECT101: {
-        if (n == 1) return 0; /* as OpenCV: a single pixel reflects onto itself */
+        if (n == 1) return 0;                /* as OpenCV: a single pixel reflects onto itself */
         int64_t p = lumen_mod(i, 2 * n - 2); /* dcb|abcd: period 2n-2 */
         return p < n ? p : 2 * n - 2 - p;
     }

@@ -21,8 +21,10 @@ typedef struct run_case {
 
 static lumen_context *context_for(const run_case *rc)
 {
-    if (rc->cpu_isa) setenv("LUMEN_CPU_ISA", rc->cpu_isa, 1);
-    else unsetenv("LUMEN_CPU_ISA");
+    if (rc->cpu_isa)
+        setenv("LUMEN_CPU_ISA", rc->cpu_isa, 1);
+    else
+        unsetenv("LUMEN_CPU_ISA");
     lumen_context *ctx;
     assert_int_equal(lumen_context_create(&ctx), LUMEN_OK);
     unsetenv("LUMEN_CPU_ISA");
@@ -58,7 +60,8 @@ static void expect(const lumen_run_info *info, lumen_method method, const char *
 static void check_filters(const run_case *rc)
 {
     static float src_px[W * H], dst_px[W * H];
-    for (int i = 0; i < W * H; i++) src_px[i] = (float)(i % 7);
+    for (int i = 0; i < W * H; i++)
+        src_px[i] = (float)(i % 7);
     const lumen_image src = lumen_image_nchw(src_px, LUMEN_F32, 1, 1, H, W);
     const lumen_image dst = lumen_image_nchw(dst_px, LUMEN_F32, 1, 1, H, W);
     lumen_context *ctx = context_for(rc);
@@ -95,8 +98,10 @@ static void check_filters(const run_case *rc)
 static void check_conv(const run_case *rc)
 {
     static float x_px[2 * 3 * 6 * 5], w_px[4 * 3 * 3 * 3], y_px[2 * 4 * 6 * 5];
-    for (int i = 0; i < TS_COUNT(x_px); i++) x_px[i] = (float)(i % 5) - 2.0f;
-    for (int i = 0; i < TS_COUNT(w_px); i++) w_px[i] = (float)(i % 3) - 1.0f;
+    for (int i = 0; i < TS_COUNT(x_px); i++)
+        x_px[i] = (float)(i % 5) - 2.0f;
+    for (int i = 0; i < TS_COUNT(w_px); i++)
+        w_px[i] = (float)(i % 3) - 1.0f;
     const lumen_image x = lumen_image_nchw(x_px, LUMEN_F32, 2, 3, 6, 5);
     const lumen_image w = lumen_image_nchw(w_px, LUMEN_F32, 4, 3, 3, 3);
     const lumen_image y = lumen_image_nchw(y_px, LUMEN_F32, 2, 4, 6, 5);
@@ -108,7 +113,8 @@ static void check_conv(const run_case *rc)
     assert_int_equal(lumen_conv2d(ctx, &x, &w, NULL, &p, &y, &info), LUMEN_OK);
     char what[96];
     snprintf(what, sizeof what, "%s: conv2d", rc->what);
-    if (!rc->simd) expect(&info, LUMEN_METHOD_DIRECT, "scalar", "reference", what);
+    if (!rc->simd)
+        expect(&info, LUMEN_METHOD_DIRECT, "scalar", "reference", what);
     else if (!info.algo || !strcmp(info.algo, "reference") || !strcmp(info.isa, "scalar"))
         fail_msg("%s: the fast path reports algo %s, isa %s", what, info.algo ? info.algo : "-",
                  info.isa);

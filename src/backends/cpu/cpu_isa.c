@@ -56,6 +56,7 @@ void lumen_cpu_detect_isa(bool *avx2, bool *avx512)
     } else if (!strcmp(cap, "generic")) {
         *avx2 = *avx512 = false;
     } else {
-        lumen_log(LUMEN_LOG_WARN, "LUMEN_CPU_ISA='%s' is not generic, avx2 or avx512; ignored", cap);
+        lumen_log(LUMEN_LOG_WARN, "LUMEN_CPU_ISA='%s' is not generic, avx2 or avx512; ignored",
+                  cap);
     }
 }

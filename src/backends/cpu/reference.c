@@ -3,8 +3,8 @@
  * oracle for fast paths and devices. Plain loops, double accumulation, the
  * border rule applied per tap; nothing clever.
  */
-#include "semantics.h"
 #include "cpu.h"
+#include "semantics.h"
 
 static double fetch(const lumen_filter_job *job, int64_t b, int64_t ch, int64_t y, int64_t x)
 {
