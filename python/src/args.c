@@ -105,7 +105,11 @@ int lumenpy_method_conv(PyObject *obj, void *out)
 
 int lumenpy_precision_conv(PyObject *obj, void *out)
 {
-    const char *s = PyUnicode_Check(obj) ? PyUnicode_AsUTF8(obj) : NULL;
+    if (!PyUnicode_Check(obj)) { /* a TypeError, as method's and the generic binding's */
+        PyErr_Format(PyExc_TypeError, "precision: expected a str, got %s", Py_TYPE(obj)->tp_name);
+        return 0;
+    }
+    const char *s = PyUnicode_AsUTF8(obj);
     if (s && !strcmp(s, "exact")) *(lumen_precision *)out = LUMEN_PRECISION_EXACT;
     else if (s && !strcmp(s, "fast")) *(lumen_precision *)out = LUMEN_PRECISION_FAST;
     else {
