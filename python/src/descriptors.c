@@ -255,7 +255,8 @@ static void put_generic_notes(text *t, const lumen_op_desc *op)
                "strides");
     if (tensor) put(t, "; tensors are float32 N x C x H x W");
     if (pair) put(t, "; int pairs are an int (both) or a pair");
-    if (border) put(t, "; borders also take their aliases (docs/python.md) and cv2.BORDER_* integers");
+    if (border)
+        put(t, "; borders also take their aliases (docs/python.md) and cv2.BORDER_* integers");
     put(t, ".");
 }
 

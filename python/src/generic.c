@@ -80,8 +80,8 @@ static int collect_keywords(gen_call *c, PyObject *kw)
             return -1;
         }
         if (*slot) {
-            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%U'",
-                         c->op->name, key);
+            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%U'", c->op->name,
+                         key);
             return -1;
         }
         *slot = val;
@@ -101,12 +101,13 @@ static int collect(gen_call *c, PyObject *args, Py_ssize_t first, PyObject *kw)
                      op->name, np, np == 1 ? "" : "s", n);
         return -1;
     }
-    for (Py_ssize_t i = 0; i < n; i++) c->given[i] = PyTuple_GET_ITEM(args, first + i);
+    for (Py_ssize_t i = 0; i < n; i++)
+        c->given[i] = PyTuple_GET_ITEM(args, first + i);
     if (collect_keywords(c, kw)) return -1;
     for (int i = 0; i < op->n_args; i++)
         if (!c->given[i] && (op->args[i].flags & LUMEN_ARG_REQUIRED)) {
-            PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s' (pos %d)",
-                         op->name, op->args[i].name, i + 1);
+            PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s' (pos %d)", op->name,
+                         op->args[i].name, i + 1);
             return -1;
         }
     return 0;
@@ -278,29 +279,33 @@ static int convert_all(gen_call *c)
 static int image_dims(const gen_call *c, const lumen_out_shape *s, npy_intp dims[4])
 {
     int nd = c->first_view >= 0 ? c->views[c->first_view].ndim : 2;
-    if (s->n > 1) nd = 4;
-    else if (s->c > 1 && nd < 3) nd = 3;
+    if (s->n > 1)
+        nd = 4;
+    else if (s->c > 1 && nd < 3)
+        nd = 3;
     const int64_t d4[4] = {s->n, s->h, s->w, s->c};
-    for (int i = 0; i < nd; i++) dims[i] = (npy_intp)d4[i + (nd == 4 ? 0 : 1)];
+    for (int i = 0; i < nd; i++)
+        dims[i] = (npy_intp)d4[i + (nd == 4 ? 0 : 1)];
     return nd;
 }
 
 static PyObject *dims_tuple(int nd, const npy_intp *dims)
 {
     PyObject *t = PyTuple_New(nd);
-    for (int i = 0; t && i < nd; i++) PyTuple_SET_ITEM(t, i, PyLong_FromSsize_t(dims[i]));
+    for (int i = 0; t && i < nd; i++)
+        PyTuple_SET_ITEM(t, i, PyLong_FromSsize_t(dims[i]));
     return t;
 }
 
 static int check_out(const gen_call *c, int nd, const npy_intp *dims, int dtype)
 {
     int same = c->dst.ndim == nd;
-    for (int i = 0; same && i < nd; i++) same = c->dst.shape[i] == dims[i];
+    for (int i = 0; same && i < nd; i++)
+        same = c->dst.shape[i] == dims[i];
     if (!same) {
         PyObject *a = dims_tuple(c->dst.ndim, c->dst.shape), *b = dims_tuple(nd, dims);
         if (a && b)
-            PyErr_Format(lumenpy_ArgumentError, "out: shape %R differs from the result's %R", a,
-                         b);
+            PyErr_Format(lumenpy_ArgumentError, "out: shape %R differs from the result's %R", a, b);
         Py_XDECREF(a);
         Py_XDECREF(b);
         return -1;
@@ -373,11 +378,9 @@ static PyObject *gen_run(gen_call *c)
     lumen_run_info info;
     memset(&info, 0, sizeof info);
     lumen_status s;
-    Py_BEGIN_ALLOW_THREADS
-    s = lumen_op_invoke(c->op, ctx, c->values, &c->dst.img, &info);
+    Py_BEGIN_ALLOW_THREADS s = lumen_op_invoke(c->op, ctx, c->values, &c->dst.img, &info);
     if (s == LUMEN_OK && c->device >= 0) s = lumen_context_synchronize(ctx);
-    Py_END_ALLOW_THREADS
-    lumenpy_context_release(ctx_obj, ctx, c->device);
+    Py_END_ALLOW_THREADS lumenpy_context_release(ctx_obj, ctx, c->device);
     if (s) {
         lumenpy_raise_py_names(s);
         return NULL;
@@ -389,8 +392,7 @@ static PyObject *gen_run(gen_call *c)
     return r;
 }
 
-PyObject *lumenpy_op_call(const lumen_op_desc *op, PyObject *args, Py_ssize_t first,
-                          PyObject *kw)
+PyObject *lumenpy_op_call(const lumen_op_desc *op, PyObject *args, Py_ssize_t first, PyObject *kw)
 {
     if (op->n_args > GEN_MAX_ARGS)
         return PyErr_Format(PyExc_SystemError, "%s: %d arguments, the generic binding takes %d",
