@@ -131,8 +131,9 @@ static int real_arg(const lumen_arg_desc *a, PyObject *obj, double *out)
     return *out == -1.0 && PyErr_Occurred() ? -1 : 0;
 }
 
-/* An int (both numbers) or a pair in the argument's order; PAIR_BOTH (an anchor) wants the
- * pair, since one number would hide which axis it is for. Ranges are lumen_op_check_args'. */
+/* An int (both numbers) or a pair in the argument's order, as the CLI's "A" or "A,B"; PAIR_BOTH
+ * (an anchor) wants the pair, since one number would hide which axis it is for. Ranges are
+ * lumen_op_check_args'. */
 static int pair_arg(const lumen_arg_desc *a, PyObject *obj, int64_t pair[2])
 {
     const int both = (a->flags & LUMEN_ARG_PAIR_BOTH) != 0;
@@ -149,12 +150,12 @@ static int pair_arg(const lumen_arg_desc *a, PyObject *obj, int64_t pair[2])
         return 0;
     }
     Py_ssize_t n = PySequence_Size(obj);
-    if (n != 2 && (both || n != 1)) {
+    if (n != 2) {
         PyErr_Format(lumenpy_ArgumentError, "%s: expected %s %s of ints, got %R", a->name,
                      both ? "a pair" : "an int or a pair", form, obj);
         return -1;
     }
-    PyObject *x = PySequence_GetItem(obj, 0), *y = PySequence_GetItem(obj, n - 1);
+    PyObject *x = PySequence_GetItem(obj, 0), *y = PySequence_GetItem(obj, 1);
     int ok = x && y && lumenpy_int_arg(x, a->name, &v[0]) && lumenpy_int_arg(y, a->name, &v[1]);
     Py_XDECREF(x);
     Py_XDECREF(y);
