@@ -40,8 +40,10 @@ lumen_status lumen_desc_shape_like_src(const lumen_value *values, lumen_out_shap
      .type = LUMEN_ARG_INT_PAIR,                                                                   \
      .flags = LUMEN_ARG_NULLABLE | LUMEN_ARG_PAIR_XY | LUMEN_ARG_PAIR_BOTH,                        \
      .def_text = "the kernel's centre (kw/2, kh/2)",                                               \
+     .min = -1,                                                                                    \
      .max = LUMEN_MAX_KSIZE - 1,                                                                   \
-     .help = "kernel point (x, y) over the output pixel, 0-based"},                                \
+     .help = "kernel point (x, y) over the output pixel, 0-based; -1 on an axis: its centre, as "  \
+             "OpenCV's (-1, -1)"},                                                                 \
     {                                                                                              \
         .name = "convolve", .type = LUMEN_ARG_BOOL, .max = 1,                                      \
         .help = "true convolution: flip the kernel (default: correlation, as cv2.filter2D)"        \
