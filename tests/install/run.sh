@@ -8,6 +8,8 @@
 #
 # usage: run.sh BUILD_DIR SOURCE_DIR LIBDIR VERSION CMAKE GENERATOR C_COMPILER MOCK_MODULE
 set -euo pipefail
+# (grep -q reads here-strings, never a pipe: with pipefail, a producer killed by SIGPIPE when
+# grep -q stops early would fail the test at random.)
 build=$1 src=$2 libdir=$3 version=$4 cmake=$5 generator=$6 cc=$7 mock=$8
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/lumen-install.XXXXXX")
@@ -30,7 +32,7 @@ for h in "$src"/include/*.h; do
 done
 [ "$(readlink "$lib/liblumen.so.0")" = "liblumen.so.$version" ] || fail "liblumen.so.0 link"
 [ "$(readlink "$lib/liblumen.so")" = liblumen.so.0 ] || fail "liblumen.so link"
-objdump -p "$lib/liblumen.so" | grep -q 'SONAME *liblumen\.so\.0$' || fail "soname is not liblumen.so.0"
+grep -q 'SONAME *liblumen\.so\.0$' <<<"$(objdump -p "$lib/liblumen.so")" || fail "soname is not liblumen.so.0"
 if [ -f "$build/lumen-modules/liblumen_cuda.so" ]; then
   [ -f "$lib/lumen-modules/liblumen_cuda.so" ] || fail "the CUDA module is not installed"
 fi
@@ -38,7 +40,7 @@ fi
 step "liblumen.so exports the API only"
 extra=$(nm -D --defined-only "$lib/liblumen.so" | awk '{print $3}' | grep -v '^lumen_' || true)
 [ -z "$extra" ] || fail "exported beyond lumen_*: $(tr '\n' ' ' <<< "$extra" | head -c 400)"
-nm -D --defined-only "$lib/liblumen.so" | grep -q ' T lumen_gaussian_blur$' || fail "API not exported"
+grep -q ' T lumen_gaussian_blur$' <<<"$(nm -D --defined-only "$lib/liblumen.so")" || fail "API not exported"
 ! grep -qF "$build" "$lib/liblumen.so" || fail "the build tree's path is compiled into liblumen.so"
 
 step "README.md shows examples/blur.c verbatim"
@@ -53,8 +55,8 @@ check() {
   out=$("$@") || fail "$1 exited $?"
   # shellcheck disable=SC2001
   sed 's/^/   /' <<< "$out"
-  echo "$out" | grep -Eq "^lumen $version, blur \([a-z]+ on [a-z0-9:]+\): [0-9]+ [0-9]+ [0-9]+ [0-9]+$" ||
-    fail "$1: blur line"
+  grep -Eq "^lumen $version, blur \([a-z]+ on [a-z0-9:]+\): [0-9]+ [0-9]+ [0-9]+ [0-9]+$" \
+    <<<"$out" || fail "$1: blur line"
   read -r a b c d <<< "$(echo "$out" | head -1 | sed 's/.*: //')"
   if ! [ "$a" -le "$b" ] || ! [ "$b" -lt "$c" ] || ! [ "$c" -le "$d" ] ||
      [ $((b + c)) -lt 198 ] || [ $((b + c)) -gt 202 ]; then
@@ -76,7 +78,7 @@ static=$(pkg-config --static --libs lumen)
 # shellcheck disable=SC2046,SC2086
 "$cc" -std=c17 -o "$tmp/blur-static" "$src/examples/blur.c" $(pkg-config --cflags lumen) \
   ${static/-llumen/-l:liblumen.a}
-! readelf -d "$tmp/blur-static" | grep -q 'NEEDED.*liblumen' || fail "blur-static needs liblumen.so"
+! grep -q 'NEEDED.*liblumen' <<<"$(readelf -d "$tmp/blur-static")" || fail "blur-static needs liblumen.so"
 check "$tmp/blur-static"
 
 step "find_package(lumen) + target_link_libraries(app lumen::lumen)"
@@ -93,7 +95,7 @@ cp "$src/examples/blur.c" "$tmp/app/"
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" > "$tmp/app.log" 2>&1 ||
   { cat "$tmp/app.log"; fail "configure the find_package project"; }
 "$cmake" --build "$tmp/app/build" >> "$tmp/app.log" 2>&1 || { cat "$tmp/app.log"; fail "build it"; }
-ldd "$tmp/app/build/app" | grep -q "liblumen.so.0 => $lib/liblumen.so.0" ||
+grep -q "liblumen.so.0 => $lib/liblumen.so.0" <<<"$(ldd "$tmp/app/build/app")" ||
   fail "app does not load the installed liblumen.so.0"
 check "$tmp/app/build/app" # the build RPATH CMake gives it points into the prefix
 
