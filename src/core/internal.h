@@ -1,4 +1,5 @@
-/* Internal runtime interface shared by ops, backends and io. Not installed. */
+/* Internal runtime interface shared by ops, backends and io (docs/architecture.md). Not
+ * installed; backend modules include it for the op interface and the module ABI. */
 #ifndef LUMEN_INTERNAL_H
 #define LUMEN_INTERNAL_H
 
@@ -60,7 +61,6 @@ void *lumen_plan_cache_put(lumen_plan_cache *c, const void *key, size_t len, voi
 
 /* $XDG_CACHE_HOME/lumen/<name> or ~/.cache/lumen/<name> into buf; creates the folder. */
 bool lumen_cache_path(const char *name, char *buf, size_t size);
-
 
 /* Checks a view: data, positive sizes, dtype; `what` names it in messages. */
 lumen_status lumen_image_check(const lumen_image *img, const char *what);
