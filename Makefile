@@ -6,7 +6,7 @@ JOBS       ?= $(shell nproc)
 PYTHON     ?= /usr/bin/python3
 CMAKE_FLAGS ?=
 
-.PHONY: all deps deps-test build build-asan run test check-layers test-c test-asan test-python \
+.PHONY: all deps deps-test build build-tests build-asan run test check-newcomer check-layers test-c test-asan test-python \
 	test-python-asan test-pip bench clean
 
 all: build
@@ -17,26 +17,38 @@ deps:
 deps-test:
 	@scripts/install-deps.sh test
 
-$(BUILD)/build.ninja:
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DLUMEN_WERROR=ON \
-	  -DPython3_EXECUTABLE=$(PYTHON) $(CMAKE_FLAGS)
+RUN_CONFIG  = -G Ninja -DCMAKE_BUILD_TYPE=Release -DLUMEN_WERROR=ON -DPython3_EXECUTABLE=$(PYTHON)
+ASAN_CONFIG = -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLUMEN_WERROR=ON -DLUMEN_SANITIZE=ON \
+	      -DLUMEN_CUDA=OFF -DPython3_EXECUTABLE=$(PYTHON)
 
-$(ASAN_BUILD)/build.ninja:
-	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLUMEN_WERROR=ON -DLUMEN_SANITIZE=ON \
-	  -DLUMEN_CUDA=OFF -DPython3_EXECUTABLE=$(PYTHON) $(CMAKE_FLAGS)
+# `make run`'s build needs only the build packages (no cmocka: it then has no C tests).
+$(BUILD)/build.ninja:
+	cmake -S . -B $(BUILD) $(RUN_CONFIG) $(CMAKE_FLAGS)
 
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
-build-asan: deps-test $(ASAN_BUILD)/build.ninja
+# The test builds require their test packages: configured again each time (cheap), so that a
+# build folder `make run` configured without cmocka gets its C tests.
+build-tests: deps-test
+	cmake -S . -B $(BUILD) $(RUN_CONFIG) -DLUMEN_REQUIRE_TESTS=ON $(CMAKE_FLAGS) > /dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+
+build-asan: deps-test
+	cmake -S . -B $(ASAN_BUILD) $(ASAN_CONFIG) -DLUMEN_REQUIRE_TESTS=ON $(CMAKE_FLAGS) > /dev/null
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 
 # Main job: blur and filter a generated scene, print device/method/timings, write results.
 run: build
 	@scripts/demo.sh $(BUILD)/lumen
 
-test: deps-test build build-asan
+test: deps-test build-tests build-asan
 	$(MAKE) --no-print-directory check-layers test-c test-asan test-python test-python-asan test-pip
+
+# `make run` works with only the build packages: run in build-newcomer with the test-only
+# packages hidden from its configure step (scripts/check-newcomer.sh; CI runs it).
+check-newcomer:
+	scripts/check-newcomer.sh
 
 # No #include or call crosses the layers the wrong way (docs/architecture.md, "Layers"); the
 # calls are read from the library's objects.

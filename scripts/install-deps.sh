@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
 # Installs the Debian packages lumen needs that are not installed yet.
 # Usage: scripts/install-deps.sh [build|test]
+#        scripts/install-deps.sh --list build|test   (print the list, install nothing)
 set -euo pipefail
+list=false
+if [ "${1:-}" = --list ]; then
+  list=true
+  shift
+fi
 pkgs=(gcc make cmake ninja-build pkg-config libpng-dev libjpeg-dev libtiff-dev libfftw3-dev
       python3 python3-dev python3-numpy libdlpack-dev)
 if [ "${1:-build}" = test ]; then
   pkgs+=(libcmocka-dev python3-opencv python3-scipy python3-pytest python3-torch
          python3-pip python3-setuptools python3-wheel time)
+fi
+if $list; then
+  printf '%s\n' "${pkgs[@]}"
+  exit 0
 fi
 missing=()
 for p in "${pkgs[@]}"; do
