@@ -336,17 +336,88 @@ LUMEN_API lumen_status lumen_conv_transpose2d_alloc(lumen_context *ctx, const lu
                                                     lumen_run_info *info);
 
 /* ---- image files --------------------------------------------------------
- * By extension: .png (u8/u16, 1/3/4 channels (2 = gray+alpha)), .jpg/.jpeg
- * (u8, 1/3 channels), .tif/.tiff (u8/u16/f32, 1..4 channels), .npy (u8/u16/f32;
- * H x W or H x W x C; f64 converted to f32 on read).
+ * By extension: .png (u8/u16, 1..4 channels (2 = gray+alpha)), .jpg/.jpeg
+ * (u8, 1/3 channels), .tif/.tiff (u8/u16/f32, 1..4 channels), .webp (u8,
+ * 3/4 channels), .exr (f32 in memory; float or half on disk; 1..4 channels),
+ * .npy (u8/u16/f32; H x W or H x W x C; f64 converted to f32 on read).
+ * docs/io.md: formats, metadata, orientation, limits.
  */
 
-/* Reads into a new contiguous n=1 HWC image; free with lumen_image_free. */
+/* Reads into a new contiguous n=1 HWC image; free with lumen_image_free. As
+ * lumen_read_image_ex with default options: EXIF orientation applied, default pixel limit. */
 LUMEN_API lumen_status lumen_read_image(const char *path, lumen_image *out);
 /* Writes atomically: to a temporary file in the same folder, then renamed. */
 LUMEN_API lumen_status lumen_write_image(const char *path, const lumen_image *img);
 /* Frees the data of an image returned by lumen_read_image and zeroes it. */
 LUMEN_API void lumen_image_free(lumen_image *img);
+
+/* Metadata carried from a file to another. Blobs are malloc'd by lumen_read_image_ex (free
+ * them with lumen_image_metadata_free); a caller filling one for lumen_write_image_ex owns it. */
+typedef struct lumen_image_metadata {
+    unsigned char *icc;  /* ICC colour profile, or NULL */
+    size_t icc_size;
+    unsigned char *exif; /* EXIF as a TIFF structure ("II*\0" / "MM\0*"), no "Exif\0\0" */
+    size_t exif_size;
+    unsigned char *xmp; /* XMP packet (UTF-8 XML, not NUL-terminated), or NULL */
+    size_t xmp_size;
+    /* The EXIF/TIFF orientation (1..8) of the pixels returned, 0 if the file states none: 1
+     * once applied on read. On write, 1..8 is stored in the EXIF block (and TIFF's tag). */
+    int orientation;
+} lumen_image_metadata;
+
+/* Frees the blobs of metadata filled by lumen_read_image_ex and zeroes it (NULL: no-op). */
+LUMEN_API void lumen_image_metadata_free(lumen_image_metadata *meta);
+
+typedef struct lumen_read_options {
+    /* 0 (default): rotate/flip the pixels as the EXIF (TIFF) orientation says, as cv2.imread
+     * does, and reset it to 1 in the metadata; 1: the pixels as stored (cv2's
+     * IMREAD_IGNORE_ORIENTATION), the metadata keeping the orientation. */
+    int ignore_orientation;
+    /* Refuse images with more pixels (w x h) than this; 0: the process-wide limit
+     * (lumen_get_max_image_pixels); UINT64_MAX: no limit but the hard 2^31. */
+    uint64_t max_pixels;
+} lumen_read_options;
+
+typedef struct lumen_write_options {
+    int quality;  /* JPEG and WebP, 1..100; 0: the default (JPEG 95, WebP 90) */
+    int lossless; /* WebP: lossless (quality then trades speed for size) */
+    int half;     /* EXR: store f32 pixels as 16-bit half floats (default: 32-bit float) */
+} lumen_write_options;
+
+/* All zero: the defaults above. */
+LUMEN_API lumen_read_options lumen_read_options_default(void);
+LUMEN_API lumen_write_options lumen_write_options_default(void);
+
+/* lumen_read_image with options (NULL: defaults); meta (NULL: not wanted) receives the file's
+ * ICC profile, EXIF, XMP and orientation where the format holds them. On failure out and meta
+ * are zeroed. */
+LUMEN_API lumen_status lumen_read_image_ex(const char *path, const lumen_read_options *opt,
+                                           lumen_image *out, lumen_image_metadata *meta);
+/* lumen_read_image_ex on a file held in memory (stdin, a network buffer, fuzzers): format is
+ * an extension ("png", ".jpg", "exr"...). */
+LUMEN_API lumen_status lumen_read_image_memory(const void *buf, size_t len, const char *format,
+                                               const lumen_read_options *opt, lumen_image *out,
+                                               lumen_image_metadata *meta);
+/* lumen_write_image with options (NULL: defaults) and metadata to store (NULL: none); blobs a
+ * format cannot hold are left out (docs/io.md). */
+LUMEN_API lumen_status lumen_write_image_ex(const char *path, const lumen_image *img,
+                                            const lumen_write_options *opt,
+                                            const lumen_image_metadata *meta);
+/* Whether lumen_write_image_ex(path, ...) would accept an image of this dtype and channel
+ * count (extension, dtype, channels, options), without touching the disk: check outputs
+ * before reading and filtering inputs. */
+LUMEN_API lumen_status lumen_check_write_image(const char *path, lumen_dtype dtype,
+                                               int64_t channels, const lumen_write_options *opt);
+
+/* The default pixel limit, as Pillow's MAX_IMAGE_PIXELS guards against decompression bombs:
+ * 2^28 (16384 x 16384; a 200-megapixel photo passes, a 30000 x 30000 bomb does not). */
+#define LUMEN_DEFAULT_MAX_IMAGE_PIXELS ((uint64_t)1 << 28)
+/* Sets the process-wide pixel limit for reads (0: no limit but the hard 2^31); it overrides
+ * $LUMEN_MAX_PIXELS. Thread-safe. */
+LUMEN_API void lumen_set_max_image_pixels(uint64_t max_pixels);
+/* The limit in force: the one set above, else $LUMEN_MAX_PIXELS (a decimal count, 0: no
+ * limit; reads fail naming it if it is malformed), else LUMEN_DEFAULT_MAX_IMAGE_PIXELS. */
+LUMEN_API uint64_t lumen_get_max_image_pixels(void);
 
 #ifdef __cplusplus
 }

@@ -68,7 +68,8 @@ BAD_USAGE = {
     "filter bad fft planning": ["filter", "{in}", "{out}", "--kernel", "{k}", "--fft-planning",
                                 "patient"],
     "filter anchor outside": ["filter", "{in}", "{out}", "--kernel", "{k}", "--anchor", "3,0"],
-    "filter anchor negative": ["filter", "{in}", "{out}", "--kernel", "{k}", "--anchor", "-1,0"],
+    # -1 is the centre of its axis (OpenCV's (-1, -1)); below it is refused
+    "filter anchor negative": ["filter", "{in}", "{out}", "--kernel", "{k}", "--anchor", "-2,0"],
     "filter anchor one number": ["filter", "{in}", "{out}", "--kernel", "{k}", "--anchor", "1"],
     "filter value nan": ["filter", "{in}", "{out}", "--kernel", "{k}", "--border", "constant",
                          "--value", "nan"],
@@ -175,10 +176,11 @@ def test_unwritable_output_dir(lumen_bin, files, tmp_path):
 
 
 def test_unsupported_output_extension(lumen_bin, files):
+    """A path no writer takes is bad usage, refused before the input is read (issue 12)."""
     inp, k, _ = files
     out = inp.parent / "out.bmp"
     r = run_cli(lumen_bin, "filter", inp, out, "--kernel", k)
-    assert r.returncode == 1 and "out.bmp" in r.stderr
+    assert r.returncode == 2 and "out.bmp" in r.stderr
     _no_leftovers(inp.parent, {"in.npy", "k.npy"})
 
 

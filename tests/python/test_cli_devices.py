@@ -89,8 +89,10 @@ def test_strict_fails_and_writes_nothing(lumen_bin, job, mock_env, how):
 
 
 def test_unknown_device_is_an_error(lumen_bin, job):
+    """Bad usage (exit 2, issue 12), naming the flag or variable and listing the devices."""
     r = filt(lumen_bin, job, "f32", "--device", "cuda:7")
-    assert r.returncode == 1 and "cuda:7" in r.stderr and "cpu" in r.stderr
+    assert r.returncode == 2 and "cuda:7" in r.stderr and "cpu" in r.stderr
+    assert r.stderr.startswith("lumen: --device: ")
     r = filt(lumen_bin, job, "f32", env={"LUMEN_DEVICE": "vulkan"})
-    assert r.returncode == 1 and "LUMEN_DEVICE='vulkan'" in r.stderr
+    assert r.returncode == 2 and "LUMEN_DEVICE='vulkan'" in r.stderr
     assert not (job / "out.npy").exists()

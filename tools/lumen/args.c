@@ -1,6 +1,9 @@
 /* Flag parsing and strict number parsing for the `lumen` tool. */
+#define _POSIX_C_SOURCE 200809L /* sysconf */
+
 #include "args.h"
 
+#include "batch.h"
 #include "cli.h"
 
 #include <errno.h>
@@ -9,6 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+static int parse_long(const char *s, long *out);
 
 /* ---- structure: flags and positionals ---------------------------------- */
 
@@ -80,7 +86,7 @@ static int scan_flag(const cli_command *cmd, int argc, char **argv, int *i, cli_
 
 static int add_positional(const cli_command *cmd, const char *arg, const char **pos, int *npos)
 {
-    if (*npos >= cmd->npositional) {
+    if (!cmd->variadic && *npos >= cmd->npositional) {
         cli_error(cmd->name, "unexpected argument '%s' (see 'lumen %s --help')", arg, cmd->name);
         return CLI_EXIT_USAGE;
     }
@@ -90,7 +96,7 @@ static int add_positional(const cli_command *cmd, const char *arg, const char **
 
 /* First pass: split argv into flag tokens and positionals without judging values. */
 static int scan(const cli_command *cmd, int argc, char **argv, cli_token *toks, int *ntok,
-                const char **pos)
+                const char **pos, int *npos_out)
 {
     int npos = 0, flags_done = 0, rc;
     for (int i = 1; i < argc; i++) {
@@ -106,15 +112,23 @@ static int scan(const cli_command *cmd, int argc, char **argv, cli_token *toks, 
             rc = add_positional(cmd, arg, pos, &npos);
         if (rc) return rc;
     }
-    if (npos < cmd->npositional) {
+    if (!cmd->variadic && npos < cmd->npositional) {
         cli_error(cmd->name, "missing %s (see 'lumen %s --help')",
                   cmd->positional_names[npos], cmd->name);
         return CLI_EXIT_USAGE;
     }
+    *npos_out = npos;
     return 0;
 }
 
 int cli_parse(const cli_command *cmd, int argc, char **argv, void *state, const char **pos)
+{
+    int npos;
+    return cli_parse_n(cmd, argc, argv, state, pos, &npos);
+}
+
+int cli_parse_n(const cli_command *cmd, int argc, char **argv, void *state, const char **pos,
+                int *npos)
 {
     if (help_requested(argc, argv)) return CLI_HELP;
     cli_token *toks = calloc((size_t)(argc > 0 ? argc : 1), sizeof *toks);
@@ -123,7 +137,8 @@ int cli_parse(const cli_command *cmd, int argc, char **argv, void *state, const 
         return CLI_EXIT_FAIL;
     }
     int ntok = 0;
-    int rc = scan(cmd, argc, argv, toks, &ntok, pos);
+    *npos = 0;
+    int rc = scan(cmd, argc, argv, toks, &ntok, pos, npos);
     for (int i = 0; !rc && i < ntok; i++) {
         char spelled[64]; /* messages name flags as typed: "--sigma" */
         snprintf(spelled, sizeof spelled, "--%s", toks[i].flag->name);
@@ -177,6 +192,7 @@ int cli_print_help(const char *head, unsigned which, const char *tail)
 {
     printf(head, LUMEN_MAX_KSIZE);
     cli_print_common_help(which);
+    if (which & CLI_HELP_BATCH) cli_print_batch_help();
     if (tail) fputs(tail, stdout);
     return CLI_EXIT_OK;
 }
@@ -204,8 +220,74 @@ void cli_print_wrapped(const char *text, int indent, int col)
     putchar('\n');
 }
 
+/* "cpu, cuda:0": the specs of this machine's devices, as --device takes them. */
+static void device_list(char *buf, size_t size)
+{
+    size_t len = (size_t)snprintf(buf, size, "auto");
+    for (int i = 0; i < lumen_device_count() && len < size; i++) {
+        char spec[64];
+        if (lumen_device_spec(i, spec, sizeof spec) == LUMEN_OK)
+            len += (size_t)snprintf(buf + len, size - len, ", %s", spec);
+    }
+}
+
+/* An unknown device is a mistake on the command line (or in $LUMEN_DEVICE), not a failed
+ * operation: exit 2, naming where the name came from and what this machine has. */
+static int check_device(const char *what, const char *spec)
+{
+    int index;
+    if (lumen_device_find(spec, &index) == LUMEN_OK) return 0;
+    char have[512];
+    device_list(have, sizeof have);
+    cli_error(what, "no device '%s' on this machine (valid: %s)", spec, have);
+    return CLI_EXIT_USAGE;
+}
+
+/* The library only warns about a bad $LUMEN_NUM_THREADS and uses all processors; a command
+ * line tool should not run with a setting other than the one asked for. */
+static int env_threads(int *out)
+{
+    const char *v = getenv("LUMEN_NUM_THREADS");
+    long n;
+    *out = 0;
+    if (!v || !*v) return 0;
+    if (parse_long(v, &n) == 0 && n >= 1 && n <= CLI_MAX_THREADS) {
+        *out = (int)n;
+        return 0;
+    }
+    cli_error("LUMEN_NUM_THREADS", "expected an integer from 1 to %d, got '%s' (unset it, or give "
+              "--threads N)", CLI_MAX_THREADS, v);
+    return CLI_EXIT_USAGE;
+}
+
+int cli_common_check(const cli_common *co)
+{
+    int n;
+    if (co->threads == 0 && env_threads(&n)) return CLI_EXIT_USAGE;
+    if (co->device) return check_device("--device", co->device);
+    const char *env = getenv("LUMEN_DEVICE");
+    if (env && *env) {
+        char what[300];
+        snprintf(what, sizeof what, "LUMEN_DEVICE='%.256s'", env);
+        return check_device(what, env);
+    }
+    return 0;
+}
+
+int cli_common_threads(const cli_common *co)
+{
+    if (co->threads > 0) return co->threads;
+    const char *v = getenv("LUMEN_NUM_THREADS");
+    long n;
+    if (v && *v && parse_long(v, &n) == 0 && n >= 1 && n <= CLI_MAX_THREADS) return (int)n;
+    n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n >= 1 ? (int)n : 1;
+}
+
 int cli_context_create(const cli_common *co, lumen_context **out)
 {
+    int rc = cli_common_check(co);
+    if (rc) return rc;
     lumen_context *ctx = NULL;
     lumen_status s = lumen_context_create(&ctx);
     if (s) return cli_lib_error("context", s);
@@ -257,17 +339,6 @@ int cli_arg_int(const char *name, const char *value, long lo, long hi, int *out)
         return CLI_EXIT_USAGE;
     }
     *out = (int)v;
-    return 0;
-}
-
-int cli_arg_positive(const char *name, const char *value, double max, double *out)
-{
-    double v;
-    if (parse_double(value, &v) || !(v > 0) || v > max) {
-        cli_error(name, "expected a positive number up to %g, got '%s'", max, value);
-        return CLI_EXIT_USAGE;
-    }
-    *out = v;
     return 0;
 }
 

@@ -40,7 +40,8 @@ enum {
 /* Which common help lines cli_print_common_help prints (CLI_COMMON_FLAGS' lines always). */
 enum {
     CLI_HELP_FFT = 1u << 0,        /* --fft-planning */
-    CLI_HELP_OWN_VERBOSE = 1u << 1 /* the command's head says what -v does */
+    CLI_HELP_OWN_VERBOSE = 1u << 1, /* the command's head says what -v does */
+    CLI_HELP_BATCH = 1u << 2        /* the batch flags (cli_print_batch_help), after the rest */
 };
 /* The help lines of the common flags, written once for every subcommand: --threads (with the
  * library's cap), --fft-planning when asked, --no-simd, --device, --strict, -v, -h. */
@@ -62,6 +63,7 @@ typedef struct cli_command {
     cli_flag_handler on_flag;
     const char *const *positional_names;  /* e.g. {"IN", "OUT"}: all are required */
     int npositional;
+    int variadic; /* any number of positionals (a batch): the command checks the count */
 } cli_command;
 
 /*
@@ -71,6 +73,9 @@ typedef struct cli_command {
  * or CLI_EXIT_USAGE after printing why.
  */
 int cli_parse(const cli_command *cmd, int argc, char **argv, void *state, const char **pos);
+/* cli_parse for a variadic command: pos has room for argc entries; *npos gets their count. */
+int cli_parse_n(const cli_command *cmd, int argc, char **argv, void *state, const char **pos,
+                int *npos);
 
 /* Flags shared by op subcommands. */
 typedef struct cli_common {
@@ -84,7 +89,16 @@ typedef struct cli_common {
 
 /* Handles a common flag id: 0 or CLI_EXIT_USAGE; -1 when id is not a common flag. */
 int cli_common_flag(cli_common *co, int id, const char *name, const char *value);
-/* Creates a context configured by co; prints the reason and returns CLI_EXIT_FAIL on failure. */
+/* Checks what the command line and the environment ask of a context before any work: --device
+ * (or $LUMEN_DEVICE) names a device of this machine, $LUMEN_NUM_THREADS is a thread count when
+ * no --threads is given. Returns 0, or CLI_EXIT_USAGE after a message naming the flag or
+ * variable and listing what is valid. */
+int cli_common_check(const cli_common *co);
+/* The thread count a context of co gets: --threads, else $LUMEN_NUM_THREADS, else the online
+ * processors (the library's rule, src/core/context.c). */
+int cli_common_threads(const cli_common *co);
+/* cli_common_check, then creates a context configured by co; prints the reason and returns
+ * CLI_EXIT_USAGE or CLI_EXIT_FAIL on failure. */
 int cli_context_create(const cli_common *co, lumen_context **out);
 
 /* Value parsers: 0 on success, else CLI_EXIT_USAGE after "lumen: --name: expected ..., got 'v'". */
@@ -94,7 +108,6 @@ int cli_arg_int(const char *name, const char *value, long lo, long hi, int *out)
  * listing `valid`. Returns 0 or CLI_EXIT_USAGE. */
 int cli_arg_select(const char *name, const char *value, int n,
                    int (*matches)(int i, const char *token), const char *valid, int *selected);
-int cli_arg_positive(const char *name, const char *value, double max, double *out);
 int cli_arg_float(const char *name, const char *value, float *out);
 int cli_arg_border(const char *name, const char *value, lumen_border *out);
 #define CLI_METHOD_BIT(m) (1u << (m))

@@ -26,6 +26,8 @@ enum {
 void cli_error(const char *what, const char *fmt, ...) CLI_PRINTF(2, 3);
 /* Reports a failed library call: "lumen: <what>: <lumen_last_error()>", returns CLI_EXIT_FAIL. */
 int cli_lib_error(const char *what, lumen_status s);
+/* The same message without "lumen: ", into buf (for a batch's per-file records). */
+void cli_lib_message(const char *what, lumen_status s, char *buf, size_t size);
 
 /* Prints a subcommand's usage to stdout; returns CLI_EXIT_OK. */
 int cli_print_usage(const char *text);

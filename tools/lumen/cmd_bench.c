@@ -389,7 +389,7 @@ int cmd_bench(int argc, char **argv)
     /* "conv" names the conv benchmark, a command of its own (cmd_bench_conv.c); bench itself
      * takes no positional argument, so the word cannot be anything else. */
     if (argc > 1 && !strcmp(argv[1], "conv")) return cmd_bench_conv(argc - 1, argv + 1);
-    const cli_command cmd = {"bench", flags, on_flag, NULL, 0};
+    const cli_command cmd = {"bench", flags, on_flag, NULL, 0, 0};
     bench_state st = {{0}, 0, 3000, 2000, 7, {0}};
     for (int i = 0; i < NCASES; i++) st.selected[i] = 1;
     int rc = cli_parse(&cmd, argc, argv, &st, NULL);

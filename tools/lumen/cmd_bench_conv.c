@@ -513,7 +513,7 @@ static int run_all(const conv_state *st)
 
 int cmd_bench_conv(int argc, char **argv)
 {
-    const cli_command cmd = {"bench conv", flags, on_flag, NULL, 0};
+    const cli_command cmd = {"bench conv", flags, on_flag, NULL, 0, 0};
     conv_state st = {{0}, 0, 7, 0, {0}};
     for (int i = 0; i < NCASES; i++)
         st.selected[i] = 1;

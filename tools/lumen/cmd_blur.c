@@ -10,14 +10,17 @@
 
 static const char usage[] =
     "Usage: lumen blur IN OUT (--sigma S | --ksize K[,KY]) [options]\n"
+    "       lumen blur IN... --output-dir DIR (--sigma S | --ksize K[,KY]) [options]\n"
     "\n"
     "Gaussian blur, as OpenCV's GaussianBlur. OUT keeps IN's dtype and channels;\n"
     "each channel is blurred independently. Formats by extension: .npy .png .jpg\n"
     ".jpeg .tif .tiff.\n"
     "\n"
     "Options:\n"
-    "  --sigma S         horizontal sigma in pixels, > 0 (default: derived from --ksize)\n"
-    "  --sigma-y S       vertical sigma, > 0 (default: --sigma)\n"
+    "  --sigma S         horizontal sigma in pixels, 0-1000; 0 or absent derives it from\n"
+    "                    --ksize as OpenCV does: 0.3*((K-1)/2-1)+0.8\n"
+    "  --sigma-y S       vertical sigma, 0-1000 (default, and 0: --sigma; derived from KY\n"
+    "                    when --sigma is too)\n"
     "  --ksize K[,KY]    odd kernel width[,height]; KY defaults to K; 0 derives the\n"
     "                    size from sigma (default: 0). --precision fast ignores it,\n"
     "                    except to derive sigma when --sigma is absent\n"
@@ -35,7 +38,9 @@ static const char examples[] =
     "\n"
     "Examples:\n"
     "  lumen blur photo.png soft.png --sigma 2.5 --border replicate -v\n"
-    "  lumen blur photo.png haze.png --sigma 40 --precision fast -v\n";
+    "  lumen blur photo.png haze.png --sigma 40 --precision fast -v\n"
+    "  lumen blur shots/ --output-dir soft --sigma 2 --jobs 2 --json > run.json\n"
+    "  lumen blur - - --sigma 2 --format png < in.png > soft.png\n";
 
 enum { F_SIGMA = CLI_FLAG_CMD, F_SIGMA_Y, F_KSIZE, F_PRECISION, F_METHOD, F_BORDER, F_VALUE };
 
@@ -43,7 +48,7 @@ static const cli_flag flags[] = {
     {"sigma", 0, 1, F_SIGMA},         {"sigma-y", 0, 1, F_SIGMA_Y}, {"ksize", 0, 1, F_KSIZE},
     {"precision", 0, 1, F_PRECISION}, {"method", 0, 1, F_METHOD},   {"border", 0, 1, F_BORDER},
     {"value", 0, 1, F_VALUE},         CLI_COMMON_FLAGS,             CLI_FFT_FLAGS,
-    {NULL, 0, 0, 0}};
+    CLI_BATCH_FLAGS,                  {NULL, 0, 0, 0}};
 
 #define BLUR_METHODS                                                                        \
     (CLI_METHOD_BIT(LUMEN_METHOD_AUTO) | CLI_METHOD_BIT(LUMEN_METHOD_SEPARABLE) |           \
@@ -51,6 +56,7 @@ static const cli_flag flags[] = {
 
 typedef struct blur_state {
     cli_common common;
+    cli_batch_opts batch;
     lumen_gaussian_options p; /* ksize 0: derived from sigma; sigma 0: derived from ksize */
     int method_given;         /* --method seen: refused with --precision fast */
 } blur_state;
@@ -70,8 +76,9 @@ static int on_flag(void *state, int id, const char *name, const char *value)
     blur_state *st = state;
     lumen_gaussian_options *p = &st->p;
     switch (id) {
-    case F_SIGMA: return cli_arg_positive(name, value, BLUR_MAX_SIGMA, &p->sigma_x);
-    case F_SIGMA_Y: return cli_arg_positive(name, value, BLUR_MAX_SIGMA, &p->sigma_y);
+    /* 0 is OpenCV's and the Python API's "derive sigma from the kernel size". */
+    case F_SIGMA: return cli_arg_real(name, value, 0, BLUR_MAX_SIGMA, &p->sigma_x);
+    case F_SIGMA_Y: return cli_arg_real(name, value, 0, BLUR_MAX_SIGMA, &p->sigma_y);
     case F_KSIZE: return cli_arg_ksize(name, value, 1, 1, &p->ksize_x, &p->ksize_y);
     case F_PRECISION: return parse_precision(name, value, &p->precision);
     case F_METHOD:
@@ -79,7 +86,7 @@ static int on_flag(void *state, int id, const char *name, const char *value)
         return cli_arg_method(name, value, BLUR_METHODS, &p->method);
     case F_BORDER: return cli_arg_border(name, value, &p->border);
     case F_VALUE: return cli_arg_float(name, value, &p->border_value);
-    default: return cli_common_flag(&st->common, id, name, value);
+    default: return cli_image_flag(&st->common, &st->batch, id, name, value);
     }
 }
 
@@ -92,7 +99,7 @@ static int check_params(const blur_state *st)
         return CLI_EXIT_USAGE;
     }
     if (p->sigma_x == 0 && p->ksize_x == 0) {
-        cli_error("blur", "give --sigma or --ksize (see 'lumen blur --help')");
+        cli_error("blur", "give --sigma S > 0 or --ksize K > 0 (see 'lumen blur --help')");
         return CLI_EXIT_USAGE;
     }
     if (st->method_given && p->precision == LUMEN_PRECISION_FAST) {
@@ -140,12 +147,15 @@ static void describe(const void *params, const lumen_image *src, char *buf, size
 int cmd_blur(int argc, char **argv)
 {
     static const char *const names[] = {"IN", "OUT"};
-    const cli_command cmd = {"blur", flags, on_flag, names, 2};
-    blur_state st = {{0}, lumen_gaussian_options_default(), 0};
-    const char *pos[2];
-    int rc = cli_parse(&cmd, argc, argv, &st, pos);
-    if (rc == CLI_HELP) return cli_print_help(usage, CLI_HELP_FFT, examples);
-    if (rc || (rc = check_params(&st))) return rc;
-    const cli_op op = {"blur", run, describe, &st.p};
-    return cli_run_image_op(&st.common, pos[0], pos[1], &op);
+    const cli_command cmd = {"blur", flags, on_flag, names, 2, 1};
+    blur_state st = {{0}, {.dtype = -1}, lumen_gaussian_options_default(), 0};
+    cli_batch b = {0};
+    int rc = cli_image_parse(&cmd, argc, argv, &st, &st.batch, &b);
+    if (rc == CLI_HELP) return cli_print_help(usage, CLI_HELP_FFT | CLI_HELP_BATCH, examples);
+    if (!rc && !(rc = check_params(&st)) && !(rc = cli_batch_prepare(&b))) {
+        const cli_op op = {"blur", run, describe, &st.p};
+        rc = cli_run_image_op(&st.common, &b, &op);
+    }
+    cli_batch_free(&b);
+    return rc;
 }

@@ -7,6 +7,7 @@
 
 static const char usage[] =
     "Usage: lumen box IN OUT --ksize K[,KY] [options]\n"
+    "       lumen box IN... --output-dir DIR --ksize K[,KY] [options]\n"
     "\n"
     "Box blur: the mean of a K x KY window (cv2.blur), or its plain sum with\n"
     "--no-normalize (cv2.boxFilter, normalize=False). OUT keeps IN's dtype and\n"
@@ -30,7 +31,7 @@ enum { F_KSIZE = CLI_FLAG_CMD, F_NO_NORMALIZE, F_BORDER, F_VALUE };
 
 static const cli_flag flags[] = {
     {"ksize", 0, 1, F_KSIZE}, {"no-normalize", 0, 0, F_NO_NORMALIZE}, {"border", 0, 1, F_BORDER},
-    {"value", 0, 1, F_VALUE}, CLI_COMMON_FLAGS, CLI_FFT_FLAGS, {NULL, 0, 0, 0}};
+    {"value", 0, 1, F_VALUE}, CLI_COMMON_FLAGS, CLI_FFT_FLAGS, CLI_BATCH_FLAGS, {NULL, 0, 0, 0}};
 
 typedef struct box_params {
     int kx, ky;  /* 0 until --ksize is seen */
@@ -41,6 +42,7 @@ typedef struct box_params {
 
 typedef struct box_state {
     cli_common common;
+    cli_batch_opts batch;
     box_params p;
 } box_state;
 
@@ -52,7 +54,7 @@ static int on_flag(void *state, int id, const char *name, const char *value)
     case F_NO_NORMALIZE: st->p.normalize = 0; return 0;
     case F_BORDER: return cli_arg_border(name, value, &st->p.border);
     case F_VALUE: return cli_arg_float(name, value, &st->p.value);
-    default: return cli_common_flag(&st->common, id, name, value);
+    default: return cli_image_flag(&st->common, &st->batch, id, name, value);
     }
 }
 
@@ -74,16 +76,19 @@ static void describe(const void *params, const lumen_image *src, char *buf, size
 int cmd_box(int argc, char **argv)
 {
     static const char *const names[] = {"IN", "OUT"};
-    const cli_command cmd = {"box", flags, on_flag, names, 2};
-    box_state st = {{0}, {0, 0, 1, LUMEN_BORDER_REFLECT, 0.0f}};
-    const char *pos[2];
-    int rc = cli_parse(&cmd, argc, argv, &st, pos);
-    if (rc == CLI_HELP) return cli_print_help(usage, 0, examples);
-    if (rc) return rc;
-    if (st.p.kx == 0) {
+    const cli_command cmd = {"box", flags, on_flag, names, 2, 1};
+    box_state st = {{0}, {.dtype = -1}, {0, 0, 1, LUMEN_BORDER_REFLECT, 0.0f}};
+    cli_batch b = {0};
+    int rc = cli_image_parse(&cmd, argc, argv, &st, &st.batch, &b);
+    if (rc == CLI_HELP) return cli_print_help(usage, CLI_HELP_BATCH, examples);
+    if (!rc && st.p.kx == 0) {
         cli_error("box", "missing --ksize (see 'lumen box --help')");
-        return CLI_EXIT_USAGE;
+        rc = CLI_EXIT_USAGE;
     }
-    const cli_op op = {"box", run, describe, &st.p};
-    return cli_run_image_op(&st.common, pos[0], pos[1], &op);
+    if (!rc && !(rc = cli_batch_prepare(&b))) {
+        const cli_op op = {"box", run, describe, &st.p};
+        rc = cli_run_image_op(&st.common, &b, &op);
+    }
+    cli_batch_free(&b);
+    return rc;
 }

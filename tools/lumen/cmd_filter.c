@@ -10,6 +10,7 @@
 
 static const char usage[] =
     "Usage: lumen filter IN OUT --kernel K.npy [options]\n"
+    "       lumen filter IN... --output-dir DIR --kernel K.npy [options]\n"
     "\n"
     "Filters IN with an arbitrary kernel, as OpenCV's filter2D: correlation by\n"
     "default, dst(x,y) = sum k(i,j) * src(x+j-ax, y+i-ay). OUT keeps IN's dtype and\n"
@@ -19,8 +20,9 @@ static const char usage[] =
     "Options:\n"
     "  --kernel FILE     kernel image, 2-D with one channel (an H x W .npy of u8, u16,\n"
     "                    f32 or f64), at most %d on a side (required)\n"
-    "  --anchor X,Y      kernel point over the output pixel, 0-based (default: the\n"
-    "                    centre, W/2,H/2)\n"
+    "  --anchor X,Y      kernel point over the output pixel, 0-based; -1 on an axis is\n"
+    "                    the centre of that axis, W/2 or H/2, as OpenCV's (-1,-1)\n"
+    "                    (default: -1,-1)\n"
     "  --convolve        true convolution: flip the kernel (default: correlation)\n"
     "  --method M        auto|direct|separable|fft (default: auto). direct sums every\n"
     "                    tap; separable runs a row then a column pass (rank-1 kernels\n"
@@ -43,7 +45,8 @@ enum { F_KERNEL = CLI_FLAG_CMD, F_ANCHOR, F_CONVOLVE, F_METHOD, F_BORDER, F_VALU
 static const cli_flag flags[] = {
     {"kernel", 0, 1, F_KERNEL}, {"anchor", 0, 1, F_ANCHOR}, {"convolve", 0, 0, F_CONVOLVE},
     {"method", 0, 1, F_METHOD}, {"border", 0, 1, F_BORDER}, {"value", 0, 1, F_VALUE},
-    CLI_COMMON_FLAGS,           CLI_FFT_FLAGS,            {NULL, 0, 0, 0}};
+    CLI_COMMON_FLAGS,           CLI_FFT_FLAGS,            CLI_BATCH_FLAGS,
+    {NULL, 0, 0, 0}};
 
 #define FILTER_METHODS                                                                      \
     (CLI_METHOD_BIT(LUMEN_METHOD_AUTO) | CLI_METHOD_BIT(LUMEN_METHOD_DIRECT) |              \
@@ -57,6 +60,7 @@ typedef struct filter_params {
 
 typedef struct filter_state {
     cli_common common;
+    cli_batch_opts batch;
     const char *kernel_path;
     filter_params p;
 } filter_state;
@@ -67,12 +71,13 @@ static int on_flag(void *state, int id, const char *name, const char *value)
     lumen_filter_options *o = &st->p.opt;
     switch (id) {
     case F_KERNEL: st->kernel_path = value; return 0;
-    case F_ANCHOR: return cli_arg_xy(name, value, 0, CLI_MAX_KSIZE - 1, &o->anchor_x, &o->anchor_y);
+    /* -1 per axis is the centre, as in OpenCV, the C API and the anchor descriptor. */
+    case F_ANCHOR: return cli_arg_xy(name, value, -1, CLI_MAX_KSIZE - 1, &o->anchor_x, &o->anchor_y);
     case F_CONVOLVE: o->convolve = 1; return 0;
     case F_METHOD: return cli_arg_method(name, value, FILTER_METHODS, &o->method);
     case F_BORDER: return cli_arg_border(name, value, &o->border);
     case F_VALUE: return cli_arg_float(name, value, &o->border_value);
-    default: return cli_common_flag(&st->common, id, name, value);
+    default: return cli_image_flag(&st->common, &st->batch, id, name, value);
     }
 }
 
@@ -173,22 +178,24 @@ static void describe(const void *params, const lumen_image *src, char *buf, size
 int cmd_filter(int argc, char **argv)
 {
     static const char *const names[] = {"IN", "OUT"};
-    const cli_command cmd = {"filter", flags, on_flag, names, 2};
-    filter_state st = {{0}, NULL, {NULL, 0, 0, lumen_filter_options_default()}};
-    const char *pos[2];
-    int rc = cli_parse(&cmd, argc, argv, &st, pos);
-    if (rc == CLI_HELP) return cli_print_help(usage, CLI_HELP_FFT, examples);
-    if (rc) return rc;
-    if (!st.kernel_path) {
+    const cli_command cmd = {"filter", flags, on_flag, names, 2, 1};
+    filter_state st = {{0}, {.dtype = -1}, NULL, {NULL, 0, 0, lumen_filter_options_default()}};
+    cli_batch b = {0};
+    int rc = cli_image_parse(&cmd, argc, argv, &st, &st.batch, &b);
+    if (rc == CLI_HELP) return cli_print_help(usage, CLI_HELP_FFT | CLI_HELP_BATCH, examples);
+    if (!rc && !st.kernel_path) {
         cli_error("filter", "missing --kernel (see 'lumen filter --help')");
-        return CLI_EXIT_USAGE;
+        rc = CLI_EXIT_USAGE;
     }
-    rc = read_kernel(st.kernel_path, &st.p);
+    /* Outputs are checked before the kernel or any image is read. */
+    if (!rc) rc = cli_batch_prepare(&b);
+    if (!rc) rc = read_kernel(st.kernel_path, &st.p);
     if (!rc) rc = check_anchor(&st.p);
     if (!rc) {
         const cli_op op = {"filter", run, describe, &st.p};
-        rc = cli_run_image_op(&st.common, pos[0], pos[1], &op);
+        rc = cli_run_image_op(&st.common, &b, &op);
     }
     free(st.p.kernel);
+    cli_batch_free(&b);
     return rc;
 }

@@ -142,7 +142,7 @@ static void print_text(const lumen_context *ctx)
 
 int cmd_info(int argc, char **argv)
 {
-    const cli_command cmd = {"info", flags, on_flag, NULL, 0};
+    const cli_command cmd = {"info", flags, on_flag, NULL, 0, 0};
     info_state st = {{0}, 0};
     int rc = cli_parse(&cmd, argc, argv, &st, NULL);
     if (rc == CLI_HELP) return cli_print_help(usage, CLI_HELP_OWN_VERBOSE, examples);

@@ -92,7 +92,7 @@ static int kernel_size(const kernel_spec *k)
 int cmd_kernel(int argc, char **argv)
 {
     static const char *const names[] = {"OUT"};
-    const cli_command cmd = {"kernel", flags, on_flag, names, 1};
+    const cli_command cmd = {"kernel", flags, on_flag, names, 1, 0};
     kernel_spec k = {K_SHARPEN, 0};
     const char *pos[1];
     int rc = cli_parse(&cmd, argc, argv, &k, pos);

@@ -5,6 +5,7 @@
  * command; a new op needs no code here.
  */
 #include "args.h"
+#include "batch.h"
 #include "cli.h"
 #include "lumen_ops.h"
 
@@ -20,13 +21,15 @@
 /* One command line of one op: its flag table, what each argument was given, and its inputs. */
 typedef struct op_cli {
     const lumen_op_desc *op;
-    cli_flag flags[OP_MAX_ARGS + 8];
+    cli_flag flags[OP_MAX_ARGS + 16];
     char flag_names[OP_MAX_ARGS][OP_FLAG_LEN]; /* "border-value", "no-normalize" */
     const char *pos_names[OP_MAX_ARGS + 1];    /* "X", "WEIGHT", ..., "OUT" */
     char pos_text[OP_MAX_ARGS][OP_FLAG_LEN];
     int pos_arg[OP_MAX_ARGS]; /* the argument of each positional but OUT */
     int npos;                 /* positionals, OUT included */
+    int img_pos;              /* the image input's positional, for a batch; -1: not an image op */
     cli_common common;
+    cli_batch_opts batch;
     lumen_value values[OP_MAX_ARGS];
     const char *paths[OP_MAX_ARGS];  /* files of the array arguments */
     lumen_image images[OP_MAX_ARGS]; /* what was read, freed at the end */
@@ -65,13 +68,24 @@ static void spell_positional(const lumen_arg_desc *a, char *buf)
         *p = *p == '_' ? '-' : (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
 }
 
+/* An image op (one image in, an image out) runs as a batch: many files, --output-dir, stdin. */
+static int image_positional(const op_cli *c)
+{
+    int img = -1, n = 0;
+    for (int p = 0; p + 1 < c->npos; p++)
+        if (c->op->args[c->pos_arg[p]].type == LUMEN_ARG_IMAGE) img = p, n++;
+    return c->op->output == LUMEN_ARG_IMAGE && n == 1 ? img : -1;
+}
+
 /* Builds the flag table and the positionals from the descriptor. */
 static void build_command(op_cli *c)
 {
     const lumen_op_desc *op = c->op;
     static const cli_flag common[] = {CLI_COMMON_FLAGS, CLI_FFT_FLAGS};
+    static const cli_flag batch[] = {CLI_BATCH_FLAGS};
     int nf = 0;
     lumen_op_values_init(op, c->values);
+    c->batch.dtype = -1;
     for (int i = 0; i < op->n_args; i++) {
         const lumen_arg_desc *a = &op->args[i];
         if (is_positional(a)) {
@@ -89,6 +103,9 @@ static void build_command(op_cli *c)
     const int ncommon = (int)(sizeof common / sizeof common[0]) - (op->output != LUMEN_ARG_IMAGE);
     for (int i = 0; i < ncommon; i++)
         c->flags[nf++] = common[i];
+    c->img_pos = image_positional(c);
+    for (size_t i = 0; c->img_pos >= 0 && i < sizeof batch / sizeof batch[0]; i++)
+        c->flags[nf++] = batch[i];
     c->flags[nf] = (cli_flag){NULL, 0, 0, 0};
 }
 
@@ -135,7 +152,8 @@ static int on_flag(void *state, int id, const char *name, const char *value)
 {
     op_cli *c = state;
     if (id >= CLI_FLAG_CMD) return parse_value(c, id - CLI_FLAG_CMD, name, value);
-    return cli_common_flag(&c->common, id, name, value);
+    const int rc = cli_common_flag(&c->common, id, name, value);
+    return rc == -1 ? cli_batch_flag(&c->batch, id, name, value) : rc;
 }
 
 /* ---- help ---- */
@@ -209,7 +227,14 @@ static int print_usage(const op_cli *c)
     printf("Usage: lumen %s", op->command);
     for (int i = 0; i < c->npos; i++)
         printf(" %s", c->pos_names[i]);
-    printf(" [options]\n\n");
+    printf(" [options]\n");
+    if (c->img_pos >= 0) {
+        printf("       lumen %s", op->command);
+        for (int i = 0; i + 1 < c->npos; i++)
+            printf(" %s%s", c->pos_names[i], i == c->img_pos ? "..." : "");
+        printf(" --output-dir DIR [options]\n");
+    }
+    printf("\n");
     char text[2048];
     snprintf(text, sizeof text, "%s. %s (C: lumen_%s.)", op->summary, op->help, op->name);
     cli_print_wrapped(text, 0, 0);
@@ -237,6 +262,7 @@ static int print_usage(const op_cli *c)
         print_entry(left, text);
     }
     cli_print_common_help(op->output == LUMEN_ARG_IMAGE ? CLI_HELP_FFT : 0);
+    if (c->img_pos >= 0) cli_print_batch_help();
     return CLI_EXIT_OK;
 }
 
@@ -296,11 +322,12 @@ static int read_input(op_cli *c, int i, const char *path)
     return 0;
 }
 
+/* The inputs but a batch's images (pos[img_pos] is not read when img_pos >= 0). */
 static int read_inputs(op_cli *c, const char **pos)
 {
     int rc = 0;
     for (int p = 0; !rc && p + 1 < c->npos; p++)
-        rc = read_input(c, c->pos_arg[p], pos[p]);
+        if (p != c->img_pos) rc = read_input(c, c->pos_arg[p], pos[p]);
     for (int i = 0; !rc && i < c->op->n_args; i++)
         if (c->paths[i]) rc = read_input(c, i, c->paths[i]);
     return rc;
@@ -308,8 +335,9 @@ static int read_inputs(op_cli *c, const char **pos)
 
 /* ---- the call ---- */
 
-/* Library messages name arguments as the descriptor does; the CLI's names are flags. */
-static int shape_error(const op_cli *c, lumen_status s)
+/* Library messages name arguments as the descriptor does; the CLI's names are flags. Any
+ * failure of output_shape is a mistake on the command line: the caller exits 2. */
+static void shape_message(const op_cli *c, lumen_status s, char *buf, size_t size)
 {
     const char *msg = lumen_last_error();
     const char *colon = msg ? strchr(msg, ':') : NULL;
@@ -317,20 +345,20 @@ static int shape_error(const op_cli *c, lumen_status s)
         const lumen_arg_desc *a = &c->op->args[i];
         if (!is_positional(a) && strlen(a->name) == (size_t)(colon - msg) &&
             !strncmp(msg, a->name, (size_t)(colon - msg))) {
-            fprintf(stderr, "lumen: --%s%s\n", c->flag_names[i], colon);
-            return CLI_EXIT_USAGE;
+            snprintf(buf, size, "--%s%s", c->flag_names[i], colon);
+            return;
         }
     }
-    cli_lib_error(c->op->command, s);
-    return CLI_EXIT_USAGE;
+    cli_lib_message(c->op->command, s, buf, size);
 }
 
-static void print_verbose(const op_cli *c, const lumen_image *out, const lumen_run_info *info,
-                          double ms)
+/* image: the batch's current image, shown in place of the image positional (NULL: none). */
+static void print_verbose(const op_cli *c, const lumen_image *image, const lumen_image *out,
+                          const lumen_run_info *info, double ms)
 {
     fprintf(stderr, "lumen: %s:", c->op->command);
     for (int p = 0; p + 1 < c->npos; p++) {
-        const lumen_image *t = &c->images[c->pos_arg[p]];
+        const lumen_image *t = p == c->img_pos && image ? image : &c->images[c->pos_arg[p]];
         fprintf(stderr, " %s %lldx%lldx%lldx%lld %s,", c->op->args[c->pos_arg[p]].name,
                 (long long)t->n, (long long)t->c, (long long)t->h, (long long)t->w,
                 lumen_dtype_name(t->dtype));
@@ -359,11 +387,17 @@ static int alloc_output(const op_cli *c, const lumen_out_shape *sh, lumen_image 
     return 0;
 }
 
+/* The tensor ops (conv): one call on the inputs read, OUT written by its extension. */
 static int run_and_write(op_cli *c, lumen_context *ctx, const char *out_path)
 {
     lumen_out_shape sh;
     lumen_status s = lumen_op_output_shape(c->op, c->values, &sh);
-    if (s) return shape_error(c, s);
+    if (s) {
+        char msg[1024];
+        shape_message(c, s, msg, sizeof msg);
+        fprintf(stderr, "lumen: %s\n", msg);
+        return CLI_EXIT_USAGE;
+    }
     lumen_image out;
     int rc = alloc_output(c, &sh, &out);
     if (rc) return rc;
@@ -374,12 +408,84 @@ static int run_and_write(op_cli *c, lumen_context *ctx, const char *out_path)
     if (s) {
         rc = cli_lib_error(c->op->command, s);
     } else {
-        if (c->common.verbose) print_verbose(c, &out, &info, ms);
+        if (c->common.verbose) print_verbose(c, NULL, &out, &info, ms);
         s = sh.type == LUMEN_ARG_IMAGE ? lumen_write_image(out_path, &out)
                                        : lumen_write_tensor(out_path, &out);
         if (s) rc = cli_lib_error(out_path, s);
     }
     free(out.data);
+    return rc;
+}
+
+/* ---- the image ops as a batch (batch.h); called from its worker threads ---- */
+
+/* The values with this file's image: a copy, since the workers share c. */
+static void values_with(const op_cli *c, const lumen_image *src, lumen_value *v)
+{
+    memcpy(v, c->values, (size_t)c->op->n_args * sizeof *v);
+    lumen_value *img = &v[c->pos_arg[c->img_pos]];
+    img->given = 1;
+    img->u.image = src;
+}
+
+static int image_shape(const void *state, const lumen_image *src, lumen_image *shape, char *msg,
+                       size_t size)
+{
+    const op_cli *c = state;
+    lumen_value v[OP_MAX_ARGS];
+    values_with(c, src, v);
+    lumen_out_shape sh;
+    lumen_status s = lumen_op_output_shape(c->op, v, &sh);
+    if (s) {
+        shape_message(c, s, msg, size);
+        return CLI_EXIT_USAGE;
+    }
+    *shape = lumen_image_nhwc(NULL, sh.dtype, sh.n, sh.h, sh.w, sh.c);
+    return 0;
+}
+
+static lumen_status image_run(const void *state, lumen_context *ctx, const lumen_image *src,
+                              const lumen_image *dst, lumen_run_info *info)
+{
+    const op_cli *c = state;
+    lumen_value v[OP_MAX_ARGS];
+    values_with(c, src, v);
+    return lumen_op_invoke(c->op, ctx, v, dst, info);
+}
+
+static void image_verbose(const void *state, const cli_common *co, const lumen_image *src,
+                          const lumen_image *dst, const lumen_run_info *info, double ms)
+{
+    (void)co;
+    print_verbose(state, src, dst, info, ms);
+}
+
+/* Positionals split, outputs checked, then the other inputs read once and the files run. */
+static int run_image_op(op_cli *c, const char **pos, int npos)
+{
+    const char *other[OP_MAX_ARGS + 1];
+    cli_batch b = {0};
+    b.opt = c->batch;
+    int rc = cli_batch_positionals(&b, c->op->command, c->pos_names, c->npos, c->img_pos, pos,
+                                   npos, other);
+    if (!rc) rc = cli_batch_prepare(&b);
+    if (!rc) rc = cli_common_check(&c->common);
+    if (!rc) rc = read_inputs(c, other);
+    if (!rc) {
+        const cli_image_op op = {c->op->command, image_shape, image_run, image_verbose, c};
+        rc = cli_batch_run(&b, &c->common, &op);
+    }
+    cli_batch_free(&b);
+    return rc;
+}
+
+static int run_tensor_op(op_cli *c, const char **pos)
+{
+    lumen_context *ctx = NULL;
+    int rc = cli_context_create(&c->common, &ctx);
+    if (!rc) rc = read_inputs(c, pos);
+    if (!rc) rc = run_and_write(c, ctx, pos[c->npos - 1]);
+    lumen_context_destroy(ctx);
     return rc;
 }
 
@@ -389,6 +495,25 @@ static void release(op_cli *c)
         lumen_image_free(&c->images[i]);
         free(c->arrays[i]);
     }
+}
+
+static int parse_and_run(op_cli *c, int argc, char **argv)
+{
+    const cli_command cmd = {c->op->command, c->flags, on_flag, c->pos_names, c->npos,
+                             c->img_pos >= 0};
+    const char **pos = calloc((size_t)(argc > 0 ? argc : 1), sizeof *pos);
+    if (!pos) {
+        cli_error(c->op->command, "out of memory");
+        return CLI_EXIT_FAIL;
+    }
+    int npos = 0;
+    int rc = cli_parse_n(&cmd, argc, argv, c, pos, &npos);
+    if (rc == CLI_HELP)
+        rc = print_usage(c);
+    else if (!rc)
+        rc = c->img_pos >= 0 ? run_image_op(c, pos, npos) : run_tensor_op(c, pos);
+    free(pos);
+    return rc;
 }
 
 int cmd_op(const lumen_op_desc *op, int argc, char **argv)
@@ -404,17 +529,7 @@ int cmd_op(const lumen_op_desc *op, int argc, char **argv)
     }
     c->op = op;
     build_command(c);
-    const cli_command cmd = {op->command, c->flags, on_flag, c->pos_names, c->npos};
-    const char *pos[OP_MAX_ARGS + 1];
-    int rc = cli_parse(&cmd, argc, argv, c, pos);
-    if (rc == CLI_HELP) {
-        rc = print_usage(c);
-    } else if (!rc) {
-        lumen_context *ctx = NULL;
-        if (!(rc = cli_context_create(&c->common, &ctx)) && !(rc = read_inputs(c, pos)))
-            rc = run_and_write(c, ctx, pos[c->npos - 1]);
-        if (ctx) lumen_context_destroy(ctx);
-    }
+    int rc = parse_and_run(c, argc, argv);
     release(c);
     free(c);
     return rc;

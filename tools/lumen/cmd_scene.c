@@ -172,7 +172,7 @@ static void render(const scene_spec *s, void *data)
 int cmd_scene(int argc, char **argv)
 {
     static const char *const names[] = {"OUT"};
-    const cli_command cmd = {"scene", flags, on_flag, names, 1};
+    const cli_command cmd = {"scene", flags, on_flag, names, 1, 0};
     scene_spec s = {640, 480, 3, LUMEN_U8, 1};
     const char *pos[1];
     int rc = cli_parse(&cmd, argc, argv, &s, pos);

@@ -18,17 +18,24 @@ void cli_error(const char *what, const char *fmt, ...)
     va_end(ap);
 }
 
-int cli_lib_error(const char *what, lumen_status s)
+void cli_lib_message(const char *what, lumen_status s, char *buf, size_t size)
 {
     const char *msg = lumen_last_error();
     size_t len = strlen(what);
     /* Some failures (e.g. allocation) may leave no message; the status name still helps. */
     if (!msg || !*msg)
-        cli_error(what, "%s", lumen_status_string(s));
+        snprintf(buf, size, "%s: %s", what, lumen_status_string(s));
     else if (!strncmp(msg, what, len) && msg[len] == ':')
-        fprintf(stderr, "lumen: %s\n", msg); /* the library already named the file */
+        snprintf(buf, size, "%s", msg); /* the library already named the file */
     else
-        cli_error(what, "%s", msg);
+        snprintf(buf, size, "%s: %s", what, msg);
+}
+
+int cli_lib_error(const char *what, lumen_status s)
+{
+    char msg[1024];
+    cli_lib_message(what, s, msg, sizeof msg);
+    fprintf(stderr, "lumen: %s\n", msg);
     return CLI_EXIT_FAIL;
 }
 
