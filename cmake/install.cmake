@@ -42,7 +42,10 @@ foreach(kind LIBDIR INCLUDEDIR)
 endforeach()
 # What liblumen.a needs on a static link line, in the order the linker wants them.
 set(LUMEN_PC_LIBS_PRIVATE ${OpenMP_C_FLAGS})
-foreach(lib ${FFTW3F_LIBRARIES} png jpeg tiff m ${CMAKE_DL_LIBS} pthread)
+get_filename_component(LUMEN_EXR_CORE_NAME ${OPENEXR_CORE_LIBRARY} NAME_WE)
+string(REGEX REPLACE "^lib" "" LUMEN_EXR_CORE_NAME ${LUMEN_EXR_CORE_NAME})
+foreach(lib ${FFTW3F_LIBRARIES} png jpeg tiff ${WEBP_LIBRARIES} ${LUMEN_EXR_CORE_NAME} m
+        ${CMAKE_DL_LIBS} pthread)
   string(APPEND LUMEN_PC_LIBS_PRIVATE " -l${lib}")
 endforeach()
 configure_file(${CMAKE_CURRENT_LIST_DIR}/lumen.pc.in ${CMAKE_CURRENT_BINARY_DIR}/lumen.pc @ONLY)

@@ -8,7 +8,8 @@ if [ "${1:-}" = --list ]; then
   list=true
   shift
 fi
-pkgs=(gcc make cmake ninja-build pkg-config libpng-dev libjpeg-dev libtiff-dev libfftw3-dev
+pkgs=(gcc make cmake ninja-build pkg-config libpng-dev libjpeg-dev libtiff-dev libwebp-dev
+      libopenexr-dev libfftw3-dev
       python3 python3-dev python3-numpy libdlpack-dev)
 if [ "${1:-build}" = test ]; then
   pkgs+=(libcmocka-dev python3-opencv python3-scipy python3-pytest python3-torch

@@ -1,5 +1,7 @@
 /*
- * JPEG via libjpeg(-turbo): u8 gray or RGB, written at quality 95.
+ * JPEG via libjpeg(-turbo): u8 gray or RGB, written at quality 95 unless asked
+ * otherwise. Metadata: the ICC profile (APP2, libjpeg-turbo's own reader and
+ * writer, which split and join large profiles), EXIF and XMP (APP1).
  * libjpeg reports errors by calling error_exit, which must not return: it
  * longjmps back to the function that called setjmp. Everything that must
  * survive the jump is held by the caller (decompress/compress structs,
@@ -10,6 +12,7 @@
 #include "io_internal.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,13 +76,44 @@ static void jpeg_err_init(jpeg_err *e, const char *path)
 
 /* ---- reading ------------------------------------------------------------- */
 
-static lumen_status jpeg_decode(jpeg_err *e, struct jpeg_decompress_struct *cinfo, FILE *f,
-                                lumen_image *out)
+#define EXIF_ID "Exif\0\0"
+#define EXIF_ID_LEN 6
+#define XMP_ID "http://ns.adobe.com/xap/1.0/"
+#define XMP_ID_LEN 29 /* with its NUL */
+
+/* EXIF and XMP from the saved APP1 markers (the first of each), the ICC profile from APP2. */
+static lumen_status jpeg_metadata(const lumen_io_src *src, struct jpeg_decompress_struct *cinfo)
+{
+    lumen_image_metadata *m = src->meta;
+    lumen_status s = LUMEN_OK;
+    for (jpeg_saved_marker_ptr mk = cinfo->marker_list; mk && !s; mk = mk->next) {
+        if (mk->marker != JPEG_APP0 + 1) continue;
+        if (!m->exif && mk->data_length > EXIF_ID_LEN && !memcmp(mk->data, EXIF_ID, EXIF_ID_LEN))
+            s = lumen_io_store_blob(src->path, &m->exif, &m->exif_size, mk->data + EXIF_ID_LEN,
+                                    mk->data_length - EXIF_ID_LEN);
+        else if (!m->xmp && mk->data_length > XMP_ID_LEN && !memcmp(mk->data, XMP_ID, XMP_ID_LEN))
+            s = lumen_io_store_blob(src->path, &m->xmp, &m->xmp_size, mk->data + XMP_ID_LEN,
+                                    mk->data_length - XMP_ID_LEN);
+    }
+    JOCTET *icc = NULL;
+    unsigned int icc_len = 0;
+    /* FALSE for no profile or a malformed one (then a warning): the pixels are still fine. */
+    if (!s && jpeg_read_icc_profile(cinfo, &icc, &icc_len))
+        s = lumen_io_store_blob(src->path, &m->icc, &m->icc_size, icc, icc_len);
+    free(icc);
+    m->orientation = lumen_io_exif_orientation(m->exif, m->exif_size);
+    return s;
+}
+
+static lumen_status jpeg_decode(jpeg_err *e, struct jpeg_decompress_struct *cinfo,
+                                const lumen_io_src *src, lumen_image *out)
 {
     if (setjmp(e->jmp)) return e->status;
 
     jpeg_create_decompress(cinfo);
-    jpeg_stdio_src(cinfo, f);
+    jpeg_stdio_src(cinfo, src->f);
+    jpeg_save_markers(cinfo, JPEG_APP0 + 1, 0xffff);
+    jpeg_save_markers(cinfo, JPEG_APP0 + 2, 0xffff);
     jpeg_read_header(cinfo, TRUE);
     if (cinfo->jpeg_color_space == JCS_CMYK || cinfo->jpeg_color_space == JCS_YCCK)
         return lumen_set_error(LUMEN_ERR_UNSUPPORTED, "%s: CMYK JPEG is not supported", e->path);
@@ -93,9 +127,10 @@ static lumen_status jpeg_decode(jpeg_err *e, struct jpeg_decompress_struct *cinf
                                cinfo->num_components);
     }
     const int c = cinfo->num_components;
-    lumen_status s = lumen_io_alloc_image(e->path, out, LUMEN_U8, cinfo->image_height,
-                                          cinfo->image_width, (uint64_t)c);
-    if (s) return s;
+    lumen_status s = jpeg_metadata(src, cinfo);
+    if (s || (s = lumen_io_alloc_image(src, out, LUMEN_U8, cinfo->image_height, cinfo->image_width,
+                                       (uint64_t)c)))
+        return s;
     jpeg_start_decompress(cinfo);
     if (cinfo->output_components != c || cinfo->output_width != cinfo->image_width ||
         cinfo->output_height != cinfo->image_height)
@@ -109,14 +144,15 @@ static lumen_status jpeg_decode(jpeg_err *e, struct jpeg_decompress_struct *cinf
     return LUMEN_OK;
 }
 
-lumen_status lumen_io_read_jpeg(const char *path, FILE *f, lumen_image *out)
+lumen_status lumen_io_read_jpeg(const lumen_io_src *src, lumen_image *out)
 {
+    const char *path = src->path;
     jpeg_err e;
     struct jpeg_decompress_struct cinfo;
     jpeg_err_init(&e, path);
     memset(&cinfo, 0, sizeof cinfo);
     cinfo.err = &e.pub;
-    lumen_status s = jpeg_decode(&e, &cinfo, f, out);
+    lumen_status s = jpeg_decode(&e, &cinfo, src, out);
     jpeg_destroy_decompress(&cinfo); /* safe on a partly created struct */
     if (s != LUMEN_OK) {
         free(out->data);
@@ -130,8 +166,10 @@ lumen_status lumen_io_read_jpeg(const char *path, FILE *f, lumen_image *out)
 
 /* ---- writing ------------------------------------------------------------- */
 
-lumen_status lumen_io_check_jpeg(const char *path, const lumen_image *img)
+lumen_status lumen_io_check_jpeg(const char *path, const lumen_image *img,
+                                 const lumen_write_options *opt)
 {
+    (void)opt; /* quality's range is checked for every format by io.c */
     if (img->dtype != LUMEN_U8)
         return lumen_set_error(LUMEN_ERR_UNSUPPORTED,
                                "%s: JPEG stores only u8 pixels, the image is %s; write .png "
@@ -154,20 +192,45 @@ typedef struct jpeg_write_state {
     JSAMPROW row;
 } jpeg_write_state;
 
-static lumen_status jpeg_encode(jpeg_write_state *ws, FILE *f, const lumen_image *img)
+/* APP1 "<id><blob>", if it fits one marker (64 KiB; larger EXIF/XMP would need extended XMP
+ * or be malformed, so it is left out with a note). */
+static void write_app1(j_compress_ptr cinfo, const char *path, const char *id, size_t id_len,
+                       const unsigned char *blob, size_t n)
+{
+    if (!blob || n == 0) return;
+    if (n > 65533 - id_len) {
+        lumen_log(LUMEN_LOG_WARN, "%s: %s block of %zu bytes does not fit a JPEG marker; left out",
+                  path, id_len == EXIF_ID_LEN ? "EXIF" : "XMP", n);
+        return;
+    }
+    jpeg_write_m_header(cinfo, JPEG_APP0 + 1, (unsigned)(id_len + n));
+    for (size_t i = 0; i < id_len; i++)
+        jpeg_write_m_byte(cinfo, (unsigned char)id[i]);
+    for (size_t i = 0; i < n; i++)
+        jpeg_write_m_byte(cinfo, blob[i]);
+}
+
+static lumen_status jpeg_encode(jpeg_write_state *ws, const lumen_io_dst *dst,
+                                const lumen_image *img)
 {
     if (setjmp(ws->e.jmp)) return LUMEN_ERR_IO;
 
     struct jpeg_compress_struct *cinfo = &ws->cinfo;
+    const lumen_image_metadata *m = dst->meta;
     jpeg_create_compress(cinfo);
-    jpeg_stdio_dest(cinfo, f);
+    jpeg_stdio_dest(cinfo, dst->f);
     cinfo->image_width = (JDIMENSION)img->w;
     cinfo->image_height = (JDIMENSION)img->h;
     cinfo->input_components = (int)img->c;
     cinfo->in_color_space = img->c == 1 ? JCS_GRAYSCALE : JCS_RGB;
     jpeg_set_defaults(cinfo);
-    jpeg_set_quality(cinfo, 95, TRUE);
+    jpeg_set_quality(cinfo, dst->opt->quality ? dst->opt->quality : 95, TRUE);
     jpeg_start_compress(cinfo, TRUE);
+    /* After SOI and JFIF's APP0, before the frame: where readers look for them. */
+    write_app1(cinfo, dst->path, EXIF_ID, EXIF_ID_LEN, m->exif, m->exif_size);
+    write_app1(cinfo, dst->path, XMP_ID, XMP_ID_LEN, m->xmp, m->xmp_size);
+    if (m->icc && m->icc_size && m->icc_size <= UINT_MAX)
+        jpeg_write_icc_profile(cinfo, m->icc, (unsigned)m->icc_size);
     for (int64_t y = 0; y < img->h; y++) {
         lumen_io_pack_row(img, y, ws->row);
         jpeg_write_scanlines(cinfo, &ws->row, 1);
@@ -176,8 +239,9 @@ static lumen_status jpeg_encode(jpeg_write_state *ws, FILE *f, const lumen_image
     return LUMEN_OK;
 }
 
-lumen_status lumen_io_write_jpeg(const char *path, FILE *f, const lumen_image *img)
+lumen_status lumen_io_write_jpeg(const lumen_io_dst *dst, const lumen_image *img)
 {
+    const char *path = dst->path;
     jpeg_write_state *ws = calloc(1, sizeof *ws);
     if (ws) ws->row = malloc(lumen_io_row_bytes(img));
     if (!ws || !ws->row) {
@@ -187,7 +251,7 @@ lumen_status lumen_io_write_jpeg(const char *path, FILE *f, const lumen_image *i
     jpeg_err_init(&ws->e, path);
     ws->cinfo.err = &ws->e.pub;
     errno = 0;
-    lumen_status s = jpeg_encode(ws, f, img);
+    lumen_status s = jpeg_encode(ws, dst, img);
     const int err = errno;
     jpeg_destroy_compress(&ws->cinfo);
     if (s != LUMEN_OK) {

@@ -13,7 +13,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/types.h>
 
 #define NPY_MAGIC "\x93NUMPY"
@@ -296,24 +295,33 @@ static lumen_status read_data(const char *path, FILE *f, npy_kind kind, bool for
     return s;
 }
 
-/* Refuses a header whose data cannot fit in the file before allocating for it. */
-static lumen_status check_data_size(const char *path, FILE *f, const uint64_t hwc[3], npy_kind kind)
+/* The data must fill the rest of the file exactly: a header whose data cannot fit is refused
+ * before allocating for it, and bytes after the array (a concatenation, a bad copy, an
+ * appended payload) are refused too, as numpy.load would leave them unread. */
+static lumen_status check_data_size(const lumen_io_src *src, const uint64_t hwc[3], npy_kind kind)
 {
-    struct stat st;
-    const off_t pos = ftello(f);
-    if (pos < 0 || fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) return LUMEN_OK;
-    /* hwc passed lumen_io_check_size: at most 2^43 elements of 8 bytes. */
+    const off_t pos = ftello(src->f);
+    if (pos < 0) return LUMEN_OK;
+    /* hwc passed lumen_io_check_dims: at most 2^43 elements of 8 bytes. */
     const uint64_t need = hwc[0] * hwc[1] * hwc[2] * kind_size(kind);
-    const uint64_t have = st.st_size > pos ? (uint64_t)(st.st_size - pos) : 0;
+    const uint64_t have = src->size > (uint64_t)pos ? src->size - (uint64_t)pos : 0;
     if (have < need)
         return lumen_set_error(LUMEN_ERR_CORRUPT,
                                "%s: truncated file (header promises %llu data bytes, %llu present)",
-                               path, (unsigned long long)need, (unsigned long long)have);
+                               src->path, (unsigned long long)need, (unsigned long long)have);
+    if (have > need)
+        return lumen_set_error(LUMEN_ERR_CORRUPT,
+                               "%s: %llu bytes of trailing data after the array (the header "
+                               "promises %llu data bytes, the file holds %llu)",
+                               src->path, (unsigned long long)(have - need),
+                               (unsigned long long)need, (unsigned long long)have);
     return LUMEN_OK;
 }
 
-lumen_status lumen_io_read_npy(const char *path, FILE *f, lumen_image *out)
+lumen_status lumen_io_read_npy(const lumen_io_src *src, lumen_image *out)
 {
+    const char *path = src->path;
+    FILE *f = src->f;
     char *text = NULL;
     npy_header h;
     npy_kind kind = NPY_U1;
@@ -324,10 +332,10 @@ lumen_status lumen_io_read_npy(const char *path, FILE *f, lumen_image *out)
     free(text);
     if (s || (s = parse_descr(path, h.descr, &kind)) || (s = shape_to_hwc(path, &h, hwc))) return s;
     const lumen_dtype dtype = kind == NPY_U1 ? LUMEN_U8 : kind == NPY_U2 ? LUMEN_U16 : LUMEN_F32;
-    /* Absurd shapes first, then the file must hold the data, then allocate. */
-    if ((s = lumen_io_check_size(path, hwc[0], hwc[1], hwc[2]))) return s;
-    if ((s = check_data_size(path, f, hwc, kind))) return s;
-    if ((s = lumen_io_alloc_image(path, out, dtype, hwc[0], hwc[1], hwc[2]))) return s;
+    /* Absurd shapes first, then the file must hold the data exactly, then allocate. */
+    if ((s = lumen_io_check_dims(src, path, hwc[0], hwc[1], hwc[2]))) return s;
+    if ((s = check_data_size(src, hwc, kind))) return s;
+    if ((s = lumen_io_alloc_image(src, out, dtype, hwc[0], hwc[1], hwc[2]))) return s;
     if ((s = read_data(path, f, kind, h.fortran, out))) {
         free(out->data);
         memset(out, 0, sizeof *out);
@@ -337,8 +345,10 @@ lumen_status lumen_io_read_npy(const char *path, FILE *f, lumen_image *out)
 
 /* ---- writing ------------------------------------------------------------- */
 
-lumen_status lumen_io_check_npy(const char *path, const lumen_image *img)
+lumen_status lumen_io_check_npy(const char *path, const lumen_image *img,
+                                const lumen_write_options *opt)
 {
+    (void)opt;
     if (lumen_dtype_size(img->dtype) == 0)
         return lumen_set_error(LUMEN_ERR_UNSUPPORTED, "%s: unknown dtype", path);
     return LUMEN_OK;
@@ -368,8 +378,10 @@ static size_t format_header(const lumen_image *img, char *buf, size_t size)
     return 10 + len;
 }
 
-lumen_status lumen_io_write_npy(const char *path, FILE *f, const lumen_image *img)
+lumen_status lumen_io_write_npy(const lumen_io_dst *dst, const lumen_image *img)
 {
+    const char *path = dst->path;
+    FILE *f = dst->f;
     char header[256]; /* dict <= ~120 bytes + 64 padding */
     const size_t header_len = format_header(img, header, sizeof header);
     if (fwrite(header, 1, header_len, f) != header_len)
@@ -405,7 +417,8 @@ static lumen_status shape_to_nchw(const char *path, const npy_header *h, uint64_
     uint64_t count = 1;
     for (int i = 0; i < 4; i++) {
         d[i] = i < 4 - h->ndim ? 1 : h->shape[i - (4 - h->ndim)];
-        if (d[i] == 0) return lumen_set_error(LUMEN_ERR_UNSUPPORTED, "%s: NPY array is empty", path);
+        if (d[i] == 0)
+            return lumen_set_error(LUMEN_ERR_UNSUPPORTED, "%s: NPY array is empty", path);
         /* Images have the same cap: 2^31 pixels of up to 4096 channels. */
         if (d[i] > LUMEN_IO_MAX_PIXELS * LUMEN_IO_MAX_CHANNELS / count)
             return lumen_set_error(LUMEN_ERR_UNSUPPORTED, "%s: NPY tensor too large", path);
@@ -422,13 +435,16 @@ static lumen_status read_fortran_tensor(const char *path, FILE *f, npy_kind kind
     const int a0 = 4 - ndim;
     const uint64_t st[4] = {d[1] * d[2] * d[3], d[2] * d[3], d[3], 1};
     uint64_t idx[4] = {0, 0, 0, 0}, runs = 1;
-    for (int a = a0 + 1; a < 4; a++) runs *= d[a];
+    for (int a = a0 + 1; a < 4; a++)
+        runs *= d[a];
     lumen_status s = LUMEN_OK;
     for (uint64_t r = 0; r < runs && !s; r++) {
         uint64_t start = 0;
-        for (int a = a0 + 1; a < 4; a++) start += idx[a] * st[a];
+        for (int a = a0 + 1; a < 4; a++)
+            start += idx[a] * st[a];
         s = read_run(path, f, kind, buf, d[a0], dst, start, st[a0]);
-        for (int a = a0 + 1; a < 4 && ++idx[a] == d[a]; a++) idx[a] = 0;
+        for (int a = a0 + 1; a < 4 && ++idx[a] == d[a]; a++)
+            idx[a] = 0;
     }
     return s;
 }
@@ -447,8 +463,10 @@ static lumen_status read_tensor_data(const char *path, FILE *f, npy_kind kind, c
     return s;
 }
 
-static lumen_status read_npy_tensor(const char *path, FILE *f, lumen_image *out)
+static lumen_status read_npy_tensor(const lumen_io_src *src, lumen_image *out)
 {
+    const char *path = src->path;
+    FILE *f = src->f;
     char *text = NULL;
     npy_header h;
     npy_kind kind = NPY_U1;
@@ -459,15 +477,15 @@ static lumen_status read_npy_tensor(const char *path, FILE *f, lumen_image *out)
     free(text);
     if (s || (s = parse_descr(path, h.descr, &kind)) || (s = shape_to_nchw(path, &h, d))) return s;
     const uint64_t hwc[3] = {d[0] * d[1], d[2], d[3]}; /* the same byte count, for the check */
-    if ((s = check_data_size(path, f, hwc, kind))) return s;
+    if ((s = check_data_size(src, hwc, kind))) return s;
     const lumen_dtype dtype = kind == NPY_U1 ? LUMEN_U8 : kind == NPY_U2 ? LUMEN_U16 : LUMEN_F32;
     const uint64_t bytes = d[0] * d[1] * d[2] * d[3] * lumen_dtype_size(dtype);
     void *data = bytes <= SIZE_MAX ? malloc((size_t)bytes) : NULL;
     if (!data)
         return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "%s: out of memory allocating %llu bytes",
                                path, (unsigned long long)bytes);
-    *out = lumen_image_nchw(data, dtype, (int64_t)d[0], (int64_t)d[1], (int64_t)d[2],
-                            (int64_t)d[3]);
+    *out =
+        lumen_image_nchw(data, dtype, (int64_t)d[0], (int64_t)d[1], (int64_t)d[2], (int64_t)d[3]);
     if ((s = read_tensor_data(path, f, kind, &h, d, out))) {
         free(data);
         memset(out, 0, sizeof *out);
@@ -489,12 +507,14 @@ lumen_status lumen_read_tensor(const char *path, lumen_image *out)
     if (!path) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "read_tensor: path is NULL");
     if (!is_npy_path(path))
         return lumen_set_error(LUMEN_ERR_UNSUPPORTED, "%s: tensors are .npy files", path);
-    return lumen_io_read_file(path, read_npy_tensor, out);
+    return lumen_io_read_file(path, read_npy_tensor, 0, out, NULL);
 }
 
 /* The tensor in C order, one row (w elements) at a time; strides may be anything. */
-static lumen_status write_npy_tensor(const char *path, FILE *f, const lumen_image *t)
+static lumen_status write_npy_tensor(const lumen_io_dst *dst, const lumen_image *t)
 {
+    const char *path = dst->path;
+    FILE *f = dst->f;
     char header[256];
     const char *descr = t->dtype == LUMEN_U8 ? "|u1" : t->dtype == LUMEN_U16 ? "<u2" : "<f4";
     int n = snprintf(header + 10, sizeof header - 10,
@@ -514,8 +534,9 @@ static lumen_status write_npy_tensor(const char *path, FILE *f, const lumen_imag
     for (int64_t b = 0; b < t->n && ok; b++)
         for (int64_t c = 0; c < t->c && ok; c++)
             for (int64_t y = 0; y < t->h && ok; y++) {
-                const char *base = (const char *)t->data +
-                                   (b * t->stride_n + c * t->stride_c + y * t->stride_h) * (int64_t)es;
+                const char *base =
+                    (const char *)t->data +
+                    (b * t->stride_n + c * t->stride_c + y * t->stride_h) * (int64_t)es;
                 for (int64_t x = 0; x < t->w; x++)
                     memcpy(row + (size_t)x * es, base + x * t->stride_w * (int64_t)es, es);
                 if (es > 1 && !lumen_io_host_is_le()) lumen_io_swap_bytes(row, (size_t)t->w, es);
@@ -539,5 +560,5 @@ lumen_status lumen_write_tensor(const char *path, const lumen_image *t)
     if (!is_npy_path(path))
         return lumen_set_error(LUMEN_ERR_UNSUPPORTED, "%s: tensors are written as .npy files",
                                path);
-    return lumen_io_write_atomic(path, t, write_npy_tensor);
+    return lumen_io_write_atomic(path, t, NULL, NULL, write_npy_tensor);
 }

@@ -1,6 +1,7 @@
 /*
  * PNG via libpng: 8/16-bit gray, gray+alpha, RGB, RGBA. Palette, low-bit
- * gray and tRNS are expanded on read. libpng reports errors by longjmp, so
+ * gray and tRNS are expanded on read. Metadata: iCCP (ICC profile), eXIf
+ * (EXIF) and the iTXt "XML:com.adobe.xmp" (XMP). libpng reports errors by longjmp, so
  * everything that must survive one lives in a struct outside the function
  * that calls setjmp (no non-volatile locals are modified after setjmp).
  */
@@ -19,6 +20,7 @@ typedef struct png_state {
     lumen_status status; /* set by the I/O callbacks before png_error */
     char msg[256];
     void *row; /* writer's row buffer */
+    char *xmp; /* writer's NUL-terminated XMP (libpng takes iTXt text by strlen) */
 } png_state;
 
 static void on_png_error(png_structp png, png_const_charp msg)
@@ -29,11 +31,12 @@ static void on_png_error(png_structp png, png_const_charp msg)
     png_longjmp(png, 1);
 }
 
-/* Warnings (bad ancillary CRCs, odd gamma...) are not failures; keep them off stderr. */
+/* Warnings (bad ancillary CRCs, odd gamma...) are not failures; keep them off stderr. On
+ * write they say metadata was left out (a profile libpng finds malformed): worth a line. */
 static void on_png_warning(png_structp png, png_const_charp msg)
 {
     png_state *st = png_get_error_ptr(png);
-    lumen_log(LUMEN_LOG_DEBUG, "%s: libpng warning: %s", st->path, msg);
+    lumen_log(st->row ? LUMEN_LOG_WARN : LUMEN_LOG_DEBUG, "%s: libpng warning: %s", st->path, msg);
 }
 
 /* Own read callback: tells a truncated file from a read error (libpng says "Read Error"). */
@@ -77,12 +80,55 @@ static lumen_status png_failure(const png_state *st, const char *what)
 
 /* ---- reading ------------------------------------------------------------- */
 
+#define PNG_XMP_KEY "XML:com.adobe.xmp"
+
+/* Stores ICC, EXIF and XMP from info (chunks before and after the image data). */
+static lumen_status png_metadata(const lumen_io_src *src, png_structp png, png_infop info)
+{
+    lumen_image_metadata *m = src->meta;
+    lumen_status s = LUMEN_OK;
+    png_charp name;
+    int comp;
+    png_bytep data;
+    png_uint_32 len;
+    if (!m->icc && png_get_iCCP(png, info, &name, &comp, &data, &len))
+        s = lumen_io_store_blob(src->path, &m->icc, &m->icc_size, data, len);
+    if (!s && !m->exif && png_get_eXIf_1(png, info, &len, &data))
+        s = lumen_io_store_blob(src->path, &m->exif, &m->exif_size, data, len);
+    png_textp text;
+    int n_text = 0;
+    png_get_text(png, info, &text, &n_text);
+    for (int i = 0; i < n_text && !s && !m->xmp; i++)
+        if (strcmp(text[i].key, PNG_XMP_KEY) == 0)
+            s = lumen_io_store_blob(src->path, &m->xmp, &m->xmp_size, text[i].text,
+                                    text[i].itxt_length ? text[i].itxt_length
+                                                        : text[i].text_length);
+    m->orientation = lumen_io_exif_orientation(m->exif, m->exif_size);
+    return s;
+}
+
+/*
+ * The image data as stored (rows at the file's bit depth, one filter byte each) must come from
+ * the file's bytes, which deflate expands at most ~1032 times: a 68-byte file cannot hold a
+ * 2 GB row. Checked before anything that size is allocated.
+ */
+static lumen_status png_check_file(const lumen_io_src *src, png_structp png, png_infop info)
+{
+    const uint64_t h = png_get_image_height(png, info);
+    const uint64_t row = ((uint64_t)png_get_image_width(png, info) * png_get_channels(png, info) *
+                              png_get_bit_depth(png, info) +
+                          7) /
+                         8;
+    return lumen_io_check_file_holds(src, h * (row + 1), LUMEN_IO_DEFLATE_RATIO, "PNG");
+}
+
 /*
  * Sets up expansions, checks the size, allocates `out` and decodes into it.
  * Returns OK, or CORRUPT after a longjmp (st->status/msg say why), or a
  * status already recorded with lumen_set_error (st->status stays OK then).
  */
-static lumen_status png_decode(png_state *st, png_structp png, png_infop info, lumen_image *out)
+static lumen_status png_decode(png_state *st, const lumen_io_src *src, png_structp png,
+                               png_infop info, lumen_image *out)
 {
     if (setjmp(png_jmpbuf(png))) return st->status ? st->status : LUMEN_ERR_CORRUPT;
 
@@ -92,6 +138,9 @@ static lumen_status png_decode(png_state *st, png_structp png, png_infop info, l
        lumen_io_alloc_image applies our own limit with a clear message. */
     png_set_user_limits(png, 0x7fffffff, 0x7fffffff);
     png_read_info(png, info);
+    lumen_status s = lumen_io_check_dims(src, src->path, png_get_image_height(png, info),
+                                         png_get_image_width(png, info), 1);
+    if (s || (s = png_check_file(src, png, info))) return s;
     const int color = png_get_color_type(png, info);
     const int depth = png_get_bit_depth(png, info);
     if (color == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
@@ -109,8 +158,7 @@ static lumen_status png_decode(png_state *st, png_structp png, png_infop info, l
         return lumen_set_error(LUMEN_ERR_UNSUPPORTED,
                                "%s: unsupported PNG layout (%d-bit, %d channels)", st->path,
                                out_depth, c);
-    lumen_status s = lumen_io_alloc_image(st->path, out, out_depth == 16 ? LUMEN_U16 : LUMEN_U8, h,
-                                          w, (uint64_t)c);
+    s = lumen_io_alloc_image(src, out, out_depth == 16 ? LUMEN_U16 : LUMEN_U8, h, w, (uint64_t)c);
     if (s) return s;
     const size_t row_bytes = lumen_io_row_bytes(out);
     if (png_get_rowbytes(png, info) != row_bytes) {
@@ -122,13 +170,16 @@ static lumen_status png_decode(png_state *st, png_structp png, png_infop info, l
     for (int pass = 0; pass < passes; pass++)
         for (uint64_t y = 0; y < h; y++)
             png_read_row(png, (png_bytep)out->data + y * row_bytes, NULL);
-    /* Reads up to IEND, so a file cut after the pixel data is still caught. */
-    png_read_end(png, NULL);
-    return LUMEN_OK;
+    /* Reads up to IEND, so a file cut after the pixel data is still caught; chunks after
+       the image data (eXIf, iTXt may be there) land in the same info. */
+    png_read_end(png, info);
+    return png_metadata(src, png, info);
 }
 
-lumen_status lumen_io_read_png(const char *path, FILE *f, lumen_image *out)
+lumen_status lumen_io_read_png(const lumen_io_src *src, lumen_image *out)
 {
+    const char *path = src->path;
+    FILE *f = src->f;
     unsigned char sig[8];
     const size_t got = fread(sig, 1, sizeof sig, f);
     if (got > 0 && png_sig_cmp(sig, 0, got) != 0)
@@ -143,7 +194,7 @@ lumen_status lumen_io_read_png(const char *path, FILE *f, lumen_image *out)
         png_destroy_read_struct(&png, NULL, NULL);
         return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     }
-    lumen_status s = png_decode(&st, png, info, out);
+    lumen_status s = png_decode(&st, src, png, info, out);
     png_destroy_read_struct(&png, &info, NULL);
     if (s != LUMEN_OK) {
         free(out->data);
@@ -155,8 +206,10 @@ lumen_status lumen_io_read_png(const char *path, FILE *f, lumen_image *out)
 
 /* ---- writing ------------------------------------------------------------- */
 
-lumen_status lumen_io_check_png(const char *path, const lumen_image *img)
+lumen_status lumen_io_check_png(const char *path, const lumen_image *img,
+                                const lumen_write_options *opt)
 {
+    (void)opt;
     if (img->dtype == LUMEN_F32)
         return lumen_set_error(LUMEN_ERR_UNSUPPORTED,
                                "%s: PNG cannot store f32 pixels; write .tif or .npy instead, or "
@@ -175,8 +228,28 @@ lumen_status lumen_io_check_png(const char *path, const lumen_image *img)
     return LUMEN_OK;
 }
 
+/* The metadata chunks, before the image data (where readers that stop early see them). */
+static void png_set_metadata(png_state *st, png_structp png, png_infop info,
+                             const lumen_image_metadata *m)
+{
+    if (m->icc && m->icc_size && m->icc_size <= PNG_UINT_31_MAX)
+        png_set_iCCP(png, info, "ICC Profile", PNG_COMPRESSION_TYPE_BASE, m->icc,
+                     (png_uint_32)m->icc_size);
+    if (m->exif && m->exif_size && m->exif_size <= PNG_UINT_31_MAX)
+        png_set_eXIf_1(png, info, (png_uint_32)m->exif_size, m->exif);
+    if (st->xmp) {
+        png_text t = {.compression = PNG_ITXT_COMPRESSION_NONE,
+                      .key = PNG_XMP_KEY,
+                      .text = st->xmp,
+                      .itxt_length = strlen(st->xmp),
+                      .lang = "",
+                      .lang_key = ""};
+        png_set_text(png, info, &t, 1);
+    }
+}
+
 static lumen_status png_encode(png_state *st, png_structp png, png_infop info,
-                               const lumen_image *img)
+                               const lumen_io_dst *dst, const lumen_image *img)
 {
     if (setjmp(png_jmpbuf(png))) return st->status ? st->status : LUMEN_ERR_INTERNAL;
 
@@ -184,9 +257,13 @@ static lumen_status png_encode(png_state *st, png_structp png, png_infop info,
                                        PNG_COLOR_TYPE_RGB, PNG_COLOR_TYPE_RGB_ALPHA};
     const int depth = img->dtype == LUMEN_U16 ? 16 : 8;
     png_set_write_fn(png, st, on_png_write, on_png_flush);
+    /* A profile libpng judges malformed (or unfit for gray/RGB) is left out with a warning
+     * instead of failing the write: the pixels matter more than the metadata. */
+    png_set_benign_errors(png, 1);
     png_set_IHDR(png, info, (png_uint_32)img->w, (png_uint_32)img->h, depth,
                  color_types[img->c - 1], PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
                  PNG_FILTER_TYPE_DEFAULT);
+    png_set_metadata(st, png, info, dst->meta);
     /* As OpenCV's default: fast deflate with the cheap SUB filter. The default
      * (level 6, adaptive filters) takes ~5x longer on large photos for ~10% smaller files. */
     png_set_compression_level(png, 1);
@@ -201,22 +278,31 @@ static lumen_status png_encode(png_state *st, png_structp png, png_infop info,
     return LUMEN_OK;
 }
 
-lumen_status lumen_io_write_png(const char *path, FILE *f, const lumen_image *img)
+lumen_status lumen_io_write_png(const lumen_io_dst *dst, const lumen_image *img)
 {
+    const char *path = dst->path;
+    FILE *f = dst->f;
     png_state st = {.path = path, .f = f, .status = LUMEN_OK};
-    st.row = malloc(lumen_io_row_bytes(img));
+    const lumen_image_metadata *m = dst->meta;
+    bool ok = (st.row = malloc(lumen_io_row_bytes(img))) != NULL;
+    if (ok && m->xmp && m->xmp_size && (ok = (st.xmp = malloc(m->xmp_size + 1)) != NULL)) {
+        memcpy(st.xmp, m->xmp, m->xmp_size);
+        st.xmp[m->xmp_size] = '\0';
+    }
     png_structp png =
-        st.row ? png_create_write_struct(PNG_LIBPNG_VER_STRING, &st, on_png_error, on_png_warning)
-               : NULL;
+        ok ? png_create_write_struct(PNG_LIBPNG_VER_STRING, &st, on_png_error, on_png_warning)
+           : NULL;
     png_infop info = png ? png_create_info_struct(png) : NULL;
     if (!info) {
         png_destroy_write_struct(&png, NULL);
         free(st.row);
+        free(st.xmp);
         return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     }
-    lumen_status s = png_encode(&st, png, info, img);
+    lumen_status s = png_encode(&st, png, info, dst, img);
     png_destroy_write_struct(&png, &info);
     free(st.row);
+    free(st.xmp);
     if (s != LUMEN_OK) return png_failure(&st, "cannot write PNG");
     return LUMEN_OK;
 }

@@ -1,8 +1,9 @@
 /*
  * TIFF via libtiff: u8, u16 and f32 (IEEE float), 1..4 channels. Reads
  * strips of interleaved (contiguous) or separate planes, writes contiguous
- * uncompressed strips. libtiff works on our FILE* through client callbacks
- * so that io.c owns the stream (temp file, flush, fsync, rename).
+ * uncompressed strips. Metadata: ICC profile, XMP packet and the Orientation
+ * tag (EXIF lives in a private sub-directory that is not carried). libtiff works on our FILE*
+ * through client callbacks so that io.c owns the stream (temp file, flush, fsync, rename).
  *
  * libtiff reports errors through process-wide handlers; ours store the
  * first message of the current call in a thread-local buffer, so nothing
@@ -257,8 +258,38 @@ static void invert_samples(lumen_image *img)
     }
 }
 
-static lumen_status tiff_decode(const char *path, FILE *f, TIFF *tif, lumen_image *out)
+/* ICC, XMP and orientation; malformed ones are skipped (libtiff validates the counts). */
+static lumen_status tiff_metadata(const lumen_io_src *src, TIFF *tif)
 {
+    lumen_image_metadata *m = src->meta;
+    uint32_t n = 0;
+    void *data = NULL;
+    uint16_t orientation = 0;
+    lumen_status s = LUMEN_OK;
+    if (TIFFGetField(tif, TIFFTAG_ICCPROFILE, &n, &data) && data)
+        s = lumen_io_store_blob(src->path, &m->icc, &m->icc_size, data, n);
+    if (!s && TIFFGetField(tif, TIFFTAG_XMLPACKET, &n, &data) && data)
+        s = lumen_io_store_blob(src->path, &m->xmp, &m->xmp_size, data, n);
+    if (TIFFGetField(tif, TIFFTAG_ORIENTATION, &orientation) && orientation >= 1 &&
+        orientation <= 8)
+        m->orientation = orientation;
+    return s;
+}
+
+/* Uncompressed strips must fit in the file; compressed ones are bounded by the pixel limit. */
+static lumen_status tiff_check_file(const lumen_io_src *src, const tiff_layout *L)
+{
+    const uint64_t raw = (uint64_t)L->w * L->h * L->spp * (L->bps / 8);
+    if (L->compression == COMPRESSION_NONE) return lumen_io_check_file_holds(src, raw, 1, "TIFF");
+    if (L->compression == COMPRESSION_ADOBE_DEFLATE || L->compression == COMPRESSION_DEFLATE)
+        return lumen_io_check_file_holds(src, raw, LUMEN_IO_DEFLATE_RATIO, "TIFF");
+    return LUMEN_OK;
+}
+
+static lumen_status tiff_decode(const lumen_io_src *src, TIFF *tif, lumen_image *out)
+{
+    const char *path = src->path;
+    FILE *f = src->f;
     tiff_layout L;
     lumen_dtype dtype = LUMEN_U8;
     lumen_status s = tiff_get_layout(path, tif, &L);
@@ -270,7 +301,10 @@ static lumen_status tiff_decode(const char *path, FILE *f, TIFF *tif, lumen_imag
     if (TIFFIsTiled(tif))
         return lumen_set_error(LUMEN_ERR_UNSUPPORTED, "%s: tiled TIFF is not supported", path);
     if ((s = tiff_check_photometric(path, tif, &L, dtype))) return s;
-    if ((s = lumen_io_alloc_image(path, out, dtype, L.h, L.w, L.spp))) return s;
+    if ((s = lumen_io_check_dims(src, path, L.h, L.w, L.spp)) || (s = tiff_check_file(src, &L)) ||
+        (s = tiff_metadata(src, tif)))
+        return s;
+    if ((s = lumen_io_alloc_image(src, out, dtype, L.h, L.w, L.spp))) return s;
     if ((s = tiff_read_rows(path, f, tif, &L, out))) return s;
     if (L.photometric == PHOTOMETRIC_MINISWHITE) invert_samples(out);
     return LUMEN_OK;
@@ -291,13 +325,15 @@ static lumen_status check_magic(const char *path, FILE *f)
     return LUMEN_OK;
 }
 
-lumen_status lumen_io_read_tiff(const char *path, FILE *f, lumen_image *out)
+lumen_status lumen_io_read_tiff(const lumen_io_src *src, lumen_image *out)
 {
+    const char *path = src->path;
+    FILE *f = src->f;
     lumen_status s = check_magic(path, f);
     if (s) return s;
     TIFF *tif = tiff_open(path, f, "rm");
     if (!tif) return tiff_failure(path, f, LUMEN_ERR_CORRUPT, "corrupt or truncated TIFF");
-    s = tiff_decode(path, f, tif, out);
+    s = tiff_decode(src, tif, out);
     TIFFClose(tif);
     tiff_path = NULL;
     if (s != LUMEN_OK) {
@@ -309,8 +345,10 @@ lumen_status lumen_io_read_tiff(const char *path, FILE *f, lumen_image *out)
 
 /* ---- writing ------------------------------------------------------------- */
 
-lumen_status lumen_io_check_tiff(const char *path, const lumen_image *img)
+lumen_status lumen_io_check_tiff(const char *path, const lumen_image *img,
+                                 const lumen_write_options *opt)
 {
+    (void)opt;
     if (img->c < 1 || img->c > 4)
         return lumen_set_error(LUMEN_ERR_UNSUPPORTED,
                                "%s: TIFF output holds 1 to 4 channels, the image has %lld", path,
@@ -320,7 +358,19 @@ lumen_status lumen_io_check_tiff(const char *path, const lumen_image *img)
     return LUMEN_OK;
 }
 
-static lumen_status tiff_set_tags(const char *path, FILE *f, TIFF *tif, const lumen_image *img)
+/* ICC, XMP and orientation from the metadata (EXIF is not written: see the header). */
+static bool tiff_set_metadata(TIFF *tif, const lumen_image_metadata *m)
+{
+    return (!m->icc || !m->icc_size || m->icc_size > UINT32_MAX ||
+            TIFFSetField(tif, TIFFTAG_ICCPROFILE, (uint32_t)m->icc_size, m->icc)) &&
+           (!m->xmp || !m->xmp_size || m->xmp_size > UINT32_MAX ||
+            TIFFSetField(tif, TIFFTAG_XMLPACKET, (uint32_t)m->xmp_size, m->xmp)) &&
+           (m->orientation < 2 || m->orientation > 8 ||
+            TIFFSetField(tif, TIFFTAG_ORIENTATION, m->orientation));
+}
+
+static lumen_status tiff_set_tags(const char *path, FILE *f, TIFF *tif, const lumen_image *img,
+                                  const lumen_image_metadata *meta)
 {
     static const uint16_t alpha[1] = {EXTRASAMPLE_UNASSALPHA};
     const size_t es = lumen_dtype_size(img->dtype);
@@ -337,12 +387,15 @@ static lumen_status tiff_set_tags(const char *path, FILE *f, TIFF *tif, const lu
         TIFFSetField(tif, TIFFTAG_COMPRESSION, COMPRESSION_NONE) &&
         /* c = 2 is gray + alpha, c = 4 is RGB + alpha (as in PNG). */
         (img->c % 2 == 1 || TIFFSetField(tif, TIFFTAG_EXTRASAMPLES, 1, alpha)) &&
-        TIFFSetField(tif, TIFFTAG_ROWSPERSTRIP, TIFFDefaultStripSize(tif, 0));
+        TIFFSetField(tif, TIFFTAG_ROWSPERSTRIP, TIFFDefaultStripSize(tif, 0)) &&
+        tiff_set_metadata(tif, meta);
     return ok ? LUMEN_OK : tiff_failure(path, f, LUMEN_ERR_INTERNAL, "cannot set TIFF tags");
 }
 
-lumen_status lumen_io_write_tiff(const char *path, FILE *f, const lumen_image *img)
+lumen_status lumen_io_write_tiff(const lumen_io_dst *dst, const lumen_image *img)
 {
+    const char *path = dst->path;
+    FILE *f = dst->f;
     const size_t row_bytes = lumen_io_row_bytes(img);
     /* Classic TIFF offsets are 32-bit; leave room for the directory. */
     const bool big = (uint64_t)row_bytes * (uint64_t)img->h > ((uint64_t)3 << 30);
@@ -353,7 +406,7 @@ lumen_status lumen_io_write_tiff(const char *path, FILE *f, const lumen_image *i
     if (!tif)
         s = tiff_failure(path, f, LUMEN_ERR_IO, "cannot start TIFF");
     else
-        s = tiff_set_tags(path, f, tif, img);
+        s = tiff_set_tags(path, f, tif, img, dst->meta);
     for (int64_t y = 0; s == LUMEN_OK && y < img->h; y++) {
         lumen_io_pack_row(img, y, row);
         if (TIFFWriteScanline(tif, row, (uint32_t)y, 0) < 0)

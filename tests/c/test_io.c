@@ -33,6 +33,7 @@
 #include <tiffio.h>
 
 #include "lumen.h"
+#include "lumen_ops.h"
 
 /* ---- fixtures and helpers ------------------------------------------------ */
 
@@ -125,7 +126,7 @@ static off_t file_size(const char *path)
     return st.st_size;
 }
 
-/* Temporary files are named ".<name>.XXXXXX"; none may survive a call. */
+/* Temporary files are named ".<name>.lumen-tmp-<pid>-XXXXXX"; none may survive a call. */
 static int count_hidden_files(void)
 {
     DIR *d = opendir(g_dir);
@@ -456,6 +457,40 @@ static void write_npy_raw(const char *path, int major, const char *dict, const v
     free(buf);
 }
 
+/* Issue 12 item 7: bytes after the array (a concatenation, an appended payload) are refused,
+ * as are arrays the file is too short for; the exact size is accepted. */
+static void test_npy_trailing_data(void **state)
+{
+    (void)state;
+    const uint8_t data[7] = {1, 2, 3, 4, 5, 6, 0xee};
+    const char *path = tpath("trailing.npy");
+    lumen_image got;
+    write_npy_raw(path, 1, "{'descr': '|u1', 'fortran_order': False, 'shape': (2, 3), }", data, 6);
+    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
+    lumen_image_free(&got);
+    write_npy_raw(path, 1, "{'descr': '|u1', 'fortran_order': False, 'shape': (2, 3), }", data, 7);
+    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
+    assert_error_mentions(path);
+    assert_error_mentions("1 bytes of trailing data");
+    assert_null(got.data);
+    /* Tensors (lumen_read_tensor) share the rule. */
+    CHECK_STATUS(lumen_read_tensor(path, &got), LUMEN_ERR_CORRUPT);
+    assert_error_mentions("trailing data");
+    /* A second array appended (np.save twice into one file). */
+    write_npy_raw(tpath("one.npy"), 1,
+                  "{'descr': '|u1', 'fortran_order': False, 'shape': (2, 3), }", data, 6);
+    size_t n;
+    unsigned char *one = read_bytes(tpath("one.npy"), &n);
+    unsigned char *two = malloc(2 * n);
+    memcpy(two, one, n);
+    memcpy(two + n, one, n);
+    write_bytes(path, two, 2 * n);
+    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
+    assert_error_mentions("trailing data");
+    free(one);
+    free(two);
+}
+
 static void test_npy_header_layout(void **state)
 {
     (void)state;
@@ -584,13 +619,7 @@ static void test_npy_versions_and_header_styles(void **state)
     CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
     assert_image(&got, LUMEN_U8, 2, 3, 1, px);
     lumen_image_free(&got);
-    /* Trailing data after the array is ignored (as numpy does). */
-    uint8_t more[8] = {1, 2, 3, 4, 5, 6, 99, 99};
-    write_npy_raw(path, 1, "{'descr': '|u1', 'fortran_order': False, 'shape': (2, 3), }", more,
-                  sizeof more);
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
-    assert_image(&got, LUMEN_U8, 2, 3, 1, px);
-    lumen_image_free(&got);
+    /* Trailing data after the array is refused: test_npy_trailing_data. */
 }
 
 /* Each bad header gives `want` and a message naming the file and `reason`. */
@@ -1008,7 +1037,7 @@ static void test_unknown_extension(void **state)
         lumen_image got;
         CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_UNSUPPORTED);
         assert_error_mentions(path);
-        assert_error_mentions(".png, .jpg, .jpeg, .tif, .tiff, .npy");
+        assert_error_mentions(".png, .jpg, .jpeg, .tif, .tiff, .webp, .exr, .npy");
         CHECK_STATUS(lumen_write_image(path, &im), LUMEN_ERR_UNSUPPORTED);
         assert_error_mentions(path);
         assert_false(file_exists(path));
@@ -1354,6 +1383,7 @@ int main(void)
         cmocka_unit_test(test_strided_writes),
         cmocka_unit_test(test_strided_jpeg),
         cmocka_unit_test(test_npy_header_layout),
+        cmocka_unit_test(test_npy_trailing_data),
         cmocka_unit_test(test_npy_fortran_order),
         cmocka_unit_test(test_npy_f64),
         cmocka_unit_test(test_npy_versions_and_header_styles),
