@@ -47,6 +47,26 @@ static int parse_dtype(const char *name, const char *value, int *out)
     return cli_arg_choice(name, value, names, 3, out);
 }
 
+cli_batch_opts cli_batch_opts_default(void)
+{
+    return (cli_batch_opts){
+        .dtype = -1, .read = lumen_read_options_default(), .write = lumen_write_options_default()};
+}
+
+/* A pixel count, strictly decimal; 0 is "no limit" (the library's UINT64_MAX for a read). */
+static int cli_arg_pixels(const char *name, const char *value, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(value, &end, 10);
+    if (!*value || strspn(value, "0123456789") != strlen(value) || errno || *end) {
+        cli_error(name, "expected a pixel count (0: no limit), got '%s'", value);
+        return CLI_EXIT_USAGE;
+    }
+    *out = n ? (uint64_t)n : UINT64_MAX;
+    return 0;
+}
+
 int cli_batch_flag(cli_batch_opts *o, int id, const char *name, const char *value)
 {
     switch (id) {
@@ -61,6 +81,8 @@ int cli_batch_flag(cli_batch_opts *o, int id, const char *name, const char *valu
     case CLI_FLAG_JSON: o->json = 1; return 0;
     case CLI_FLAG_QUIET: o->quiet = 1; return 0;
     case CLI_FLAG_DTYPE: return parse_dtype(name, value, &o->dtype);
+    case CLI_FLAG_QUALITY: return cli_arg_int(name, value, 1, 100, &o->write.quality);
+    case CLI_FLAG_MAX_PIXELS: return cli_arg_pixels(name, value, &o->read.max_pixels);
     default: return -1;
     }
 }
@@ -80,9 +102,15 @@ void cli_print_batch_help(void)
           "                    Values are kept, rounded and saturated, as OpenCV's convertTo\n"
           "                    and vips cast (and lumen's dtype= in Python): f32 0..255 gives\n"
           "                    u8 0..255; f32 data in 0..1 must be scaled first\n"
-          "  -j, --jobs N      files filtered at once, 1-256, each with its share of\n"
-          "                    --threads (default: 1; parallel files pay off for many small\n"
-          "                    images, see README)\n"
+          "  --quality Q       JPEG and WebP quality, 1-100 (default: JPEG 95, WebP 90);\n"
+          "                    other formats are lossless and ignore it\n"
+          "  --max-pixels N    refuse inputs of more than N pixels (w x h), a guard against\n"
+          "                    decompression bombs; 0: no limit but 2^31 (default:\n"
+          "                    $LUMEN_MAX_PIXELS, else 2^28 = 16384 x 16384)\n"
+          "  -j, --jobs N      files filtered at once, 1-256, each with its share of the\n"
+          "                    --threads (default: as many as threads, at most one per file:\n"
+          "                    whole files in parallel; --jobs 1 filters one file at a time\n"
+          "                    with every thread, and holds one image in memory)\n"
           "  --json            one JSON record per file on stdout: input, output, status,\n"
           "                    ms, method, device, error\n"
           "  -q, --quiet       no progress bar and no summary when every file succeeded\n"
@@ -150,35 +178,14 @@ int cli_batch_positionals(cli_batch *b, const char *command, const char *const *
 
 /* ---- what the writer takes -------------------------------------------------- */
 
-/* Replaces the first `from` in msg by `to`, in place (msg holds size bytes). */
-static void rename_in_message(char *msg, size_t size, const char *from, const char *to)
+/* Whether the writer takes an image of dtype and c channels at path with the batch's write
+ * options (lumen_check_write_image: nothing is touched on disk); else its reason in msg. */
+static int writer_takes(const cli_batch_opts *o, const char *path, lumen_dtype dtype, int64_t c,
+                        char *msg, size_t size)
 {
-    char *at = strstr(msg, from);
-    if (!at) return;
-    char tail[1024];
-    snprintf(tail, sizeof tail, "%s", at + strlen(from));
-    snprintf(at, size - (size_t)(at - msg), "%s%s", to, tail);
-}
-
-/*
- * Whether lumen_write_image takes an image of dtype and c channels at path, asked of the writer
- * itself so that the CLI keeps no table of formats of its own. The path is moved under
- * /dev/null: the writer checks extension, dtype and channels first, then fails to create its
- * temporary file (ENOTDIR, even for root), so nothing is ever written. LUMEN_ERR_IO is
- * therefore "accepted". The refusal's message, naming path, goes into msg.
- */
-static int writer_takes(const char *path, lumen_dtype dtype, int c, char *msg, size_t size)
-{
-    const char *slash = strrchr(path, '/');
-    const char *base = slash ? slash + 1 : path;
-    char probe[300];
-    snprintf(probe, sizeof probe, "/dev/null/%.250s", base);
-    float pixel[4] = {0};
-    const lumen_image img = lumen_image_nhwc(pixel, dtype, 1, 1, 1, c);
-    lumen_status s = lumen_write_image(probe, &img);
-    if (s == LUMEN_ERR_IO || s == LUMEN_OK) return 1;
-    cli_lib_message(probe, s, msg, size);
-    rename_in_message(msg, size, probe, path);
+    lumen_status s = lumen_check_write_image(path, dtype, c, &o->write);
+    if (s == LUMEN_OK) return 1;
+    cli_lib_message(path, s, msg, size);
     return 0;
 }
 
@@ -191,16 +198,17 @@ int cli_batch_check_output(const cli_batch *b, const char *path, char *msg, size
     char first[1024] = "";
     for (int d = lo; d <= hi; d++)
         for (int c = 1; c <= 4; c++)
-            if (writer_takes(path, (lumen_dtype)d, c, first[0] ? msg : first,
+            if (writer_takes(&b->opt, path, (lumen_dtype)d, c, first[0] ? msg : first,
                              first[0] ? size : sizeof first))
                 return 0;
     snprintf(msg, size, "%s", first);
     return CLI_EXIT_USAGE;
 }
 
-int cli_batch_check_pixels(const char *path, lumen_dtype dtype, int64_t c, char *msg, size_t size)
+int cli_batch_check_pixels(const cli_batch *b, const char *path, lumen_dtype dtype, int64_t c,
+                           char *msg, size_t size)
 {
-    return c >= 1 && c <= 4 && !writer_takes(path, dtype, (int)c, msg, size) ? CLI_EXIT_FAIL : 0;
+    return writer_takes(&b->opt, path, dtype, c, msg, size) ? 0 : CLI_EXIT_FAIL;
 }
 
 /* ---- folders ------------------------------------------------------------------ */
@@ -219,10 +227,11 @@ static int compare_names(const void *a, const void *b)
 /* Whether some image (any dtype, 1 to 4 channels) could be written under this name. */
 static int writer_knows(const char *name)
 {
+    const cli_batch_opts defaults = cli_batch_opts_default();
     char msg[1024];
     for (int d = LUMEN_U8; d <= LUMEN_F32; d++)
         for (int c = 1; c <= 4; c++)
-            if (writer_takes(name, (lumen_dtype)d, c, msg, sizeof msg)) return 1;
+            if (writer_takes(&defaults, name, (lumen_dtype)d, c, msg, sizeof msg)) return 1;
     return 0;
 }
 
@@ -420,41 +429,29 @@ static int make_tmpdir(cli_batch *b)
     return CLI_EXIT_FAIL;
 }
 
-/* Copies stream `in` (whose first n bytes are head) to a new file path. */
-static int copy_to_file(FILE *in, const unsigned char *head, size_t n, const char *path)
-{
-    FILE *out = fopen(path, "wb");
-    if (!out) return -1;
-    unsigned char buf[65536];
-    int bad = fwrite(head, 1, n, out) != n;
-    while (!bad && (n = fread(buf, 1, sizeof buf, in)) > 0)
-        bad = fwrite(buf, 1, n, out) != n;
-    bad |= ferror(in) != 0;
-    return (fclose(out) != 0 || bad) ? -1 : 0;
-}
-
-/* IN '-': stdin into the temporary folder as stdin.<its format>, for the library's reader. */
+/* IN '-': all of stdin in memory, its format told by its first bytes, for
+ * lumen_read_image_memory. */
 static int read_stdin(cli_batch *b)
 {
-    unsigned char head[16];
-    size_t n = fread(head, 1, sizeof head, stdin);
-    const char *ext = sniff_format(head, n);
-    if (!ext) {
-        cli_error("<stdin>",
-                  n ? "not an image lumen can tell (PNG, JPEG, TIFF, NPY ...)" : "empty input");
+    size_t cap = 1 << 16, len = 0, n;
+    unsigned char *data = malloc(cap);
+    while (data && (n = fread(data + len, 1, cap - len, stdin)) > 0) {
+        len += n;
+        unsigned char *grown = len == cap ? realloc(data, cap *= 2) : data;
+        if (!grown) free(data);
+        data = grown;
+    }
+    if (!data || ferror(stdin)) {
+        cli_error("<stdin>", data ? "read error: %s" : "out of memory", strerror(errno));
+        free(data);
         return CLI_EXIT_FAIL;
     }
-    int rc = b->tmpdir[0] ? 0 : make_tmpdir(b);
-    if (rc) return rc;
-    char path[4200];
-    snprintf(path, sizeof path, "%s/stdin.%s", b->tmpdir, ext);
-    if (copy_to_file(stdin, head, n, path)) {
-        cli_error("<stdin>", "cannot copy to %s: %s", path, strerror(errno));
-        return CLI_EXIT_FAIL;
-    }
-    free(b->files[0].input);
-    b->files[0].input = strdup(path);
-    return b->files[0].input ? 0 : CLI_EXIT_FAIL;
+    b->stdin_data = data, b->stdin_len = len;
+    b->stdin_format = sniff_format(data, len);
+    if (b->stdin_format) return 0;
+    cli_error("<stdin>", len ? "not an image lumen can tell (PNG, JPEG, TIFF, WebP, EXR, NPY)"
+                             : "empty input");
+    return CLI_EXIT_FAIL;
 }
 
 /* OUT '-': written to the temporary folder in --format, then copied to stdout. */
@@ -504,6 +501,16 @@ static int check_forms(const cli_batch *b)
     return CLI_EXIT_USAGE;
 }
 
+/* The library fails every read, naming it, when $LUMEN_MAX_PIXELS is malformed; a command line
+ * tool says so once, before any work, as for $LUMEN_NUM_THREADS. */
+static int check_env_max_pixels(const cli_batch *b)
+{
+    const char *v = getenv("LUMEN_MAX_PIXELS");
+    uint64_t n;
+    if (b->opt.read.max_pixels || !v) return 0;
+    return cli_arg_pixels("LUMEN_MAX_PIXELS", v, &n);
+}
+
 static int make_output_dir(const cli_batch *b)
 {
     const char *dir = b->opt.output_dir;
@@ -525,6 +532,7 @@ int cli_batch_prepare(cli_batch *b)
     for (int i = 0; i < b->nfiles; i++)
         b->from_stdin |= !strcmp(b->files[i].input, "-");
     int rc = check_forms(b);
+    if (!rc) rc = check_env_max_pixels(b);
     if (!rc && !b->single) rc = expand_folders(b);
     if (!rc && !b->single) rc = name_outputs(b);
     if (!rc) rc = check_outputs(b);
@@ -541,14 +549,13 @@ int cli_batch_prepare(cli_batch *b)
 void cli_batch_free(cli_batch *b)
 {
     for (int i = 0; i < b->nfiles; i++) {
-        if (b->tmpdir[0]) {
-            if (b->from_stdin) remove(b->files[i].input);
-            if (b->to_stdout) remove(b->files[i].output);
-        }
+        if (b->tmpdir[0] && b->to_stdout) remove(b->files[i].output);
         free(b->files[i].input);
         free(b->files[i].output);
     }
     free(b->files);
+    free(b->stdin_data);
+    b->stdin_data = NULL;
     if (b->tmpdir[0]) rmdir(b->tmpdir);
     b->files = NULL, b->nfiles = 0, b->tmpdir[0] = '\0';
 }

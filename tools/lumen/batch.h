@@ -24,16 +24,19 @@ enum {
     CLI_FLAG_JOBS,
     CLI_FLAG_JSON,
     CLI_FLAG_QUIET,
-    CLI_FLAG_DTYPE
+    CLI_FLAG_DTYPE,
+    CLI_FLAG_QUALITY,
+    CLI_FLAG_MAX_PIXELS
 };
 
-#define CLI_BATCH_FLAGS                                                                            \
-    {"output-dir", 0, 1, CLI_FLAG_OUTPUT_DIR}, {"name", 0, 1, CLI_FLAG_NAME},                      \
-        {"format", 0, 1, CLI_FLAG_FORMAT}, {"jobs", 'j', 1, CLI_FLAG_JOBS},                        \
-        {"json", 0, 0, CLI_FLAG_JSON}, {"quiet", 'q', 0, CLI_FLAG_QUIET},                          \
-    {                                                                                              \
-        "dtype", 0, 1, CLI_FLAG_DTYPE                                                              \
-    }
+/* clang-format off */
+#define CLI_BATCH_FLAGS                                                                    \
+    {"output-dir", 0, 1, CLI_FLAG_OUTPUT_DIR}, {"name", 0, 1, CLI_FLAG_NAME},              \
+    {"format", 0, 1, CLI_FLAG_FORMAT},         {"jobs", 'j', 1, CLI_FLAG_JOBS},            \
+    {"json", 0, 0, CLI_FLAG_JSON},             {"quiet", 'q', 0, CLI_FLAG_QUIET},          \
+    {"dtype", 0, 1, CLI_FLAG_DTYPE},           {"quality", 0, 1, CLI_FLAG_QUALITY},        \
+    {"max-pixels", 0, 1, CLI_FLAG_MAX_PIXELS}
+/* clang-format on */
 
 /* Upper bound of --jobs: more workers than this only multiplies memory. */
 #define CLI_MAX_JOBS 256
@@ -42,14 +45,19 @@ typedef struct cli_batch_opts {
     const char *output_dir; /* NULL: the single form IN OUT */
     const char *name;       /* output name pattern ({stem}, {ext}, {n}); NULL: "{stem}.{ext}" */
     const char *format;     /* extension without the dot, for '-' and {ext}; NULL: none */
-    int jobs;               /* 0: 1 (serial; see cli_print_batch_help) */
+    int jobs;               /* 0: one file per thread (--threads' count), at most all files */
     int json, quiet;
-    int dtype; /* a lumen_dtype for the result, or -1: the op's (the input's) */
+    int dtype;                 /* a lumen_dtype for the result, or -1: the op's (the input's) */
+    lumen_read_options read;   /* max_pixels from --max-pixels (0: $LUMEN_MAX_PIXELS, default) */
+    lumen_write_options write; /* quality from --quality */
 } cli_batch_opts;
+
+/* The options' defaults: no --dtype, the library's read and write defaults. */
+cli_batch_opts cli_batch_opts_default(void);
 
 /* One input and what became of it. */
 typedef struct cli_batch_file {
-    char *input;  /* path read (for stdin: a copy in the batch's temporary folder) */
+    char *input;  /* path read ("-": stdin, read into the batch's memory) */
     char *output; /* path written (for stdout: a file in the temporary folder) */
     int rc;       /* CLI_EXIT_OK, or the failure's exit status */
     double ms, op_ms;
@@ -64,10 +72,13 @@ typedef struct cli_batch {
     cli_batch_opts opt;
     cli_batch_file *files;
     int nfiles;
-    int single;        /* the IN OUT form (one file, exit status its own) */
-    int from_stdin;    /* IN is '-' */
-    int to_stdout;     /* OUT is '-' */
-    char tmpdir[4096]; /* "" or the folder holding the stdin/stdout copies */
+    int single;                /* the IN OUT form (one file, exit status its own) */
+    int from_stdin;            /* IN is '-' */
+    int to_stdout;             /* OUT is '-' */
+    unsigned char *stdin_data; /* IN '-': all of stdin, decoded from memory */
+    size_t stdin_len;
+    const char *stdin_format; /* its extension, told by its first bytes */
+    char tmpdir[4096];        /* "" or the folder holding stdout's file until it is copied */
 } cli_batch;
 
 /* What a command runs on each image. The functions are called from worker threads at once, so
@@ -100,7 +111,7 @@ void cli_print_batch_help(void);
 int cli_batch_positionals(cli_batch *b, const char *command, const char *const *names, int nfixed,
                           int img, const char **pos, int npos, const char **other);
 /* Expands folders, names the outputs and checks them (extension, --dtype, duplicates,
- * overwriting an input) before any input is read; reads stdin into the temporary folder. 0, or
+ * overwriting an input) before any input is read; then reads stdin into memory. 0, or
  * CLI_EXIT_USAGE / CLI_EXIT_FAIL after a message. */
 int cli_batch_prepare(cli_batch *b);
 /* Whether the writer takes the output path with --dtype (any channel count; any dtype without
@@ -108,7 +119,8 @@ int cli_batch_prepare(cli_batch *b);
 int cli_batch_check_output(const cli_batch *b, const char *path, char *msg, size_t size);
 /* Whether the writer takes an image of dtype and c channels at path: 0, or CLI_EXIT_FAIL with
  * the reason in msg. */
-int cli_batch_check_pixels(const char *path, lumen_dtype dtype, int64_t c, char *msg, size_t size);
+int cli_batch_check_pixels(const cli_batch *b, const char *path, lumen_dtype dtype, int64_t c,
+                           char *msg, size_t size);
 /* Runs op on every file; the exit status of the whole run (see cli_print_batch_help). */
 int cli_batch_run(cli_batch *b, const cli_common *co, const cli_image_op *op);
 void cli_batch_free(cli_batch *b);

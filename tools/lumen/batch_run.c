@@ -34,12 +34,12 @@ typedef struct worker {
 
 /* ---- messages --------------------------------------------------------------------- */
 
-/* Messages name the temporary copies of stdin and stdout as what they stand for. */
+/* Messages name stdin (read from memory) and stdout's temporary file as what they stand for. */
 static void name_streams(const cli_batch *b, cli_batch_file *f)
 {
     size_t size = sizeof f->error;
     char *at;
-    const char *paths[2] = {b->from_stdin ? f->input : NULL, b->to_stdout ? f->output : NULL};
+    const char *paths[2] = {b->from_stdin ? "<memory>" : NULL, b->to_stdout ? f->output : NULL};
     const char *names[2] = {"<stdin>", "<stdout>"};
     for (int i = 0; i < 2; i++) {
         if (!paths[i] || !(at = strstr(f->error, paths[i]))) continue;
@@ -106,7 +106,7 @@ static int plan_output(batch_run *r, cli_batch_file *f, const lumen_image *src, 
     int rc = op->shape ? op->shape(op->state, src, &shape, f->error, sizeof f->error) : 0;
     if (rc) return f->rc = rc;
     const lumen_dtype dtype = r->b->opt.dtype >= 0 ? (lumen_dtype)r->b->opt.dtype : shape.dtype;
-    if ((rc = cli_batch_check_pixels(f->output, dtype, shape.c, f->error, sizeof f->error)))
+    if ((rc = cli_batch_check_pixels(r->b, f->output, dtype, shape.c, f->error, sizeof f->error)))
         return f->rc = rc;
     if (alloc_image(&shape, dtype, dst)) {
         snprintf(f->error, sizeof f->error, "%s: out of memory for a %lldx%lldx%lld output",
@@ -133,19 +133,33 @@ static void run_op(batch_run *r, lumen_context *ctx, cli_batch_file *f, const lu
     pthread_mutex_unlock(&r->lock);
 }
 
+/* The input with its metadata (ICC profile, EXIF, XMP: carried to the output), upright. */
+static lumen_status read_input(const cli_batch *b, const cli_batch_file *f, lumen_image *src,
+                               lumen_image_metadata *meta)
+{
+    if (b->from_stdin)
+        return lumen_read_image_memory(b->stdin_data, b->stdin_len, b->stdin_format, &b->opt.read,
+                                       src, meta);
+    return lumen_read_image_ex(f->input, &b->opt.read, src, meta);
+}
+
 /* Read, check the output, filter, write: nothing is written unless all went well. */
 static void process(batch_run *r, lumen_context *ctx, cli_batch_file *f)
 {
+    const cli_batch *b = r->b;
     const double t0 = cli_now_ms();
     lumen_image src = {0}, dst = {0};
-    lumen_status s = lumen_read_image(f->input, &src);
+    lumen_image_metadata meta = {0};
+    lumen_status s = read_input(b, f, &src, &meta);
     if (s)
-        fail(f, CLI_EXIT_FAIL, f->input, s);
+        fail(f, CLI_EXIT_FAIL, b->from_stdin ? "<stdin>" : f->input, s);
     else if (!plan_output(r, f, &src, &dst))
         run_op(r, ctx, f, &src, &dst);
-    if (!f->rc && (s = lumen_write_image(f->output, &dst))) fail(f, CLI_EXIT_FAIL, f->output, s);
+    if (!f->rc && (s = lumen_write_image_ex(f->output, &dst, &b->opt.write, &meta)))
+        fail(f, CLI_EXIT_FAIL, f->output, s);
     free(dst.data);
     lumen_image_free(&src);
+    lumen_image_metadata_free(&meta);
     f->ms = cli_now_ms() - t0;
 }
 
@@ -286,7 +300,11 @@ static int finish(const batch_run *r)
 int cli_batch_run(cli_batch *b, const cli_common *co, const cli_image_op *op)
 {
     batch_run r = {.b = b, .co = co, .op = op};
-    int jobs = b->opt.jobs > 0 ? b->opt.jobs : 1;
+    /* Default: a file per thread, as many at once as a context would have threads. Codecs run
+     * serially and a small image's op is short, so whole files in parallel beat the op's own
+     * threads on small images and match them on big ones (README, "Batches": measured). */
+    int jobs = b->opt.jobs > 0 ? b->opt.jobs : cli_common_threads(co);
+    if (jobs > CLI_MAX_JOBS) jobs = CLI_MAX_JOBS;
     if (jobs > b->nfiles) jobs = b->nfiles;
     r.bar = !b->single && !b->opt.quiet && b->nfiles > 1 && isatty(fileno(stderr));
     worker *w = calloc((size_t)jobs, sizeof *w);

@@ -12,9 +12,9 @@ static const char usage[] =
     "Usage: lumen blur IN OUT (--sigma S | --ksize K[,KY]) [options]\n"
     "       lumen blur IN... --output-dir DIR (--sigma S | --ksize K[,KY]) [options]\n"
     "\n"
-    "Gaussian blur, as OpenCV's GaussianBlur. OUT keeps IN's dtype and channels;\n"
-    "each channel is blurred independently. Formats by extension: .npy .png .jpg\n"
-    ".jpeg .tif .tiff.\n"
+    "Gaussian blur, as OpenCV's GaussianBlur. OUT keeps IN's dtype (unless --dtype) and\n"
+    "channels; each channel is blurred independently. Formats by extension: .npy .png\n"
+    ".jpg .jpeg .tif .tiff .webp .exr.\n"
     "\n"
     "Options:\n"
     "  --sigma S         horizontal sigma in pixels, 0-1000; 0 or absent derives it from\n"
@@ -148,7 +148,7 @@ int cmd_blur(int argc, char **argv)
 {
     static const char *const names[] = {"IN", "OUT"};
     const cli_command cmd = {"blur", flags, on_flag, names, 2, 1};
-    blur_state st = {{0}, {.dtype = -1}, lumen_gaussian_options_default(), 0};
+    blur_state st = {{0}, cli_batch_opts_default(), lumen_gaussian_options_default(), 0};
     cli_batch b = {0};
     int rc = cli_image_parse(&cmd, argc, argv, &st, &st.batch, &b);
     if (rc == CLI_HELP) return cli_print_help(usage, CLI_HELP_FFT | CLI_HELP_BATCH, examples);

@@ -10,9 +10,9 @@ static const char usage[] =
     "       lumen box IN... --output-dir DIR --ksize K[,KY] [options]\n"
     "\n"
     "Box blur: the mean of a K x KY window (cv2.blur), or its plain sum with\n"
-    "--no-normalize (cv2.boxFilter, normalize=False). OUT keeps IN's dtype and\n"
-    "channels; each channel is filtered independently. Formats by extension:\n"
-    ".npy .png .jpg .jpeg .tif .tiff.\n"
+    "--no-normalize (cv2.boxFilter, normalize=False). OUT keeps IN's dtype (unless\n"
+    "--dtype) and channels; each channel is filtered independently. Formats by\n"
+    "extension: .npy .png .jpg .jpeg .tif .tiff .webp .exr.\n"
     "\n"
     "Options:\n"
     "  --ksize K[,KY]    window width[,height], 1-%d; KY defaults to K (required)\n"
@@ -77,7 +77,7 @@ int cmd_box(int argc, char **argv)
 {
     static const char *const names[] = {"IN", "OUT"};
     const cli_command cmd = {"box", flags, on_flag, names, 2, 1};
-    box_state st = {{0}, {.dtype = -1}, {0, 0, 1, LUMEN_BORDER_REFLECT, 0.0f}};
+    box_state st = {{0}, cli_batch_opts_default(), {0, 0, 1, LUMEN_BORDER_REFLECT, 0.0f}};
     cli_batch b = {0};
     int rc = cli_image_parse(&cmd, argc, argv, &st, &st.batch, &b);
     if (rc == CLI_HELP) return cli_print_help(usage, CLI_HELP_BATCH, examples);

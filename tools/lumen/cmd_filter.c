@@ -13,9 +13,9 @@ static const char usage[] =
     "       lumen filter IN... --output-dir DIR --kernel K.npy [options]\n"
     "\n"
     "Filters IN with an arbitrary kernel, as OpenCV's filter2D: correlation by\n"
-    "default, dst(x,y) = sum k(i,j) * src(x+j-ax, y+i-ay). OUT keeps IN's dtype and\n"
-    "channels; each channel is filtered independently. Formats by extension: .npy\n"
-    ".png .jpg .jpeg .tif .tiff.\n"
+    "default, dst(x,y) = sum k(i,j) * src(x+j-ax, y+i-ay). OUT keeps IN's dtype\n"
+    "(unless --dtype) and channels; each channel is filtered independently. Formats by\n"
+    "extension: .npy .png .jpg .jpeg .tif .tiff .webp .exr.\n"
     "\n"
     "Options:\n"
     "  --kernel FILE     kernel image, 2-D with one channel (an H x W .npy of u8, u16,\n"
@@ -179,7 +179,7 @@ int cmd_filter(int argc, char **argv)
 {
     static const char *const names[] = {"IN", "OUT"};
     const cli_command cmd = {"filter", flags, on_flag, names, 2, 1};
-    filter_state st = {{0}, {.dtype = -1}, NULL, {NULL, 0, 0, lumen_filter_options_default()}};
+    filter_state st = {{0}, cli_batch_opts_default(), NULL, {NULL, 0, 0, lumen_filter_options_default()}};
     cli_batch b = {0};
     int rc = cli_image_parse(&cmd, argc, argv, &st, &st.batch, &b);
     if (rc == CLI_HELP) return cli_print_help(usage, CLI_HELP_FFT | CLI_HELP_BATCH, examples);
@@ -187,8 +187,9 @@ int cmd_filter(int argc, char **argv)
         cli_error("filter", "missing --kernel (see 'lumen filter --help')");
         rc = CLI_EXIT_USAGE;
     }
-    /* Outputs are checked before the kernel or any image is read. */
+    /* Outputs and the device are checked before the kernel or any image is read. */
     if (!rc) rc = cli_batch_prepare(&b);
+    if (!rc) rc = cli_common_check(&st.common);
     if (!rc) rc = read_kernel(st.kernel_path, &st.p);
     if (!rc) rc = check_anchor(&st.p);
     if (!rc) {

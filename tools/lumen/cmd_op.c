@@ -85,7 +85,7 @@ static void build_command(op_cli *c)
     static const cli_flag batch[] = {CLI_BATCH_FLAGS};
     int nf = 0;
     lumen_op_values_init(op, c->values);
-    c->batch.dtype = -1;
+    c->batch = cli_batch_opts_default();
     for (int i = 0; i < op->n_args; i++) {
         const lumen_arg_desc *a = &op->args[i];
         if (is_positional(a)) {

@@ -8,7 +8,10 @@ static const char usage_head[] =
     "Usage: lumen COMMAND [ARGS] [--help]\n"
     "\n"
     "Fast image convolution and filtering. Images are read and written by extension\n"
-    "(.npy .png .jpg .jpeg .tif .tiff); outputs keep the input's dtype and channels.\n"
+    "(.npy .png .jpg .jpeg .tif .tiff .webp .exr); outputs keep the input's dtype (unless\n"
+    "--dtype) and channels. The image commands (filter, blur, box and the image ops below)\n"
+    "also run on many files: lumen CMD IN... --output-dir DIR, where IN may be a folder;\n"
+    "'-' is stdin or stdout (see 'lumen blur --help').\n"
     "\n"
     "Commands:\n"
     "  info      version, CPU features, threads and devices (--json)\n"
@@ -30,13 +33,17 @@ static const char usage_tail[] =
     "  -V, --version   print the version\n"
     "\n"
     "Environment:\n"
-    "  LUMEN_NUM_THREADS   default worker threads (--threads wins)\n"
+    "  LUMEN_NUM_THREADS   default worker threads (--threads wins; a bad value is bad usage)\n"
+    "  LUMEN_DEVICE        default device (--device wins)\n"
+    "  LUMEN_MAX_PIXELS    largest input in pixels, 0: no limit (--max-pixels wins)\n"
     "  LUMEN_LOG           library log level: error|warn|info|debug (default: warn)\n"
     "\n"
-    "Exit status: 0 success, 1 a read, write or operation failed, 2 bad usage.\n"
+    "Exit status: 0 success, 1 a read, write or operation failed (in a batch: any file),\n"
+    "2 bad usage (flags, an unknown device, an output path no writer takes).\n"
     "\n"
-    "Example:\n"
-    "  lumen scene scene.png && lumen blur scene.png soft.png --sigma 3 -v\n";
+    "Examples:\n"
+    "  lumen scene scene.png && lumen blur scene.png soft.png --sigma 3 -v\n"
+    "  lumen blur photos/ --output-dir soft --sigma 3 --json\n";
 
 /* The op commands: one per descriptor (include/lumen_ops.h), flags named as the Python keywords. */
 static void print_op_commands(void)
