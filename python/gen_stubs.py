@@ -4,8 +4,8 @@
     PYTHONPATH=build/python /usr/bin/python3 python/gen_stubs.py --check   # exit 1 if stale
 
 The op functions come from lumen._lumen._op_descriptors() (include/lumen_ops.h): names, order,
-defaults and which parameters are keyword-only, plus the front end's out/dtype/context. The
-rest of the package (errors, Context, devices, files) is written here by hand. The stub is
+defaults and which parameters are keyword-only, plus the front end's own keywords (out,
+dtype, layout, context; gaussian_blur's mode, cval, truncate). The rest of the package (errors, Context, devices, files) is written here by hand. The stub is
 checked in so that an installed package ships it without running anything; the test suite
 (tests/python/test_descriptors.py) runs --check, so a descriptor change without a new stub fails.
 """
@@ -64,12 +64,19 @@ def last_run() -> dict[str, Any] | None: ...
 OVERRIDES = {
     ("*", "border"): "BorderLike",
     ("conv2d", "padding"): "Union[int, Sequence[int], Literal['valid', 'same']]",
+    ("gaussian_blur", "sigma"): "Union[float, tuple[float, float]]",
 }
 
 EXTRA_TYPES = {
     "out": "ArrayLike | None",
     "dtype": "DTypeLike | None",
+    "layout": "Literal['hw', 'hwc', 'chw', 'nhwc', 'nchw'] | None",
     "context": "Context | None",
+    # gaussian_blur's SciPy spellings (docs/python.md)
+    "mode": "Literal['reflect', 'mirror', 'nearest', 'constant', 'wrap', 'grid-mirror', "
+            "'grid-constant', 'grid-wrap'] | None",
+    "cval": "float | None",
+    "truncate": "float | None",
 }
 
 

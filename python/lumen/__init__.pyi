@@ -53,6 +53,7 @@ def filter2d(
     method: Literal['auto', 'direct', 'separable', 'fft'] = 'auto',
     out: ArrayLike | None = None,
     dtype: DTypeLike | None = None,
+    layout: Literal['hw', 'hwc', 'chw', 'nhwc', 'nchw'] | None = None,
     context: Context | None = None,
 ) -> np.ndarray:
     """2-D correlation (or convolution) with an arbitrary kernel (cv2.filter2D)."""
@@ -69,13 +70,14 @@ def sep_filter2d(
     method: Literal['auto', 'separable', 'fft'] = 'auto',
     out: ArrayLike | None = None,
     dtype: DTypeLike | None = None,
+    layout: Literal['hw', 'hwc', 'chw', 'nhwc', 'nchw'] | None = None,
     context: Context | None = None,
 ) -> np.ndarray:
     """row kernel then column kernel (cv2.sepFilter2D)."""
 
 def gaussian_blur(
     src: ArrayLike,
-    sigma: float,
+    sigma: Union[float, tuple[float, float]],
     *,
     sigma_y: float | None = None,
     ksize: Union[int, Sequence[int]] | None = None,
@@ -83,8 +85,12 @@ def gaussian_blur(
     border_value: float = 0.0,
     precision: Literal['exact', 'fast'] = 'exact',
     method: Literal['auto', 'separable', 'fft'] = 'auto',
+    mode: Literal['reflect', 'mirror', 'nearest', 'constant', 'wrap', 'grid-mirror', 'grid-constant', 'grid-wrap'] | None = None,
+    cval: float | None = None,
+    truncate: float | None = None,
     out: ArrayLike | None = None,
     dtype: DTypeLike | None = None,
+    layout: Literal['hw', 'hwc', 'chw', 'nhwc', 'nchw'] | None = None,
     context: Context | None = None,
 ) -> np.ndarray:
     """Gaussian blur with OpenCV's kernel (cv2.GaussianBlur)."""
@@ -98,6 +104,7 @@ def box_blur(
     border_value: float = 0.0,
     out: ArrayLike | None = None,
     dtype: DTypeLike | None = None,
+    layout: Literal['hw', 'hwc', 'chw', 'nhwc', 'nchw'] | None = None,
     context: Context | None = None,
 ) -> np.ndarray:
     """mean (cv2.blur) or sum (cv2.boxFilter) over a box."""

@@ -1,6 +1,8 @@
 /* Argument converters: borders by name or OpenCV constant, methods, dtypes, pairs, kernels. */
 #include "lumen_py.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 /* Names that mean the same pattern in every library that uses them (docs/python.md). The
@@ -136,9 +138,11 @@ int lumenpy_dtype_conv(PyObject *obj, void *out)
     if (t == NPY_UINT8) *dt = LUMEN_U8;
     else if (t == NPY_UINT16) *dt = LUMEN_U16;
     else if (t == NPY_FLOAT32) *dt = LUMEN_F32;
+    else if (t == NPY_FLOAT64)
+        *dt = LUMENPY_F64; /* computed in float32, then widened */
     else {
-        PyErr_Format(PyExc_TypeError, "dtype: %R is not supported (uint8, uint16 or float32)",
-                     obj);
+        PyErr_Format(PyExc_TypeError,
+                     "dtype: %R is not supported (uint8, uint16, float32 or float64)", obj);
         return 0;
     }
     return 1;
@@ -153,6 +157,16 @@ int lumenpy_value_conv(PyObject *obj, void *out)
     }
     double v = PyFloat_AsDouble(obj);
     if (v == -1.0 && PyErr_Occurred()) return 0;
+    /* As the CLI: a NaN or infinite border would spread into every pixel near the edge. Values
+     * past float32's range would become infinite in the float32 pixel arithmetic. */
+    if (!isfinite(v) || fabs(v) > 3.4028234663852886e38) {
+        PyObject *r = PyFloat_FromDouble(v);
+        if (r)
+            PyErr_Format(lumenpy_ArgumentError,
+                         "border_value: must be a finite float32 value, got %R", r);
+        Py_XDECREF(r);
+        return 0;
+    }
     *(float *)out = (float)v;
     return 1;
 }
@@ -249,4 +263,180 @@ PyArrayObject *lumenpy_kernel(PyObject *obj, const char *name, int ndim)
         return NULL;
     }
     return k;
+}
+
+/* ---- gaussian_blur's SciPy forms ---- */
+
+/* scipy.ndimage's modes for its filters and the lumen border each one is (docs/python.md). In
+ * scipy's filters 'grid-constant', 'grid-mirror' and 'grid-wrap' are synonyms of 'constant',
+ * 'reflect' and 'wrap'. */
+static const char *const scipy_modes[][2] = {
+    {"reflect", "reflect"},   {"grid-mirror", "reflect"}, {"mirror", "reflect101"},
+    {"nearest", "replicate"}, {"constant", "constant"},   {"grid-constant", "constant"},
+    {"wrap", "wrap"},         {"grid-wrap", "wrap"},
+};
+
+static int given(PyObject *o)
+{
+    return o && o != Py_None;
+}
+
+static PyObject *hold(lumenpy_gauss_forms *f, PyObject *o)
+{
+    for (int i = 0; o && i < 4; i++)
+        if (!f->hold[i]) return f->hold[i] = o;
+    Py_XDECREF(o);
+    return NULL;
+}
+
+void lumenpy_gauss_forms_release(lumenpy_gauss_forms *f)
+{
+    for (int i = 0; i < 4; i++)
+        Py_CLEAR(f->hold[i]);
+}
+
+/* sigma=(sx, sy): OpenCV's order (x first), as ksize=; scipy's per-axis sequences are rows
+ * first, so the pair is spelled out in the docs. */
+static int sigma_pair(lumenpy_gauss_forms *f)
+{
+    if (!PyTuple_Check(f->sigma) && !PyList_Check(f->sigma)) return 0;
+    if (PySequence_Size(f->sigma) != 2) {
+        PyErr_Format(lumenpy_ArgumentError, "sigma: expected a number or a pair (sx, sy), got %R",
+                     f->sigma);
+        return -1;
+    }
+    if (given(f->sigma_y)) {
+        PyErr_SetString(lumenpy_ArgumentError,
+                        "sigma_y: given twice, as sigma=(sx, sy) and as sigma_y=; give one");
+        return -1;
+    }
+    PyObject *seq = f->sigma;
+    if (!(f->sigma = hold(f, PySequence_GetItem(seq, 0)))) return -1;
+    if (!(f->sigma_y = hold(f, PySequence_GetItem(seq, 1)))) return -1;
+    return 0;
+}
+
+static int scipy_mode(lumenpy_gauss_forms *f)
+{
+    if (f->border) {
+        PyErr_SetString(lumenpy_ArgumentError,
+                        "mode: SciPy's name for border=; give mode= or border=, not both");
+        return -1;
+    }
+    if (f->border_value) {
+        PyErr_SetString(lumenpy_ArgumentError,
+                        "border_value: with SciPy's mode= the constant is cval=; give mode= and "
+                        "cval=, or border= and border_value=");
+        return -1;
+    }
+    if (!PyUnicode_Check(f->mode)) {
+        PyErr_Format(PyExc_TypeError,
+                     "mode: expected one SciPy mode name (a str) for both axes, got %s "
+                     "(per-axis modes have no lumen equivalent)",
+                     Py_TYPE(f->mode)->tp_name);
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof scipy_modes / sizeof scipy_modes[0]; i++)
+        if (!PyUnicode_CompareWithASCIIString(f->mode, scipy_modes[i][0])) {
+            f->border = hold(f, PyUnicode_FromString(scipy_modes[i][1]));
+            return f->border ? 0 : -1;
+        }
+    PyErr_Format(lumenpy_ArgumentError,
+                 "mode: unknown SciPy mode %R (reflect, mirror, nearest, constant, wrap, "
+                 "grid-mirror, grid-constant, grid-wrap)",
+                 f->mode);
+    return -1;
+}
+
+static int real_of(PyObject *o, const char *name, double *out)
+{
+    if (PyBool_Check(o) || !PyNumber_Check(o) || PyComplex_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s: expected a real number, got %s", name,
+                     Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    *out = PyFloat_AsDouble(o);
+    return *out == -1.0 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* scipy.ndimage's size rule: radius = int(truncate * sigma + 0.5) on each axis. */
+static int radius_of(double truncate, double sigma, const char *sname, long *r)
+{
+    if (!(sigma >= 0) || !isfinite(sigma)) {
+        PyObject *v = PyFloat_FromDouble(sigma);
+        if (v)
+            PyErr_Format(lumenpy_ArgumentError,
+                         "%s: must be finite and >= 0 with SciPy's size rule (mode=, truncate=), "
+                         "got %R",
+                         sname, v);
+        Py_XDECREF(v);
+        return -1;
+    }
+    const double x = truncate * sigma + 0.5;
+    if (!(x < (LUMEN_MAX_KSIZE - 1) / 2 + 1)) {
+        PyObject *a = PyFloat_FromDouble(truncate), *b = PyFloat_FromDouble(sigma);
+        if (a && b)
+            PyErr_Format(lumenpy_ArgumentError,
+                         "truncate: truncate=%R with %s=%R gives a kernel of more than %d taps "
+                         "(the library's limit)",
+                         a, sname, b, LUMEN_MAX_KSIZE);
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        return -1;
+    }
+    *r = (long)x;
+    return 0;
+}
+
+static int scipy_truncate(lumenpy_gauss_forms *f, double truncate)
+{
+    if (given(f->ksize)) {
+        PyErr_SetString(lumenpy_ArgumentError,
+                        "truncate: sets the kernel size (SciPy's rule); give truncate= or ksize=, "
+                        "not both");
+        return -1;
+    }
+    double sx, sy;
+    if (real_of(f->sigma, "sigma", &sx)) return -1;
+    sy = sx;
+    if (given(f->sigma_y) && real_of(f->sigma_y, "sigma_y", &sy)) return -1;
+    long rx, ry;
+    if (radius_of(truncate, sx, "sigma", &rx) || radius_of(truncate, sy, "sigma_y", &ry)) return -1;
+    f->ksize = hold(f, Py_BuildValue("(ll)", 2 * rx + 1, 2 * ry + 1));
+    return f->ksize ? 0 : -1;
+}
+
+int lumenpy_gauss_forms_apply(lumenpy_gauss_forms *f)
+{
+    if (f->sigma && sigma_pair(f)) return -1;
+    if (given(f->mode) && scipy_mode(f)) return -1;
+    if (given(f->cval)) {
+        if (!given(f->mode)) {
+            PyErr_SetString(lumenpy_ArgumentError,
+                            "cval: SciPy's constant goes with mode=; lumen's own is "
+                            "border_value= (with border='constant')");
+            return -1;
+        }
+        double v;
+        if (real_of(f->cval, "cval", &v)) return -1;
+        if (!isfinite(v) || fabs(v) > 3.4028234663852886e38) {
+            PyErr_Format(lumenpy_ArgumentError, "cval: must be a finite float32 value, got %R",
+                         f->cval);
+            return -1;
+        }
+        f->border_value = f->cval;
+    }
+    /* mode= asks for SciPy's filter, so SciPy's size rule comes with it (truncate=4.0, its
+     * default) unless a size is given: the same call then gives scipy's answer. */
+    if (given(f->truncate) || (given(f->mode) && !given(f->ksize))) {
+        double truncate = 4.0;
+        if (given(f->truncate) && real_of(f->truncate, "truncate", &truncate)) return -1;
+        if (!(truncate > 0) || !isfinite(truncate)) {
+            PyErr_Format(lumenpy_ArgumentError, "truncate: must be finite and > 0, got %R",
+                         f->truncate);
+            return -1;
+        }
+        if (scipy_truncate(f, truncate)) return -1;
+    }
+    return 0;
 }

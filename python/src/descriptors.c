@@ -9,12 +9,18 @@
 #include <stdarg.h>
 #include <string.h>
 
-/* The front end's own keywords after the descriptor's: images take a dtype, tensors do not. */
-static const char *const image_extras[] = {"out", "dtype", "context", NULL};
+/* The front end's own keywords after the descriptor's: images take a dtype and a layout,
+ * tensors neither. gaussian_blur also takes SciPy's spellings (mode=, cval=, truncate=), which
+ * rewrite its border and size arguments (lumenpy_gauss_forms_apply); they are keyed by the
+ * descriptor's name because they are a Python user's habit, not an argument of the op. */
+static const char *const image_extras[] = {"out", "dtype", "layout", "context", NULL};
 static const char *const tensor_extras[] = {"out", "context", NULL};
+static const char *const gaussian_extras[] = {"mode",  "cval",   "truncate", "out",
+                                              "dtype", "layout", "context",  NULL};
 
-static const char *const *extras(const lumen_op_desc *op)
+const char *const *lumenpy_op_extras(const lumen_op_desc *op)
 {
+    if (!strcmp(op->name, "gaussian_blur")) return gaussian_extras;
     return op->output == LUMEN_ARG_IMAGE ? image_extras : tensor_extras;
 }
 
@@ -79,7 +85,7 @@ static PyObject *op_dict(const lumen_op_desc *op)
         else
             PyList_SET_ITEM(args, i, d);
     }
-    for (const char *const *e = extras(op); ext && *e; e++) {
+    for (const char *const *e = lumenpy_op_extras(op); ext && *e; e++) {
         PyObject *s = PyUnicode_FromString(*e);
         if (!s || PyList_Append(ext, s)) Py_CLEAR(ext);
         Py_XDECREF(s);
@@ -125,14 +131,14 @@ char **lumenpy_op_kwlist(const char *name)
 static char **build_kwlist(const lumen_op_desc *op)
 {
     int n = op->n_args;
-    for (const char *const *e = extras(op); *e; e++)
+    for (const char *const *e = lumenpy_op_extras(op); *e; e++)
         n++;
     char **l = PyMem_RawCalloc((size_t)n + 1, sizeof *l);
     if (!l) return NULL;
     int k = 0;
     for (int i = 0; i < op->n_args; i++)
         l[k++] = (char *)op->args[i].name;
-    for (const char *const *e = extras(op); *e; e++)
+    for (const char *const *e = lumenpy_op_extras(op); *e; e++)
         l[k++] = (char *)*e;
     return l;
 }
@@ -192,14 +198,24 @@ static void put_signature(text *t, const lumen_op_desc *op)
         if (!(a->flags & LUMEN_ARG_REQUIRED)) put_default(t, a);
     }
     if (!star) put(t, ", *");
-    for (const char *const *e = extras(op); *e; e++)
+    for (const char *const *e = lumenpy_op_extras(op); *e; e++)
         put(t, ", %s=None", *e);
     put(t, ")\n--\n\n");
 }
 
 static const char *const extra_help[][2] = {
     {"out", "write the result into this array (it is returned); default: a new array"},
-    {"dtype", "the result's dtype ('uint8', 'uint16', 'float32'); default: src's"},
+    {"mode", "SciPy's border name (scipy.ndimage.gaussian_filter): 'reflect', 'mirror', "
+             "'nearest', 'constant' (with cval), 'wrap' or a 'grid-' synonym; instead of "
+             "border=, and brings SciPy's size rule (truncate=4.0) unless ksize= is given"},
+    {"cval", "with mode='constant': the value outside the image (SciPy's name of border_value)"},
+    {"truncate", "SciPy's size rule: radius int(truncate*sigma + 0.5) per axis; instead of "
+                 "ksize="},
+    {"dtype", "the result's dtype ('uint8', 'uint16', 'float32', 'float64'); default: src's "
+              "(float64 results are computed in float32, docs/python.md)"},
+    {"layout", "how src's axes are read: 'hw', 'hwc', 'chw', 'nhwc' or 'nchw'; default: by "
+               "ndim (H x W, H x W x C, N x H x W x C), refusing shapes that look "
+               "channels-first; the result keeps src's layout"},
     {"context", "a lumen.Context (threads, device, strict ...); default: a shared one"},
 };
 
@@ -218,7 +234,7 @@ static void put_help(text *t, const lumen_op_desc *op, const char *notes)
         put(t, ".\n");
     }
     put(t, "\nFront-end arguments (Python only):\n");
-    for (const char *const *e = extras(op); *e; e++)
+    for (const char *const *e = lumenpy_op_extras(op); *e; e++)
         for (size_t k = 0; k < sizeof extra_help / sizeof extra_help[0]; k++)
             if (!strcmp(extra_help[k][0], *e)) put(t, "    %s: %s.\n", *e, extra_help[k][1]);
     put(t, "\nReturns: %s.%s%s", op->output_help, notes ? "\n\n" : "", notes ? notes : "");
@@ -231,9 +247,16 @@ static const char *python_notes(const char *name)
         return "torch's forms are taken too: ints or (h, w) pairs, an unbatched (C, H, W) x, an "
                "empty batch, NumPy arrays or DLPack tensors"
                "; conv2d's padding may also be 'valid' or 'same'.";
+    if (!strcmp(name, "gaussian_blur"))
+        return "sigma may be a pair (sx, sy), x first as ksize (the reverse of scipy's per-axis "
+               "order). Borders also take their aliases (docs/python.md) and cv2.BORDER_* "
+               "integers; src is a NumPy array or DLPack tensor of uint8, uint16 or float32 "
+               "(NumPy float64 too: filtered in float32, returned as float64), H x W, "
+               "H x W x C or N x H x W x C (or as layout= says), in any strides.";
     return "Borders also take their aliases (docs/python.md) and cv2.BORDER_* integers; src is a "
-           "NumPy array or DLPack tensor of uint8, uint16 or float32, H x W, H x W x C or "
-           "N x H x W x C, in any strides.";
+           "NumPy array or DLPack tensor of uint8, uint16 or float32 (NumPy float64 too: "
+           "filtered in float32, returned as float64), H x W, H x W x C or N x H x W x C (or as "
+           "layout= says), in any strides.";
 }
 
 /* What the generic binding (generic.c) takes beyond the descriptor's types, from the kinds of

@@ -10,20 +10,26 @@
 
 #define GEN_MAX_ARGS 32 /* lumen_value arrays live on the stack */
 
-/* The front end's own keywords, after the descriptor's (descriptors.c lists the same). */
-enum { EX_OUT, EX_DTYPE, EX_CONTEXT, EX_N };
-static const char *const extra_names[EX_N] = {"out", "dtype", "context"};
+/* The front end's own keywords, after the descriptor's; an op takes those that
+ * lumenpy_op_extras (descriptors.c) lists for it. */
+enum { EX_OUT, EX_DTYPE, EX_LAYOUT, EX_CONTEXT, EX_MODE, EX_CVAL, EX_TRUNCATE, EX_N };
+static const char *const extra_names[EX_N] = {"out",  "dtype", "layout",  "context",
+                                              "mode", "cval",  "truncate"};
 
 typedef struct gen_call {
     const lumen_op_desc *op;
     PyObject *given[GEN_MAX_ARGS]; /* borrowed; NULL: not passed */
-    PyObject *extra[EX_N];         /* borrowed out=, dtype=, context=; NULL: not passed */
+    PyObject *extra[EX_N];         /* borrowed out=, dtype= ...; NULL: not passed */
+    lumenpy_gauss_forms forms;     /* SciPy's forms, for an op that takes mode= */
     lumen_value values[GEN_MAX_ARGS];
     lumenpy_view views[GEN_MAX_ARGS];    /* IMAGE and TENSOR arguments */
     PyArrayObject *arrays[GEN_MAX_ARGS]; /* KERNEL and VECTOR arguments, float32 */
     int first_view;                      /* the first IMAGE/TENSOR argument, -1: none */
+    int layout;                          /* layout= of IMAGE arguments */
+    int f64;                             /* the first IMAGE argument was float64 */
     lumenpy_view dst;
-    PyObject *result; /* a new array, or out= */
+    PyObject *result; /* the array the op writes: a new one, out=, or a float32 stand-in */
+    PyObject *final;  /* NULL, or the float64 result to make (lumenpy_image_result) */
     int device;       /* the device whose memory a view lives in, or -1 (host only) */
 } gen_call;
 
@@ -35,6 +41,8 @@ static void gen_cleanup(gen_call *c)
     }
     lumenpy_view_release(&c->dst);
     Py_CLEAR(c->result);
+    Py_CLEAR(c->final);
+    lumenpy_gauss_forms_release(&c->forms);
 }
 
 /* ---- positional and keyword arguments ---- */
@@ -51,7 +59,9 @@ static int n_positional(const lumen_op_desc *op)
 
 static int takes_extra(const lumen_op_desc *op, int e)
 {
-    return e != EX_DTYPE || op->output == LUMEN_ARG_IMAGE;
+    for (const char *const *x = lumenpy_op_extras(op); *x; x++)
+        if (!strcmp(*x, extra_names[e])) return 1;
+    return 0;
 }
 
 static PyObject **keyword_slot(gen_call *c, PyObject *key)
@@ -122,9 +132,16 @@ static int type_error(const lumen_arg_desc *a, const char *expected, PyObject *o
     return -1;
 }
 
-/* As border_value's converter: a real number, not a bool. */
+/* As border_value's converter: a real number, not a bool; border_value itself through that
+ * converter (finite, within float32). */
 static int real_arg(const lumen_arg_desc *a, PyObject *obj, double *out)
 {
+    if (!strcmp(a->name, "border_value")) {
+        float v;
+        if (!lumenpy_value_conv(obj, &v)) return -1;
+        *out = v;
+        return 0;
+    }
     if (PyBool_Check(obj) || !PyNumber_Check(obj) || PyComplex_Check(obj))
         return type_error(a, "a real number", obj);
     *out = PyFloat_AsDouble(obj);
@@ -215,9 +232,11 @@ static int view_arg(gen_call *c, int i, PyObject *obj)
 {
     const lumen_arg_desc *a = &c->op->args[i];
     lumenpy_view *v = &c->views[i];
+    int f64 = 0;
     int rc = a->type == LUMEN_ARG_TENSOR ? lumenpy_nchw_view(obj, a->name, 0, v)
-                                         : lumenpy_view_from(obj, a->name, 0, v);
+                                         : lumenpy_image_input(obj, a->name, c->layout, v, &f64);
     if (rc) return -1;
+    if (c->first_view < 0) c->f64 = f64;
     c->values[i].u.image = &v->img;
     if (c->first_view < 0) c->first_view = i;
     return 0;
@@ -261,8 +280,39 @@ static int convert_arg(gen_call *c, int i, PyObject *obj)
 
 /* Every passed argument to its tagged value; None for a NULLABLE one stays absent (what its
  * def_text says). Ranges and required ones are left to lumen_op_check_args. */
+/* The slot of the argument called name, or NULL when the op has none. */
+static PyObject **arg_slot(gen_call *c, const char *name)
+{
+    int i = lumen_op_arg_index(c->op, name);
+    return i >= 0 ? &c->given[i] : NULL;
+}
+
+/* SciPy's forms (sigma pair, mode=, cval=, truncate=) rewritten into the descriptor's sigma,
+ * sigma_y, ksize, border and border_value, as the hand-written gaussian_blur does. */
+static int apply_forms(gen_call *c)
+{
+    static const char *const names[5] = {"sigma", "sigma_y", "ksize", "border", "border_value"};
+    lumenpy_gauss_forms *f = &c->forms;
+    PyObject **slots[5];
+    for (int k = 0; k < 5; k++)
+        if (!(slots[k] = arg_slot(c, names[k]))) {
+            PyErr_Format(PyExc_SystemError, "%s: mode= needs an argument '%s'", c->op->name,
+                         names[k]);
+            return -1;
+        }
+    f->sigma = *slots[0], f->sigma_y = *slots[1], f->ksize = *slots[2];
+    f->border = *slots[3], f->border_value = *slots[4];
+    f->mode = c->extra[EX_MODE], f->cval = c->extra[EX_CVAL], f->truncate = c->extra[EX_TRUNCATE];
+    if (lumenpy_gauss_forms_apply(f)) return -1;
+    *slots[0] = f->sigma, *slots[1] = f->sigma_y, *slots[2] = f->ksize;
+    *slots[3] = f->border, *slots[4] = f->border_value;
+    return 0;
+}
+
 static int convert_all(gen_call *c)
 {
+    if (takes_extra(c->op, EX_MODE) && apply_forms(c)) return -1;
+    if (c->extra[EX_LAYOUT] && !lumenpy_layout_conv(c->extra[EX_LAYOUT], &c->layout)) return -1;
     lumen_op_values_init(c->op, c->values);
     for (int i = 0; i < c->op->n_args; i++) {
         PyObject *obj = c->given[i];
@@ -275,18 +325,25 @@ static int convert_all(gen_call *c)
 
 /* ---- the output ---- */
 
-/* An IMAGE output in the layout of the image input (H x W, H x W x C or N x H x W x C), as the
- * hand-written ops keep it, with more axes only where the shape needs them. */
-static int image_dims(const gen_call *c, const lumen_out_shape *s, npy_intp dims[4])
+/* An IMAGE output in the layout of the image input (H x W, H x W x C, C x H x W, N x H x W x C
+ * or N x C x H x W), as the hand-written ops keep it, with more axes only where the shape needs
+ * them. Sets *layout to the output's. */
+static int image_dims(const gen_call *c, const lumen_out_shape *s, npy_intp dims[4], int *layout)
 {
-    int nd = c->first_view >= 0 ? c->views[c->first_view].ndim : 2;
+    int l = c->first_view >= 0 ? c->views[c->first_view].layout : LUMENPY_LAYOUT_HW;
     if (s->n > 1)
-        nd = 4;
-    else if (s->c > 1 && nd < 3)
-        nd = 3;
-    const int64_t d4[4] = {s->n, s->h, s->w, s->c};
+        l = l == LUMENPY_LAYOUT_CHW || l == LUMENPY_LAYOUT_NCHW ? LUMENPY_LAYOUT_NCHW
+                                                                : LUMENPY_LAYOUT_NHWC;
+    else if (s->c > 1 && l == LUMENPY_LAYOUT_HW)
+        l = LUMENPY_LAYOUT_HWC;
+    const int64_t n = s->n, h = s->h, w = s->w, ch = s->c;
+    const int64_t by_layout[][4] = {
+        {0}, {h, w}, {h, w, ch}, {ch, h, w}, {n, h, w, ch}, {n, ch, h, w},
+    };
+    const int nd = l == LUMENPY_LAYOUT_HW ? 2 : l <= LUMENPY_LAYOUT_CHW ? 3 : 4;
     for (int i = 0; i < nd; i++)
-        dims[i] = (npy_intp)d4[i + (nd == 4 ? 0 : 1)];
+        dims[i] = (npy_intp)by_layout[l][i];
+    *layout = l;
     return nd;
 }
 
@@ -298,7 +355,7 @@ static PyObject *dims_tuple(int nd, const npy_intp *dims)
     return t;
 }
 
-static int check_out(const gen_call *c, int nd, const npy_intp *dims, int dtype)
+static int check_out(const gen_call *c, int nd, const npy_intp *dims)
 {
     int same = c->dst.ndim == nd;
     for (int i = 0; same && i < nd; i++)
@@ -311,21 +368,25 @@ static int check_out(const gen_call *c, int nd, const npy_intp *dims, int dtype)
         Py_XDECREF(b);
         return -1;
     }
-    if (dtype >= 0 && (lumen_dtype)dtype != c->dst.img.dtype) {
-        PyErr_Format(lumenpy_ArgumentError, "dtype: %s differs from out's dtype %s",
-                     lumenpy_dtype_label(dtype), lumenpy_dtype_label(c->dst.img.dtype));
-        return -1;
-    }
     return 0;
 }
 
-static int view_out(gen_call *c, PyObject *obj)
+/* A TENSOR output: out= checked against the shape, or a new C-contiguous float32 array. */
+static int tensor_output(gen_call *c, const lumen_out_shape *s, PyObject *out)
 {
-    return c->op->output == LUMEN_ARG_TENSOR ? lumenpy_nchw_view(obj, "out", 1, &c->dst)
-                                             : lumenpy_view_from(obj, "out", 1, &c->dst);
+    npy_intp dims[4] = {(npy_intp)s->n, (npy_intp)s->c, (npy_intp)s->h, (npy_intp)s->w};
+    if (out && out != Py_None) {
+        if (lumenpy_nchw_view(out, "out", 1, &c->dst) || check_out(c, 4, dims)) return -1;
+        Py_INCREF(out);
+        c->result = out;
+        return 0;
+    }
+    c->result = PyArray_SimpleNew(4, dims, NPY_FLOAT32);
+    return c->result ? lumenpy_nchw_view(c->result, "out", 1, &c->dst) : -1;
 }
 
-/* out= checked against the shape output_shape gives, or a new C-contiguous array of it. */
+/* The output from the shape output_shape gives: out= checked against it, or a new array (of
+ * dtype=, else the input's; a float64 input gives a float64 image, computed in float32). */
 static int make_output(gen_call *c)
 {
     lumen_out_shape s;
@@ -334,20 +395,18 @@ static int make_output(gen_call *c)
         lumenpy_raise_py_names(st);
         return -1;
     }
-    int dtype = -1;
-    PyObject *dt = c->extra[EX_DTYPE], *out = c->extra[EX_OUT];
+    PyObject *out = c->extra[EX_OUT];
+    if (s.type != LUMEN_ARG_IMAGE) return tensor_output(c, &s, out);
+    int dtype = -1, layout;
+    PyObject *dt = c->extra[EX_DTYPE];
     if (dt && !lumenpy_dtype_conv(dt, &dtype)) return -1;
-    npy_intp dims[4] = {(npy_intp)s.n, (npy_intp)s.c, (npy_intp)s.h, (npy_intp)s.w};
-    const int nd = s.type == LUMEN_ARG_IMAGE ? image_dims(c, &s, dims) : 4;
-    if (out && out != Py_None) {
-        if (view_out(c, out) || check_out(c, nd, dims, dtype)) return -1;
-        Py_INCREF(out);
-        c->result = out;
-        return 0;
-    }
-    static const int types[] = {NPY_UINT8, NPY_UINT16, NPY_FLOAT32};
-    c->result = PyArray_SimpleNew(nd, dims, types[dtype >= 0 ? dtype : (int)s.dtype]);
-    return c->result ? view_out(c, c->result) : -1;
+    npy_intp dims[4];
+    const int nd = image_dims(c, &s, dims, &layout);
+    const int want = dtype >= 0 ? dtype : c->f64 ? LUMENPY_F64 : (int)s.dtype;
+    const int has_out = out && out != Py_None;
+    c->result = lumenpy_image_output(out, has_out ? dtype : want, nd, dims, layout, "the result's",
+                                     &c->dst, &c->final);
+    return c->result ? 0 : -1;
 }
 
 /* The one device the views live on (-1: host memory only), as conv.c picks it. */
@@ -388,8 +447,8 @@ static PyObject *gen_run(gen_call *c)
     }
     const lumen_image *src = c->first_view >= 0 ? &c->views[c->first_view].img : &c->dst.img;
     lumenpy_record_run(&info, src, &c->dst.img);
-    PyObject *r = c->result;
-    c->result = NULL;
+    PyObject *r = lumenpy_image_result(c->result, c->final);
+    c->result = c->final = NULL;
     return r;
 }
 

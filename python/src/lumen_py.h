@@ -24,9 +24,23 @@ extern PyObject *lumenpy_Error, *lumenpy_ArgumentError, *lumenpy_UnsupportedErro
 PyObject *lumenpy_raise(lumen_status s);
 
 /* ---- image views (views.c) ---- */
+/* How an image's axes are read (layout=): AUTO is by ndim, H x W, H x W x C, N x H x W x C. */
+enum {
+    LUMENPY_LAYOUT_AUTO = 0,
+    LUMENPY_LAYOUT_HW,
+    LUMENPY_LAYOUT_HWC,
+    LUMENPY_LAYOUT_CHW,
+    LUMENPY_LAYOUT_NHWC,
+    LUMENPY_LAYOUT_NCHW
+};
+/* A dtype of the binding only, after lumen_dtype's: float64 arrays are filtered in float32 and
+ * the result widened (docs/python.md). */
+#define LUMENPY_F64 3
+
 typedef struct lumenpy_view {
     lumen_image img;
-    int ndim;              /* 2: H x W, 3: H x W x C, 4: N x H x W x C */
+    int ndim;   /* the array's; its axes are read in `layout` */
+    int layout; /* LUMENPY_LAYOUT_*, never AUTO once viewed */
     Py_ssize_t shape[4];
     PyObject *owner;       /* the ndarray, or the consumed DLPack capsule */
     DLManagedTensor *dl;   /* deleted on release when the view came from DLPack */
@@ -35,7 +49,23 @@ typedef struct lumenpy_view {
 /* Borrows obj's memory as a view; 0 on success, -1 with an exception set. `name` prefixes
  * messages ("src", "out"); writable views refuse read-only and self-overlapping memory. */
 int lumenpy_view_from(PyObject *obj, const char *name, int writable, lumenpy_view *v);
+/* The same, reading the axes in `layout` (LUMENPY_LAYOUT_*). */
+int lumenpy_view_layout(PyObject *obj, const char *name, int writable, int layout, lumenpy_view *v);
 void lumenpy_view_release(lumenpy_view *v);
+/* An image op's input: as lumenpy_view_layout, but a float64 ndarray becomes a float32 copy
+ * (*was_f64 = 1), and with LUMENPY_LAYOUT_AUTO a shape that looks channels-first (or a torch
+ * tensor that does) is refused with a message naming layout=. */
+int lumenpy_image_input(PyObject *obj, const char *name, int layout, lumenpy_view *v, int *was_f64);
+/* An image op's output of shape dims (nd axes) in `layout`: out= (checked against dims, the
+ * message says "differs from <what>") or a new array of dtype (a lumen_dtype or LUMENPY_F64).
+ * A float64 result is computed into a float32 array: *final is then out= or Py_None (a new
+ * float64 array), for lumenpy_image_result. Returns the array the op writes (new ref). */
+PyObject *lumenpy_image_output(PyObject *out, int dtype, int nd, const npy_intp *dims, int layout,
+                               const char *what, lumenpy_view *v, PyObject **final);
+/* Steals result and final: the array to return (result, out=, or result widened to float64). */
+PyObject *lumenpy_image_result(PyObject *result, PyObject *final);
+int lumenpy_layout_conv(PyObject *obj, void *out); /* int: LUMENPY_LAYOUT_*, None: AUTO */
+const char *lumenpy_layout_name(int layout);
 /* A new C-contiguous ndarray shaped like src with dtype dt, and its view. */
 PyObject *lumenpy_new_output(const lumenpy_view *src, lumen_dtype dt, lumenpy_view *v);
 /* A new ndarray that owns img's malloc'ed data (freed with lumen_image_free). */
@@ -45,15 +75,26 @@ PyObject *lumenpy_adopt_image(lumen_image *img);
 int lumenpy_border_conv(PyObject *obj, void *out);    /* lumen_border */
 int lumenpy_method_conv(PyObject *obj, void *out);    /* lumen_method */
 int lumenpy_precision_conv(PyObject *obj, void *out); /* lumen_precision */
-int lumenpy_dtype_conv(PyObject *obj, void *out);     /* int: -1 (None) or lumen_dtype */
-int lumenpy_value_conv(PyObject *obj, void *out);     /* float: border_value */
+int lumenpy_dtype_conv(PyObject *obj, void *out);     /* int: -1 (None), lumen_dtype, LUMENPY_F64 */
+int lumenpy_value_conv(PyObject *obj, void *out);     /* float: border_value, finite */
+/* gaussian_blur's SciPy forms (args.c): sigma as (sx, sy), mode= and cval= for border= and
+ * border_value=, truncate= for ksize=. Each in/out slot is a borrowed object or NULL (not
+ * given); the ones rewritten are new references kept in hold[] (Py_XDECREF them after the
+ * call). 0, or -1 with an exception naming the argument. */
+typedef struct lumenpy_gauss_forms {
+    PyObject *sigma, *sigma_y, *ksize, *border, *border_value; /* descriptor arguments */
+    PyObject *mode, *cval, *truncate;                          /* SciPy's, Python only */
+    PyObject *hold[4];
+} lumenpy_gauss_forms;
+int lumenpy_gauss_forms_apply(lumenpy_gauss_forms *f);
+void lumenpy_gauss_forms_release(lumenpy_gauss_forms *f);
 /* An int (not a bool), within int range; 1 ok, 0 with an exception naming `name`. */
 int lumenpy_int_arg(PyObject *obj, const char *name, int *out);
 /* int or (x, y) pair, e.g. ksize or anchor; name is used in messages. */
 int lumenpy_int_pair(PyObject *obj, const char *name, int *x, int *y);
 /* A kernel as a new C-contiguous float32 ndarray of ndim 2 (filter2d) or 1 (sep). */
 PyArrayObject *lumenpy_kernel(PyObject *obj, const char *name, int ndim);
-const char *lumenpy_dtype_label(lumen_dtype dt); /* "uint8", "uint16", "float32" */
+const char *lumenpy_dtype_label(lumen_dtype dt); /* "uint8", ..., "float64" (LUMENPY_F64) */
 
 /* ---- contexts (context.c) ---- */
 typedef struct lumenpy_context {
@@ -75,8 +116,8 @@ void lumenpy_record_run(const lumen_run_info *info, const lumen_image *src,
 
 /* ---- the op descriptors (descriptors.c) ---- */
 #define LUMENPY_MAX_OPS 64 /* table entries the binding keeps lists and docstrings for */
-/* The keyword list of an op: its descriptor's argument names, then the front end's own (out,
- * dtype for image ops, context); built at import, NULL for an unknown name. */
+/* The keyword list of an op: its descriptor's argument names, then the front end's own
+ * (lumenpy_op_extras); built at import, NULL for an unknown name. */
 char **lumenpy_op_kwlist(const char *name);
 /* Builds the keyword lists and gives each op of `methods` its docstring and text signature,
  * from the descriptors. 0, or -1 with an exception. */
@@ -86,6 +127,10 @@ PyObject *lumenpy_op_descriptors(PyObject *self, PyObject *unused);
  * generic one (1: its notes say what the generic parser takes); made once and kept. NULL with
  * an exception. */
 const char *lumenpy_op_doc(const lumen_op_desc *op, int generic);
+/* The front end's keywords of an op, after the descriptor's, NULL-terminated: an op's own
+ * Python forms (gaussian_blur's mode, cval, truncate), then out, dtype and layout (image ops),
+ * context. */
+const char *const *lumenpy_op_extras(const lumen_op_desc *op);
 
 /* ---- the generic binding (generic.c, generic_bind.c) ---- */
 /* Calls op with Python arguments parsed by the descriptor's types: args[first:] positional,

@@ -1,13 +1,15 @@
 /* The filtering ops: arguments -> views -> the C call with the GIL released -> result. */
 #include "lumen_py.h"
 
+#include <math.h>
 #include <string.h>
 #include <time.h>
 
 /* One op call: the input and output views, the result object and the context. */
 typedef struct op_call {
     lumenpy_view src, dst;
-    PyObject *result; /* a new array, or out= */
+    PyObject *result; /* the array the op writes: a new one, out=, or a float32 stand-in */
+    PyObject *final;  /* NULL, or a float64 result to make from `result` (lumenpy_image_result) */
     PyObject *ctx_obj;
     lumen_context *ctx;
     int device; /* the device whose memory a view lives in, or -1 (host views only) */
@@ -18,49 +20,25 @@ static void op_cleanup(op_call *c)
     lumenpy_view_release(&c->src);
     lumenpy_view_release(&c->dst);
     Py_CLEAR(c->result);
+    Py_CLEAR(c->final);
 }
 
-static PyObject *shape_tuple(const lumenpy_view *v)
-{
-    PyObject *t = PyTuple_New(v->ndim);
-    for (int i = 0; t && i < v->ndim; i++)
-        PyTuple_SET_ITEM(t, i, PyLong_FromSsize_t(v->shape[i]));
-    return t;
-}
-
-static int check_out_matches(const op_call *c, int dtype)
-{
-    int same = c->src.ndim == c->dst.ndim;
-    for (int i = 0; same && i < c->src.ndim; i++) same = c->src.shape[i] == c->dst.shape[i];
-    if (!same) {
-        PyObject *a = shape_tuple(&c->dst), *b = shape_tuple(&c->src);
-        if (a && b) PyErr_Format(lumenpy_ArgumentError, "out: shape %R differs from src %R", a, b);
-        Py_XDECREF(a);
-        Py_XDECREF(b);
-        return -1;
-    }
-    if (dtype >= 0 && (lumen_dtype)dtype != c->dst.img.dtype) {
-        PyErr_Format(lumenpy_ArgumentError, "dtype: %s differs from out's dtype %s",
-                     lumenpy_dtype_label(dtype), lumenpy_dtype_label(c->dst.img.dtype));
-        return -1;
-    }
-    return 0;
-}
-
-/* Views src and out (or a new output of dtype, -1: src's) and takes a context. */
-static int op_begin(op_call *c, PyObject *src, PyObject *out, int dtype, PyObject *ctx_obj)
+/* Views src in `layout` and out (or a new output of dtype, -1: src's; a float64 src gives a
+ * float64 result), and takes a context. */
+static int op_begin(op_call *c, PyObject *src, PyObject *out, int dtype, int layout,
+                    PyObject *ctx_obj)
 {
     memset(c, 0, sizeof *c);
-    if (lumenpy_view_from(src, "src", 0, &c->src)) return -1;
-    if (out != Py_None) {
-        if (lumenpy_view_from(out, "out", 1, &c->dst) || check_out_matches(c, dtype)) goto fail;
-        Py_INCREF(out);
-        c->result = out;
-    } else {
-        lumen_dtype dt = dtype >= 0 ? (lumen_dtype)dtype : c->src.img.dtype;
-        c->result = lumenpy_new_output(&c->src, dt, &c->dst);
-        if (!c->result) goto fail;
-    }
+    int f64;
+    if (lumenpy_image_input(src, "src", layout, &c->src, &f64)) return -1;
+    const int want = dtype >= 0 ? dtype : f64 ? LUMENPY_F64 : (int)c->src.img.dtype;
+    npy_intp dims[4];
+    for (int i = 0; i < c->src.ndim; i++)
+        dims[i] = c->src.shape[i];
+    /* Without out=, the new array's dtype; with it, a dtype= that differs is refused. */
+    c->result = lumenpy_image_output(out, out == Py_None ? want : dtype, c->src.ndim, dims,
+                                     c->src.layout, "src", &c->dst, &c->final);
+    if (!c->result) goto fail;
     c->ctx_obj = ctx_obj;
     c->device = c->src.img.device ? c->src.img.device : c->dst.img.device ? c->dst.img.device : -1;
     c->ctx = lumenpy_context_acquire(ctx_obj, c->device);
@@ -83,8 +61,8 @@ static PyObject *op_end(op_call *c, lumen_status s, const lumen_run_info *info)
     PyObject *r = NULL;
     if (s == LUMEN_OK) {
         lumenpy_record_run(info, &c->src.img, &c->dst.img);
-        r = c->result;
-        c->result = NULL;
+        r = lumenpy_image_result(c->result, c->final);
+        c->result = c->final = NULL;
     } else {
         lumenpy_raise(s);
     }
@@ -110,16 +88,17 @@ PyObject *lumenpy_filter2d(PyObject *self, PyObject *args, PyObject *kw)
     char **kwlist = lumenpy_op_kwlist("filter2d");
     PyObject *src, *kobj, *anchor = Py_None, *out = Py_None, *ctx = Py_None;
     lumen_filter_options o = lumen_filter_options_default();
-    int dtype = -1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$O&O&OpO&OO&O:filter2d", kwlist, &src, &kobj,
-                                     lumenpy_border_conv, &o.border, lumenpy_value_conv, &o.border_value, &anchor,
-                                     &o.convolve, lumenpy_method_conv, &o.method, &out,
-                                     lumenpy_dtype_conv, &dtype, &ctx) ||
+    int dtype = -1, layout = LUMENPY_LAYOUT_AUTO;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$O&O&OpO&OO&O&O:filter2d", kwlist, &src, &kobj,
+                                     lumenpy_border_conv, &o.border, lumenpy_value_conv,
+                                     &o.border_value, &anchor, &o.convolve, lumenpy_method_conv,
+                                     &o.method, &out, lumenpy_dtype_conv, &dtype,
+                                     lumenpy_layout_conv, &layout, &ctx) ||
         anchor_conv(anchor, &o))
         return NULL;
     PyArrayObject *k = lumenpy_kernel(kobj, "kernel", 2);
     op_call c;
-    if (!k || op_begin(&c, src, out, dtype, ctx)) {
+    if (!k || op_begin(&c, src, out, dtype, layout, ctx)) {
         Py_XDECREF(k);
         return NULL;
     }
@@ -139,17 +118,18 @@ PyObject *lumenpy_sep_filter2d(PyObject *self, PyObject *args, PyObject *kw)
     char **kwlist = lumenpy_op_kwlist("sep_filter2d");
     PyObject *src, *kxo, *kyo, *anchor = Py_None, *out = Py_None, *ctx = Py_None;
     lumen_filter_options o = lumen_filter_options_default();
-    int dtype = -1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|$O&O&OpO&OO&O:sep_filter2d", kwlist, &src,
-                                     &kxo, &kyo, lumenpy_border_conv, &o.border, lumenpy_value_conv, &o.border_value,
-                                     &anchor, &o.convolve, lumenpy_method_conv, &o.method, &out,
-                                     lumenpy_dtype_conv, &dtype, &ctx) ||
+    int dtype = -1, layout = LUMENPY_LAYOUT_AUTO;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|$O&O&OpO&OO&O&O:sep_filter2d", kwlist, &src,
+                                     &kxo, &kyo, lumenpy_border_conv, &o.border, lumenpy_value_conv,
+                                     &o.border_value, &anchor, &o.convolve, lumenpy_method_conv,
+                                     &o.method, &out, lumenpy_dtype_conv, &dtype,
+                                     lumenpy_layout_conv, &layout, &ctx) ||
         anchor_conv(anchor, &o))
         return NULL;
     PyArrayObject *kx = lumenpy_kernel(kxo, "kx", 1);
     PyArrayObject *ky = kx ? lumenpy_kernel(kyo, "ky", 1) : NULL;
     op_call c;
-    if (!ky || op_begin(&c, src, out, dtype, ctx)) {
+    if (!ky || op_begin(&c, src, out, dtype, layout, ctx)) {
         Py_XDECREF(kx);
         Py_XDECREF(ky);
         return NULL;
@@ -166,19 +146,29 @@ PyObject *lumenpy_sep_filter2d(PyObject *self, PyObject *args, PyObject *kw)
     return op_end(&c, s, &info);
 }
 
-/* sigma_y None: sigma; ksize None or 0: derived from sigma. */
-static int gaussian_conv(PyObject *sigma_y, PyObject *ksize, lumen_gaussian_options *o)
+/* sigma (a number), sigma_y (None: sigma), ksize (None or 0: derived from sigma), border and
+ * border_value (NULL: the defaults), after the SciPy forms were rewritten into them. */
+static int gaussian_conv(const lumenpy_gauss_forms *f, lumen_gaussian_options *o)
 {
+    if (PyBool_Check(f->sigma) || !PyNumber_Check(f->sigma) || PyComplex_Check(f->sigma)) {
+        PyErr_Format(PyExc_TypeError, "sigma: expected a real number or a pair (sx, sy), got %s",
+                     Py_TYPE(f->sigma)->tp_name);
+        return -1;
+    }
+    o->sigma_x = PyFloat_AsDouble(f->sigma);
+    if (o->sigma_x == -1.0 && PyErr_Occurred()) return -1;
     o->sigma_y = o->sigma_x;
-    if (sigma_y != Py_None) {
-        o->sigma_y = PyFloat_AsDouble(sigma_y);
+    if (f->sigma_y && f->sigma_y != Py_None) {
+        o->sigma_y = PyFloat_AsDouble(f->sigma_y);
         if (o->sigma_y == -1.0 && PyErr_Occurred()) return -1;
     }
-    if (ksize == Py_None) return 0;
-    if (!lumenpy_int_pair(ksize, "ksize", &o->ksize_x, &o->ksize_y)) return -1;
+    if (f->border && !lumenpy_border_conv(f->border, &o->border)) return -1;
+    if (f->border_value && !lumenpy_value_conv(f->border_value, &o->border_value)) return -1;
+    if (!f->ksize || f->ksize == Py_None) return 0;
+    if (!lumenpy_int_pair(f->ksize, "ksize", &o->ksize_x, &o->ksize_y)) return -1;
     if (o->ksize_x >= 0 && o->ksize_y >= 0) return 0;
     PyErr_Format(lumenpy_ArgumentError,
-                 "ksize: expected 0 (derived from sigma) or a positive odd size, got %R", ksize);
+                 "ksize: expected 0 (derived from sigma) or a positive odd size, got %R", f->ksize);
     return -1;
 }
 
@@ -186,18 +176,20 @@ PyObject *lumenpy_gaussian_blur(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
     char **kwlist = lumenpy_op_kwlist("gaussian_blur");
-    PyObject *src, *sigma_y = Py_None, *ksize = Py_None, *out = Py_None, *ctx = Py_None;
+    PyObject *src, *out = Py_None, *ctx = Py_None;
+    lumenpy_gauss_forms f = {0};
     lumen_gaussian_options o = lumen_gaussian_options_default();
-    int dtype = -1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "Od|$OOO&O&O&O&OO&O:gaussian_blur", kwlist, &src,
-                                     &o.sigma_x, &sigma_y, &ksize, lumenpy_border_conv, &o.border,
-                                     lumenpy_value_conv, &o.border_value, lumenpy_precision_conv, &o.precision,
-                                     lumenpy_method_conv, &o.method, &out, lumenpy_dtype_conv,
-                                     &dtype, &ctx) ||
-        gaussian_conv(sigma_y, ksize, &o))
+    int dtype = -1, layout = LUMENPY_LAYOUT_AUTO;
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kw, "OO|$OOOOO&O&OOOOO&O&O:gaussian_blur", kwlist, &src, &f.sigma, &f.sigma_y,
+            &f.ksize, &f.border, &f.border_value, lumenpy_precision_conv, &o.precision,
+            lumenpy_method_conv, &o.method, &f.mode, &f.cval, &f.truncate, &out, lumenpy_dtype_conv,
+            &dtype, lumenpy_layout_conv, &layout, &ctx))
         return NULL;
+    int bad = lumenpy_gauss_forms_apply(&f) || gaussian_conv(&f, &o);
+    lumenpy_gauss_forms_release(&f);
     op_call c;
-    if (op_begin(&c, src, out, dtype, ctx)) return NULL;
+    if (bad || op_begin(&c, src, out, dtype, layout, ctx)) return NULL;
     lumen_run_info info;
     lumen_status s;
     Py_BEGIN_ALLOW_THREADS
@@ -211,16 +203,17 @@ PyObject *lumenpy_box_blur(PyObject *self, PyObject *args, PyObject *kw)
     (void)self;
     char **kwlist = lumenpy_op_kwlist("box_blur");
     PyObject *src, *ksize, *out = Py_None, *ctx = Py_None;
-    int normalize = 1, kw_ = 0, kh = 0, dtype = -1;
+    int normalize = 1, kw_ = 0, kh = 0, dtype = -1, layout = LUMENPY_LAYOUT_AUTO;
     lumen_border border = LUMEN_BORDER_REFLECT;
     float value = 0.0f;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$pO&O&OO&O:box_blur", kwlist, &src, &ksize,
-                                     &normalize, lumenpy_border_conv, &border, lumenpy_value_conv, &value, &out,
-                                     lumenpy_dtype_conv, &dtype, &ctx) ||
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$pO&O&OO&O&O:box_blur", kwlist, &src, &ksize,
+                                     &normalize, lumenpy_border_conv, &border, lumenpy_value_conv,
+                                     &value, &out, lumenpy_dtype_conv, &dtype, lumenpy_layout_conv,
+                                     &layout, &ctx) ||
         !lumenpy_int_pair(ksize, "ksize", &kw_, &kh))
         return NULL;
     op_call c;
-    if (op_begin(&c, src, out, dtype, ctx)) return NULL;
+    if (op_begin(&c, src, out, dtype, layout, ctx)) return NULL;
     lumen_run_info info;
     lumen_status s;
     Py_BEGIN_ALLOW_THREADS
@@ -260,9 +253,22 @@ PyObject *lumenpy_gaussian_ksize(PyObject *self, PyObject *args, PyObject *kw)
     if (!PyArg_ParseTupleAndKeywords(args, kw, "d|O&:gaussian_ksize", kwlist, &sigma,
                                      lumenpy_dtype_conv, &dtype))
         return NULL;
-    if (!(sigma > 0))
-        return PyErr_Format(lumenpy_ArgumentError, "sigma: must be positive, got %g", sigma);
-    return PyLong_FromLong(lumen_gaussian_ksize(sigma, dtype < 0 ? LUMEN_F32 : dtype));
+    /* PyErr_Format has no %g: the number goes in as a float object (%R). */
+    PyObject *sv = PyFloat_FromDouble(sigma);
+    if (!sv) return NULL;
+    const int u8 = dtype == LUMEN_U8; /* float64 sizes as float32 does (OpenCV: not 8-bit) */
+    int n = 0;
+    if (!(sigma > 0) || !isfinite(sigma))
+        PyErr_Format(lumenpy_ArgumentError, "sigma: must be positive and finite, got %R", sv);
+    else if ((n = lumen_gaussian_ksize(sigma, u8 ? LUMEN_U8 : LUMEN_F32)) > LUMEN_MAX_KSIZE)
+        /* The library's size rule gives LUMEN_MAX_KSIZE + 1 past the cap; no op takes it. */
+        PyErr_Format(lumenpy_ArgumentError,
+                     "sigma: %R needs a kernel of more than %d taps, the library's limit "
+                     "(LUMEN_MAX_KSIZE); sigma may be at most %d for %s",
+                     sv, LUMEN_MAX_KSIZE, (LUMEN_MAX_KSIZE - 2) / (u8 ? 6 : 8),
+                     u8 ? "uint8" : "float32, uint16 and float64");
+    Py_DECREF(sv);
+    return PyErr_Occurred() ? NULL : PyLong_FromLong(n);
 }
 
 static double now_seconds(void)
@@ -289,7 +295,7 @@ PyObject *lumenpy_time_c(PyObject *self, PyObject *args, PyObject *kw)
         return PyErr_Format(lumenpy_ArgumentError, "_time_c: only 'gaussian_blur', repeat >= 1");
     PyObject *times = PyList_New(repeat);
     op_call c;
-    if (!times || op_begin(&c, src, out, -1, ctx)) {
+    if (!times || op_begin(&c, src, out, -1, LUMENPY_LAYOUT_AUTO, ctx)) {
         Py_XDECREF(times);
         return NULL;
     }

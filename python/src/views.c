@@ -7,30 +7,87 @@
 
 const char *lumenpy_dtype_label(lumen_dtype dt)
 {
-    return dt == LUMEN_U8 ? "uint8" : dt == LUMEN_U16 ? "uint16" : "float32";
+    return dt == LUMEN_U8           ? "uint8"
+           : dt == LUMEN_U16        ? "uint16"
+           : (int)dt == LUMENPY_F64 ? "float64"
+                                    : "float32";
 }
 
-/* Fills v->img from a shape and element strides in the H[xW[xC]] / NxHxWxC convention. */
-static int set_geometry(lumenpy_view *v, const char *name, int ndim, const int64_t *shape,
-                        const int64_t *strides)
+static const char *const layout_names[] = {"auto", "hw", "hwc", "chw", "nhwc", "nchw"};
+
+/* Where n, h, w, c sit among an array's axes in each layout (-1: absent, size 1). */
+static const signed char layout_axes[][4] = {
+    {0, 0, 0, 0},   /* auto: by ndim, below */
+    {-1, 0, 1, -1}, /* hw */
+    {-1, 0, 1, 2},  /* hwc */
+    {-1, 1, 2, 0},  /* chw */
+    {0, 1, 2, 3},   /* nhwc */
+    {0, 2, 3, 1},   /* nchw */
+};
+static const int layout_ndim[] = {0, 2, 3, 3, 4, 4};
+
+const char *lumenpy_layout_name(int layout)
 {
-    if (ndim < 2 || ndim > 4) {
+    return layout >= 0 && layout <= LUMENPY_LAYOUT_NCHW ? layout_names[layout] : "?";
+}
+
+int lumenpy_layout_conv(PyObject *obj, void *out)
+{
+    int *layout = out;
+    if (obj == Py_None) {
+        *layout = LUMENPY_LAYOUT_AUTO;
+        return 1;
+    }
+    if (!PyUnicode_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "layout: expected None or a str, got %s",
+                     Py_TYPE(obj)->tp_name);
+        return 0;
+    }
+    for (int i = LUMENPY_LAYOUT_HW; i <= LUMENPY_LAYOUT_NCHW; i++)
+        if (!PyUnicode_CompareWithASCIIString(obj, layout_names[i])) {
+            *layout = i;
+            return 1;
+        }
+    PyErr_Format(lumenpy_ArgumentError,
+                 "layout: unknown layout %R (one of 'hw', 'hwc', 'chw', 'nhwc', 'nchw', or None: "
+                 "by the number of dimensions, H x W, H x W x C or N x H x W x C)",
+                 obj);
+    return 0;
+}
+
+/* Fills v->img from a shape and element strides read in `layout`; LUMENPY_LAYOUT_AUTO is the
+ * H x W / H x W x C / N x H x W x C convention by ndim. */
+static int set_geometry(lumenpy_view *v, const char *name, int ndim, const int64_t *shape,
+                        const int64_t *strides, int layout)
+{
+    if (layout == LUMENPY_LAYOUT_AUTO && (ndim < 2 || ndim > 4)) {
         PyErr_Format(lumenpy_ArgumentError,
                      "%s: expected H x W, H x W x C or N x H x W x C, got %d dimension%s", name,
                      ndim, ndim == 1 ? "" : "s");
         return -1;
     }
-    int64_t sh[4] = {1, 1, 1, 1}, st[4] = {0, 0, 0, 1}; /* n, h, w, c */
-    int off = ndim == 4 ? 0 : 1;
-    for (int i = 0; i < ndim; i++) {
-        sh[i + off] = shape[i];
-        st[i + off] = strides[i];
-        v->shape[i] = (Py_ssize_t)shape[i];
+    if (layout == LUMENPY_LAYOUT_AUTO)
+        layout = ndim == 2   ? LUMENPY_LAYOUT_HW
+                 : ndim == 3 ? LUMENPY_LAYOUT_HWC
+                             : LUMENPY_LAYOUT_NHWC;
+    else if (ndim != layout_ndim[layout]) {
+        PyErr_Format(lumenpy_ArgumentError, "%s: layout='%s' needs %d dimensions, got %d", name,
+                     layout_names[layout], layout_ndim[layout], ndim);
+        return -1;
     }
-    if (ndim == 2) st[3] = 1;
+    const signed char *ax = layout_axes[layout];
+    int64_t sh[4], st[4]; /* n, h, w, c */
+    for (int k = 0; k < 4; k++) {
+        sh[k] = ax[k] >= 0 ? shape[ax[k]] : 1;
+        st[k] = ax[k] >= 0 ? strides[ax[k]] : 0;
+    }
+    if (ax[3] < 0) st[3] = 1;
+    for (int i = 0; i < ndim; i++)
+        v->shape[i] = (Py_ssize_t)shape[i];
     v->ndim = ndim;
+    v->layout = layout;
     v->img.n = sh[0], v->img.h = sh[1], v->img.w = sh[2], v->img.c = sh[3];
-    v->img.stride_n = ndim == 4 ? st[0] : sh[1] * st[1];
+    v->img.stride_n = ax[0] >= 0 ? st[0] : sh[1] * st[1];
     v->img.stride_h = st[1], v->img.stride_w = st[2], v->img.stride_c = st[3];
     for (int i = 0; i < ndim; i++)
         if (shape[i] == 0) {
@@ -79,7 +136,8 @@ static int numpy_dtype(PyArrayObject *a, const char *name, lumen_dtype *dt)
     return 0;
 }
 
-static int view_from_numpy(PyArrayObject *a, const char *name, int writable, lumenpy_view *v)
+static int view_from_numpy(PyArrayObject *a, const char *name, int writable, int layout,
+                           lumenpy_view *v)
 {
     lumen_dtype dt;
     if (numpy_dtype(a, name, &dt)) return -1;
@@ -98,7 +156,7 @@ static int view_from_numpy(PyArrayObject *a, const char *name, int writable, lum
         }
         strides[i] = PyArray_STRIDE(a, i) / es;
     }
-    if (set_geometry(v, name, nd, shape, strides)) return -1;
+    if (set_geometry(v, name, nd, shape, strides, layout)) return -1;
     if (!PyArray_ISALIGNED(a)) { /* inputs were copied before; outputs cannot be */
         PyErr_Format(lumenpy_ArgumentError, "%s: data is not aligned to its %zd-byte elements",
                      name, (Py_ssize_t)es);
@@ -200,7 +258,7 @@ static int refuse_bool(PyObject *obj, const char *name)
     return -1;
 }
 
-static int view_from_dltensor(DLManagedTensor *m, const char *name, lumenpy_view *v)
+static int view_from_dltensor(DLManagedTensor *m, const char *name, int layout, lumenpy_view *v)
 {
     DLTensor *t = &m->dl_tensor;
     int device = dl_lumen_device(t->device.device_type, t->device.device_id);
@@ -219,7 +277,7 @@ static int view_from_dltensor(DLManagedTensor *m, const char *name, lumenpy_view
             step *= t->shape[i];
         }
     }
-    if (set_geometry(v, name, t->ndim, t->shape, strides)) return -1;
+    if (set_geometry(v, name, t->ndim, t->shape, strides, layout)) return -1;
     v->img.data = (char *)t->data + t->byte_offset;
     v->img.dtype = dt;
     v->img.device = device; /* device memory is used in place by a context on that device */
@@ -238,7 +296,7 @@ static PyObject *dlpack_on_stream(PyObject *obj, long stream)
     return cap;
 }
 
-static int view_from_dlpack(PyObject *obj, const char *name, lumenpy_view *v)
+static int view_from_dlpack(PyObject *obj, const char *name, int layout, lumenpy_view *v)
 {
     int on_cuda = 0;
     if (check_dlpack_device(obj, name, &on_cuda) || refuse_bool(obj, name)) return -1;
@@ -258,29 +316,34 @@ static int view_from_dlpack(PyObject *obj, const char *name, lumenpy_view *v)
     }
     v->owner = cap;
     v->dl = m;
-    return view_from_dltensor(m, name, v);
+    return view_from_dltensor(m, name, layout, v);
 }
 
 /* Misaligned input (an f32 view at an odd byte offset) is copied once: C may not read it. */
-static int view_from_misaligned(PyArrayObject *a, const char *name, lumenpy_view *v)
+static int view_from_misaligned(PyArrayObject *a, const char *name, int layout, lumenpy_view *v)
 {
     PyArrayObject *copy = (PyArrayObject *)PyArray_NewCopy(a, NPY_CORDER);
     if (!copy) return -1;
-    int rc = view_from_numpy(copy, name, 0, v);
+    int rc = view_from_numpy(copy, name, 0, layout, v);
     Py_DECREF(copy);
     return rc;
 }
 
 int lumenpy_view_from(PyObject *obj, const char *name, int writable, lumenpy_view *v)
 {
+    return lumenpy_view_layout(obj, name, writable, LUMENPY_LAYOUT_AUTO, v);
+}
+
+int lumenpy_view_layout(PyObject *obj, const char *name, int writable, int layout, lumenpy_view *v)
+{
     memset(v, 0, sizeof *v);
     int rc;
     if (PyArray_Check(obj) && !writable && !PyArray_ISALIGNED((PyArrayObject *)obj)) {
-        rc = view_from_misaligned((PyArrayObject *)obj, name, v);
+        rc = view_from_misaligned((PyArrayObject *)obj, name, layout, v);
     } else if (PyArray_Check(obj)) {
-        rc = view_from_numpy((PyArrayObject *)obj, name, writable, v);
+        rc = view_from_numpy((PyArrayObject *)obj, name, writable, layout, v);
     } else if (PyObject_HasAttrString(obj, "__dlpack__")) {
-        rc = view_from_dlpack(obj, name, v);
+        rc = view_from_dlpack(obj, name, layout, v);
     } else if (writable) {
         PyErr_Format(PyExc_TypeError,
                      "%s: expected a NumPy array or an object with __dlpack__, got %s", name,
@@ -290,7 +353,7 @@ int lumenpy_view_from(PyObject *obj, const char *name, int writable, lumenpy_vie
         /* Buffers and __array_interface__ objects are wrapped in place; lists are copied. */
         PyArrayObject *a = (PyArrayObject *)PyArray_FromAny(obj, NULL, 0, 0, 0, NULL);
         if (!a) return -1;
-        rc = view_from_numpy(a, name, 0, v);
+        rc = view_from_numpy(a, name, 0, layout, v);
         Py_DECREF(a);
     }
     if (rc == 0 && writable) rc = check_no_zero_strides(v, name);
@@ -312,7 +375,7 @@ PyObject *lumenpy_new_output(const lumenpy_view *src, lumen_dtype dt, lumenpy_vi
     for (int i = 0; i < src->ndim; i++) shape[i] = src->shape[i];
     PyObject *a = PyArray_SimpleNew(src->ndim, shape, types[dt]);
     if (!a) return NULL;
-    if (lumenpy_view_from(a, "out", 1, v)) {
+    if (lumenpy_view_layout(a, "out", 1, src->layout, v)) {
         Py_DECREF(a);
         return NULL;
     }
@@ -348,4 +411,206 @@ PyObject *lumenpy_adopt_image(lumen_image *img)
         return NULL;
     }
     return a;
+}
+
+/* ---- image ops: layouts, float64 ---- */
+
+/* torch.Tensor and its subclasses (nn.Parameter): torch stores images channels-first. */
+static int is_torch_tensor(PyObject *obj)
+{
+    PyObject *mod = PyObject_GetAttrString((PyObject *)Py_TYPE(obj), "__module__");
+    const char *s = mod && PyUnicode_Check(mod) ? PyUnicode_AsUTF8(mod) : NULL;
+    int torch = s && !strncmp(s, "torch", 5) && (s[5] == '\0' || s[5] == '.');
+    Py_XDECREF(mod);
+    PyErr_Clear();
+    return torch;
+}
+
+/* Without layout=, the axes are read by ndim (H x W x C, N x H x W x C). A shape whose channel
+ * candidate is the leading (or, in a batch, the second) axis, as torch and most ML code store
+ * images, would then be filtered across the wrong axes and give a wrong image without a word:
+ * such input is refused with a message that says how to pass layout=. */
+static int refuse_ambiguous(PyObject *obj, const lumenpy_view *v, const char *name)
+{
+    const Py_ssize_t *s = v->shape;
+    const int nd = v->ndim;
+#define LUMENPY_CHANNELS(x) ((x) == 1 || (x) == 3 || (x) == 4)
+    int looks_cf = (nd == 3 && LUMENPY_CHANNELS(s[0]) && s[2] > 4) ||
+                   (nd == 4 && LUMENPY_CHANNELS(s[1]) && s[3] > 4);
+#undef LUMENPY_CHANNELS
+    /* A torch tensor is channels-first by torch's convention; one whose last axis is too long to
+     * be colour channels is taken for C x H x W (or N x C x H x W) too. */
+    int torch = (nd == 3 || nd == 4) && is_torch_tensor(obj);
+    if (!looks_cf && !(torch && s[nd - 1] > 4)) return 0;
+    char shape[128];
+    int len = 0;
+    for (int i = 0; i < nd && len < (int)sizeof shape; i++)
+        len += snprintf(shape + len, sizeof shape - (size_t)len, "%s%zd", i ? ", " : "", s[i]);
+    const char *cf = nd == 3 ? "chw" : "nchw", *cl = nd == 3 ? "hwc" : "nhwc";
+    PyErr_Format(lumenpy_ArgumentError,
+                 "%s: %s of shape (%s) looks channels-first (%s), but without layout= a %d-D "
+                 "array is read as %s; pass layout='%s' for channels-first (torch) or "
+                 "layout='%s' for channels-last (OpenCV, NumPy) to say which",
+                 name, torch ? "a torch tensor" : "an array", shape,
+                 nd == 3 ? "C x H x W" : "N x C x H x W", nd,
+                 nd == 3 ? "H x W x C" : "N x H x W x C", cf, cl);
+    return -1;
+}
+
+static int is_f64_array(PyObject *obj)
+{
+    return PyArray_Check(obj) && PyArray_TYPE((PyArrayObject *)obj) == NPY_FLOAT64;
+}
+
+/* The dtypes an image op takes from NumPy, said before the view's narrower message would. */
+static int check_image_dtype(PyObject *obj, const char *name)
+{
+    if (!PyArray_Check(obj)) return 0;
+    int t = PyArray_TYPE((PyArrayObject *)obj);
+    if (t == NPY_UINT8 || t == NPY_UINT16 || t == NPY_FLOAT32 || t == NPY_FLOAT64) return 0;
+    PyObject *s = PyObject_Str((PyObject *)PyArray_DESCR((PyArrayObject *)obj));
+    PyErr_Format(PyExc_TypeError,
+                 "%s: dtype %s is not supported (uint8, uint16, float32 or float64; convert "
+                 "with .astype(np.float32))",
+                 name, s ? PyUnicode_AsUTF8(s) : "?");
+    Py_XDECREF(s);
+    return -1;
+}
+
+int lumenpy_image_input(PyObject *obj, const char *name, int layout, lumenpy_view *v, int *was_f64)
+{
+    *was_f64 = 0;
+    /* Nested lists would become int64 or float64 arrays: not an image anyone meant to filter
+     * (float64 arrays are taken because `img / 255.0` makes them, lists are not). */
+    if (PyList_Check(obj) || PyTuple_Check(obj)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: expected a NumPy array or a DLPack tensor, got %s (np.asarray(..., "
+                     "np.float32) makes one)",
+                     name, Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    if (check_image_dtype(obj, name)) return -1;
+    int rc;
+    if (is_f64_array(obj)) {
+        /* lumen computes in float32 (DESIGN.md, "Numbers"): one float32 copy of the input,
+         * the precision docs/python.md states. */
+        PyObject *f = PyArray_Cast((PyArrayObject *)obj, NPY_FLOAT32);
+        if (!f) return -1;
+        rc = lumenpy_view_layout(f, name, 0, layout, v);
+        Py_DECREF(f);
+        *was_f64 = 1;
+    } else {
+        rc = lumenpy_view_layout(obj, name, 0, layout, v);
+    }
+    if (rc == 0 && layout == LUMENPY_LAYOUT_AUTO && refuse_ambiguous(obj, v, name)) {
+        lumenpy_view_release(v);
+        return -1;
+    }
+    return rc;
+}
+
+static PyObject *shape_tuple(int nd, const npy_intp *dims)
+{
+    PyObject *t = PyTuple_New(nd);
+    for (int i = 0; t && i < nd; i++)
+        PyTuple_SET_ITEM(t, i, PyLong_FromSsize_t(dims[i]));
+    return t;
+}
+
+static int check_out_shape(const lumenpy_view *v, int nd, const npy_intp *dims, const char *what)
+{
+    int same = v->ndim == nd;
+    for (int i = 0; same && i < nd; i++)
+        same = v->shape[i] == dims[i];
+    if (same) return 0;
+    PyObject *a = shape_tuple(v->ndim, v->shape), *b = shape_tuple(nd, dims);
+    if (a && b) PyErr_Format(lumenpy_ArgumentError, "out: shape %R differs from %s %R", a, what, b);
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    return -1;
+}
+
+static int check_out_dtype(int dtype, int out_dtype)
+{
+    if (dtype < 0 || dtype == out_dtype) return 0;
+    PyErr_Format(lumenpy_ArgumentError, "dtype: %s differs from out's dtype %s",
+                 lumenpy_dtype_label(dtype), lumenpy_dtype_label(out_dtype));
+    return -1;
+}
+
+/* out= of float64: the op writes a float32 stand-in of its shape, copied into it at the end. */
+static PyObject *f64_out(PyObject *out, int layout, lumenpy_view *v, PyObject **final)
+{
+    PyArrayObject *a = (PyArrayObject *)out;
+    if (PyArray_FailUnlessWriteable(a, "out") < 0) return NULL;
+    for (int i = 0; i < PyArray_NDIM(a); i++)
+        if (PyArray_DIM(a, i) > 1 && PyArray_STRIDE(a, i) == 0) {
+            PyErr_SetString(lumenpy_ArgumentError,
+                            "out: has a zero stride (a broadcast view): several pixels share "
+                            "memory");
+            return NULL;
+        }
+    PyObject *tmp = PyArray_SimpleNew(PyArray_NDIM(a), PyArray_DIMS(a), NPY_FLOAT32);
+    if (!tmp) return NULL;
+    if (lumenpy_view_layout(tmp, "out", 1, layout, v)) {
+        Py_DECREF(tmp);
+        return NULL;
+    }
+    Py_INCREF(out);
+    *final = out;
+    return tmp;
+}
+
+PyObject *lumenpy_image_output(PyObject *out, int dtype, int nd, const npy_intp *dims, int layout,
+                               const char *what, lumenpy_view *v, PyObject **final)
+{
+    *final = NULL;
+    PyObject *r;
+    if (out && out != Py_None) {
+        if (is_f64_array(out)) {
+            if (check_out_dtype(dtype, LUMENPY_F64)) return NULL;
+            r = f64_out(out, layout, v, final);
+        } else {
+            if (lumenpy_view_layout(out, "out", 1, layout, v)) return NULL;
+            if (check_out_dtype(dtype, (int)v->img.dtype)) {
+                lumenpy_view_release(v);
+                return NULL;
+            }
+            Py_INCREF(out);
+            r = out;
+        }
+        if (r && check_out_shape(v, nd, dims, what)) {
+            lumenpy_view_release(v);
+            Py_CLEAR(*final);
+            Py_CLEAR(r);
+        }
+        return r;
+    }
+    static const int types[] = {NPY_UINT8, NPY_UINT16, NPY_FLOAT32, NPY_FLOAT32};
+    r = PyArray_SimpleNew(nd, (npy_intp *)dims, types[dtype]);
+    if (r && dtype == LUMENPY_F64) {
+        /* widened when the op is done: Py_None marks "a new float64 array" */
+        Py_INCREF(Py_None);
+        *final = Py_None;
+    }
+    if (r && lumenpy_view_layout(r, "out", 1, layout, v)) {
+        Py_CLEAR(*final);
+        Py_CLEAR(r);
+    }
+    return r;
+}
+
+PyObject *lumenpy_image_result(PyObject *result, PyObject *final)
+{
+    if (!final) return result;
+    PyObject *r = NULL;
+    if (final == Py_None) {
+        r = PyArray_Cast((PyArrayObject *)result, NPY_FLOAT64);
+    } else if (PyArray_CopyInto((PyArrayObject *) final, (PyArrayObject *)result) == 0) {
+        Py_INCREF(final);
+        r = final;
+    }
+    Py_DECREF(result);
+    Py_DECREF(final);
+    return r;
 }

@@ -271,7 +271,14 @@ LEAK_CALLS = {
     "context": lambda: lumen.box_blur(S32, 3, context=CTX),
     "view": lambda: lumen.box_blur(S32[::-1, ::2, 1:], 3),
     "err-border": lambda: _expect(ValueError, lambda: lumen.box_blur(S32, 3, border="reflekt")),
-    "err-dtype": lambda: _expect(TypeError, lambda: lumen.box_blur(S32.astype(np.float64), 3)),
+    "err-dtype": lambda: _expect(TypeError, lambda: lumen.box_blur(S32.astype(np.int32), 3)),
+    # float64 (a float32 copy in, a float64 result out), layouts and SciPy's Gaussian spellings
+    "f64": lambda: lumen.box_blur(S32.astype(np.float64), 3),
+    "f64-out": lambda: lumen.gaussian_blur(S32, 1.0, out=np.empty(S32.shape, np.float64)),
+    "layout-chw": lambda: lumen.box_blur(S32.transpose(2, 0, 1), 3, layout="chw"),
+    "scipy-forms": lambda: lumen.gaussian_blur(S32, (1.0, 2.0), mode="constant", cval=0.5),
+    "err-layout": lambda: _expect(ValueError, lambda: lumen.box_blur(S32.transpose(2, 0, 1), 3)),
+    "err-mode": lambda: _expect(ValueError, lambda: lumen.gaussian_blur(S32, 1.0, mode="x")),
     "err-kernel-nan": lambda: _expect(ValueError, lambda: lumen.filter2d(S32, [[np.nan]])),
     "err-sigma": lambda: _expect(ValueError, lambda: lumen.gaussian_blur(S32, -1.0)),
     "err-out-shape": lambda: _expect(ValueError, lambda: lumen.box_blur(S32, 3, out=S8)),
@@ -339,11 +346,16 @@ def test_refcounts_unchanged():
     t = torch.rand(12, 14, 3)
     dl_arr = np.ones((12, 14), np.float32)
     dl = DLOnly(dl_arr)
-    bad = src.astype(np.float64)
+    bad = src.astype(np.int32)
+    f64, out64 = src.astype(np.float64), np.empty(src.shape, np.float64)
+    chw = np.ascontiguousarray(src.transpose(2, 0, 1))
+    sigma, mode = (1.0, 2.0), "".join(["con", "stant"])
     descrs = [np.dtype(np.float32), np.dtype(np.uint8), np.dtype(np.uint16)]
-    objs = [src, u8, k, kx, out, ctx, border, t, dl_arr, dl, bad] + descrs
+    objs = [src, u8, k, kx, out, ctx, border, t, dl_arr, dl, bad, f64, out64, chw, sigma,
+            mode] + descrs
     names = ["src", "u8", "kernel", "kx", "out", "ctx", "border", "tensor", "dl array",
-             "dl wrapper", "f64 src", "dtype f32", "dtype u8", "dtype u16"]
+             "dl wrapper", "i32 src", "f64 src", "f64 out", "chw", "sigma pair", "mode",
+             "dtype f32", "dtype u8", "dtype u16"]
 
     def calls():
         lumen.filter2d(src, k, border=border, context=ctx)
@@ -354,6 +366,12 @@ def test_refcounts_unchanged():
         lumen.box_blur(t, 3, out=t)
         lumen.box_blur(dl, 3)
         _expect(TypeError, lambda: lumen.box_blur(bad, 3, border=border))
+        lumen.box_blur(f64, 3, out=out64)
+        lumen.box_blur(f64, 3, context=ctx)
+        lumen.gaussian_blur(chw, sigma, layout="chw", mode=mode, cval=0.5)
+        lumen._lumen._op_call("gaussian_blur", f64, sigma, mode=mode, out=out64)
+        _expect(ValueError, lambda: lumen.box_blur(chw, 3))
+        _expect(ValueError, lambda: lumen.gaussian_blur(src, sigma, mode=mode, border=border))
         _expect(ValueError, lambda: lumen.filter2d(src, k, border="reflekt", context=ctx))
         _expect(ValueError, lambda: lumen.box_blur(src, 3, out=u8))
         _expect(ValueError, lambda: lumen.filter2d(src, k, anchor=(5, 5)))

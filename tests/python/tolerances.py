@@ -88,6 +88,27 @@ def assert_f32_close(got, expected, atol, what=""):
             f"(got {got[idx]!r}, expected {expected[idx]!r}); {n_bad}/{err.size} pixels outside")
 
 
+# ---- float64 input (docs/python.md, "float64") -------------------------------------------------
+
+#: lumen filters a float64 image as float32 (one rounding of each value, relative error <= 2^-24)
+#: and widens the float32 result. Against a peer that computes in float64 (cv2, scipy) the
+#: difference is the f32 rule's, with the span widened to max(span, max|x|) because the input
+#: rounding is relative to each value's magnitude, not to the span:
+#: |lumen - peer| <= F64_VIA_F32_REL * max(span, max|x|) * max(1, sum|k|).
+#: Measured on test_py_float64.py's cases (u8 / 255 data, Gaussian, box, random 5x3 and 7x3
+#: kernels, four borders): worst 1.8e-7 of that scale; the bound is F32_REL's.
+F64_VIA_F32_REL = F32_REL
+
+
+def f64_atol(src, kernel_abs_sum=1.0, extra_values=()):
+    """Absolute tolerance for a float64 result lumen computed in float32 from src."""
+    vals = np.asarray(src, dtype=np.float64)
+    vals = vals[np.isfinite(vals)]
+    mag = float(np.abs(vals).max()) if vals.size else 0.0
+    scale = max(data_span(src, *extra_values), mag)
+    return F64_VIA_F32_REL * scale * max(1.0, float(kernel_abs_sum))
+
+
 # ---- integers: exact reference ----------------------------------------------------------------
 
 #: Width of the window around a .5 tie, relative to sum|k| * max|x|, inside which either
