@@ -145,6 +145,19 @@ def test_single_form_mistakes(lumen_bin, photos):
     assert not (tmp / "o.png").exists() and not (tmp / "o").exists()
 
 
+def test_empty_folder(lumen_bin, photos):
+    """A folder without images is reported; with nothing at all to do the run is bad usage."""
+    tmp = photos.parent
+    (tmp / "empty").mkdir()
+    r = run_cli(lumen_bin, "blur", tmp / "empty", "--output-dir", tmp / "o", "--sigma", "1")
+    assert r.returncode == 2 and "no image files" in r.stderr and "no input" in r.stderr
+    assert not (tmp / "o").exists()
+    r = run_cli(lumen_bin, "blur", tmp / "empty", photos / "p0.png", "--output-dir", tmp / "o",
+                "--sigma", "1")
+    assert r.returncode == 0 and "no image files" in r.stderr
+    assert [p.name for p in (tmp / "o").iterdir()] == ["p0.png"]
+
+
 def test_output_never_replaces_its_input(lumen_bin, photos):
     r = run_cli(lumen_bin, "blur", photos, "--output-dir", photos, "--sigma", "1")
     assert r.returncode == 2 and "its own input" in r.stderr

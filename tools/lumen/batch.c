@@ -302,6 +302,11 @@ static int expand_folders(cli_batch *b)
     for (int i = 0; i < nold; i++)
         free(old[i].input);
     free(old);
+    /* An empty folder among other inputs is only reported; nothing at all to do is a mistake. */
+    if (!rc && b->nfiles == 0) {
+        cli_error(b->command, "no input images (see 'lumen %s --help')", b->command);
+        rc = CLI_EXIT_USAGE;
+    }
     return rc;
 }
 
