@@ -127,3 +127,18 @@ def test_exif_orientation_applied(lumen_bin, tmp_path):
     want = cv2.imread(str(tmp_path / "o6.jpg"), cv2.IMREAD_GRAYSCALE)  # cv2 applies it too
     assert got.shape == want.shape == (48, 32)
     assert np.abs(got.astype(int) - want).max() <= 2
+
+
+def test_ignore_orientation_keeps_the_stored_pixels(lumen_bin, tmp_path):
+    """--ignore-orientation filters the pixels as stored and keeps the orientation for viewers:
+    the JPEG written still shows upright in cv2.imread."""
+    img = np.zeros((32, 48), np.uint8)
+    img[:16, :16] = 255
+    (tmp_path / "o6.jpg").write_bytes(_jpeg_with_orientation(img, 6))
+    r = run_cli(lumen_bin, "box", tmp_path / "o6.jpg", tmp_path / "raw.jpg", "--ksize", "1",
+                "--ignore-orientation", "--quality", "100")
+    assert r.returncode == 0, r.stderr
+    stored = cv2.imread(str(tmp_path / "raw.jpg"),
+                        cv2.IMREAD_GRAYSCALE | cv2.IMREAD_IGNORE_ORIENTATION)
+    assert stored.shape == (32, 48) and np.abs(stored.astype(int) - img).max() <= 8
+    assert cv2.imread(str(tmp_path / "raw.jpg"), cv2.IMREAD_GRAYSCALE).shape == (48, 32)

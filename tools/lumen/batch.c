@@ -83,6 +83,7 @@ int cli_batch_flag(cli_batch_opts *o, int id, const char *name, const char *valu
     case CLI_FLAG_DTYPE: return parse_dtype(name, value, &o->dtype);
     case CLI_FLAG_QUALITY: return cli_arg_int(name, value, 1, 100, &o->write.quality);
     case CLI_FLAG_MAX_PIXELS: return cli_arg_pixels(name, value, &o->read.max_pixels);
+    case CLI_FLAG_IGNORE_ORIENTATION: o->read.ignore_orientation = 1; return 0;
     default: return -1;
     }
 }
@@ -103,10 +104,14 @@ void cli_print_batch_help(void)
           "                    and vips cast (and lumen's dtype= in Python): f32 0..255 gives\n"
           "                    u8 0..255; f32 data in 0..1 must be scaled first\n"
           "  --quality Q       JPEG and WebP quality, 1-100 (default: JPEG 95, WebP 90);\n"
-          "                    other formats are lossless and ignore it\n"
+          "                    other formats ignore it\n"
           "  --max-pixels N    refuse inputs of more than N pixels (w x h), a guard against\n"
           "                    decompression bombs; 0: no limit but 2^31 (default:\n"
           "                    $LUMEN_MAX_PIXELS, else 2^28 = 16384 x 16384)\n"
+          "  --ignore-orientation\n"
+          "                    filter the pixels as stored and keep the EXIF orientation\n"
+          "                    for viewers (default: turn them upright on read, as\n"
+          "                    cv2.imread does; this is its IMREAD_IGNORE_ORIENTATION)\n"
           "  -j, --jobs N      files filtered at once, 1-256, each with its share of the\n"
           "                    --threads (default: as many as threads, at most one per file:\n"
           "                    whole files in parallel; --jobs 1 filters one file at a time\n"

@@ -26,7 +26,8 @@ enum {
     CLI_FLAG_QUIET,
     CLI_FLAG_DTYPE,
     CLI_FLAG_QUALITY,
-    CLI_FLAG_MAX_PIXELS
+    CLI_FLAG_MAX_PIXELS,
+    CLI_FLAG_IGNORE_ORIENTATION
 };
 
 /* clang-format off */
@@ -35,7 +36,8 @@ enum {
     {"format", 0, 1, CLI_FLAG_FORMAT},         {"jobs", 'j', 1, CLI_FLAG_JOBS},            \
     {"json", 0, 0, CLI_FLAG_JSON},             {"quiet", 'q', 0, CLI_FLAG_QUIET},          \
     {"dtype", 0, 1, CLI_FLAG_DTYPE},           {"quality", 0, 1, CLI_FLAG_QUALITY},        \
-    {"max-pixels", 0, 1, CLI_FLAG_MAX_PIXELS}
+    {"max-pixels", 0, 1, CLI_FLAG_MAX_PIXELS},                                             \
+    {"ignore-orientation", 0, 0, CLI_FLAG_IGNORE_ORIENTATION}
 /* clang-format on */
 
 /* Upper bound of --jobs: more workers than this only multiplies memory. */
@@ -48,7 +50,7 @@ typedef struct cli_batch_opts {
     int jobs;               /* 0: one file per thread (--threads' count), at most all files */
     int json, quiet;
     int dtype;                 /* a lumen_dtype for the result, or -1: the op's (the input's) */
-    lumen_read_options read;   /* max_pixels from --max-pixels (0: $LUMEN_MAX_PIXELS, default) */
+    lumen_read_options read;   /* --max-pixels (0: $LUMEN_MAX_PIXELS), --ignore-orientation */
     lumen_write_options write; /* quality from --quality */
 } cli_batch_opts;
 

@@ -72,7 +72,8 @@ static int on_flag(void *state, int id, const char *name, const char *value)
     switch (id) {
     case F_KERNEL: st->kernel_path = value; return 0;
     /* -1 per axis is the centre, as in OpenCV, the C API and the anchor descriptor. */
-    case F_ANCHOR: return cli_arg_xy(name, value, -1, CLI_MAX_KSIZE - 1, &o->anchor_x, &o->anchor_y);
+    case F_ANCHOR:
+        return cli_arg_xy(name, value, -1, CLI_MAX_KSIZE - 1, &o->anchor_x, &o->anchor_y);
     case F_CONVOLVE: o->convolve = 1; return 0;
     case F_METHOD: return cli_arg_method(name, value, FILTER_METHODS, &o->method);
     case F_BORDER: return cli_arg_border(name, value, &o->border);
@@ -179,7 +180,8 @@ int cmd_filter(int argc, char **argv)
 {
     static const char *const names[] = {"IN", "OUT"};
     const cli_command cmd = {"filter", flags, on_flag, names, 2, 1};
-    filter_state st = {{0}, cli_batch_opts_default(), NULL, {NULL, 0, 0, lumen_filter_options_default()}};
+    filter_state st = {{0}, cli_batch_opts_default(), NULL,
+                       {NULL, 0, 0, lumen_filter_options_default()}};
     cli_batch b = {0};
     int rc = cli_image_parse(&cmd, argc, argv, &st, &st.batch, &b);
     if (rc == CLI_HELP) return cli_print_help(usage, CLI_HELP_FFT | CLI_HELP_BATCH, examples);
