@@ -71,7 +71,7 @@ int cli_batch_flag(cli_batch_opts *o, int id, const char *name, const char *valu
 {
     switch (id) {
     case CLI_FLAG_OUTPUT_DIR:
-        if (*value) o->output_dir = value;
+        o->output_dir = value;
         if (*value) return 0;
         cli_error(name, "expected a folder, got ''");
         return CLI_EXIT_USAGE;
@@ -125,21 +125,21 @@ void cli_print_batch_help(void)
 
 /* ---- positionals ------------------------------------------------------------ */
 
+static int out_of_memory(const cli_batch *b)
+{
+    cli_error(b->command, "out of memory");
+    return CLI_EXIT_FAIL;
+}
+
 static int add_file(cli_batch *b, const char *input)
 {
     cli_batch_file *f = realloc(b->files, (size_t)(b->nfiles + 1) * sizeof *f);
-    if (!f) {
-        cli_error(b->command, "out of memory");
-        return CLI_EXIT_FAIL;
-    }
+    if (!f) return out_of_memory(b);
     b->files = f;
     f = &b->files[b->nfiles];
     memset(f, 0, sizeof *f);
     f->input = strdup(input);
-    if (!f->input) {
-        cli_error(b->command, "out of memory");
-        return CLI_EXIT_FAIL;
-    }
+    if (!f->input) return out_of_memory(b);
     b->nfiles++;
     return 0;
 }
@@ -177,7 +177,7 @@ int cli_batch_positionals(cli_batch *b, const char *command, const char *const *
     }
     b->single = !batch;
     if (!batch) b->files[0].output = strdup(pos[nfixed - 1]);
-    if (!batch && !b->files[0].output) return CLI_EXIT_FAIL;
+    if (!batch && !b->files[0].output) return out_of_memory(b);
     return 0;
 }
 
@@ -353,7 +353,7 @@ static int compare_outputs(const void *a, const void *b)
 static int check_duplicates(const cli_batch *b)
 {
     cli_batch_file **by = malloc((size_t)b->nfiles * sizeof *by);
-    if (!by) return CLI_EXIT_FAIL;
+    if (!by) return out_of_memory(b);
     for (int i = 0; i < b->nfiles; i++)
         by[i] = &b->files[i];
     qsort(by, (size_t)b->nfiles, sizeof *by, compare_outputs);
@@ -398,10 +398,7 @@ static int name_outputs(cli_batch *b)
 {
     for (int i = 0; i < b->nfiles; i++) {
         b->files[i].output = expand_name(b, b->files[i].input, i + 1);
-        if (!b->files[i].output) {
-            cli_error(b->command, "out of memory");
-            return CLI_EXIT_FAIL;
-        }
+        if (!b->files[i].output) return out_of_memory(b);
     }
     return 0;
 }
@@ -451,8 +448,12 @@ static int read_stdin(cli_batch *b)
         if (!grown) free(data);
         data = grown;
     }
-    if (!data || ferror(stdin)) {
-        cli_error("<stdin>", data ? "read error: %s" : "out of memory", strerror(errno));
+    if (!data) {
+        cli_error("<stdin>", "out of memory after %zu bytes", len);
+        return CLI_EXIT_FAIL;
+    }
+    if (ferror(stdin)) {
+        cli_error("<stdin>", "read error: %s", strerror(errno));
         free(data);
         return CLI_EXIT_FAIL;
     }
@@ -481,7 +482,7 @@ static int plan_stdout(cli_batch *b)
     snprintf(path, sizeof path, "%s/%s", b->tmpdir, probe);
     free(b->files[0].output);
     b->files[0].output = strdup(path);
-    return b->files[0].output ? 0 : CLI_EXIT_FAIL;
+    return b->files[0].output ? 0 : out_of_memory(b);
 }
 
 /* ---- prepare --------------------------------------------------------------------- */
