@@ -44,7 +44,8 @@ typedef enum lumen_status {
     LUMEN_ERR_OUT_OF_MEMORY = 3,
     LUMEN_ERR_IO = 4,               /* file cannot be opened, read or written */
     LUMEN_ERR_CORRUPT = 5,          /* file is truncated or malformed */
-    LUMEN_ERR_INTERNAL = 6
+    LUMEN_ERR_INTERNAL = 6,
+    LUMEN_ERR_INTERRUPTED = 7       /* the context's interrupt hook stopped the call */
 } lumen_status;
 
 /* Message for the last failed call on this thread ("" if none). */
@@ -103,6 +104,16 @@ LUMEN_API void lumen_context_destroy(lumen_context *ctx);
 /* n >= 1; n == 0 restores the default. */
 LUMEN_API lumen_status lumen_context_set_threads(lumen_context *ctx, int n);
 LUMEN_API int lumen_context_threads(const lumen_context *ctx);
+/*
+ * Interruption (docs/faults.md). poll(arg) is called by a running op between tiles, bands or
+ * blocks of rows (every few milliseconds of work at most), possibly from several of its
+ * threads at once: it must be thread-safe, cheap and async-free (no lumen calls). When it
+ * returns nonzero the op stops at the next such point and returns LUMEN_ERR_INTERRUPTED; its
+ * output is then unspecified (partly written), everything else is as before the call. poll
+ * NULL removes the hook. A cancel flag another thread sets: poll reads an atomic int.
+ */
+LUMEN_API lumen_status lumen_context_set_interrupt(lumen_context *ctx, int (*poll)(void *arg),
+                                                   void *arg);
 /* Disable (0) or re-enable (1) the SIMD fast paths (scalar reference only). */
 LUMEN_API lumen_status lumen_context_set_simd(lumen_context *ctx, int enabled);
 /* Comma-separated CPU features the fast path uses now, e.g. "avx2,fma" or "scalar". */

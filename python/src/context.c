@@ -59,7 +59,8 @@ void lumenpy_context_pool_clear(void)
     while (pool_size > 0) lumen_context_destroy(pool[--pool_size].ctx);
 }
 
-lumen_context *lumenpy_context_acquire(PyObject *obj, int device)
+/* The context, locked or taken from the pool, before its interrupt hook is set. */
+static lumen_context *acquire(PyObject *obj, int device)
 {
     if (obj == NULL || obj == Py_None) return pool_take(device);
     if (!PyObject_TypeCheck(obj, &lumenpy_ContextType)) {
@@ -74,6 +75,18 @@ lumen_context *lumenpy_context_acquire(PyObject *obj, int device)
         Py_END_ALLOW_THREADS
     }
     return c->ctx;
+}
+
+/* Every call takes its context here, so every call gets the hook that fits the thread it runs
+ * on: Ctrl-C stops a long call on the main thread (docs/faults.md); other threads get none
+ * (Python delivers KeyboardInterrupt to the main thread only). */
+lumen_context *lumenpy_context_acquire(PyObject *obj, int device)
+{
+    int (*poll)(void *) = NULL;
+    if (lumenpy_interrupt_arm(&poll) < 0) return NULL;
+    lumen_context *ctx = acquire(obj, device);
+    if (ctx) lumen_context_set_interrupt(ctx, poll, NULL);
+    return ctx;
 }
 
 void lumenpy_context_release(PyObject *obj, lumen_context *ctx, int device)

@@ -108,6 +108,14 @@ extern PyTypeObject lumenpy_ContextType;
  * Context. */
 lumen_context *lumenpy_context_acquire(PyObject *obj, int device);
 void lumenpy_context_release(PyObject *obj, lumen_context *ctx, int device);
+/* ---- Ctrl-C during a call (interrupt.c, docs/faults.md) ---- */
+/* Before a call: on the main thread with SIGINT's default handler, clears the SIGINT flag and
+ * runs pending signal handlers (-1 with an exception set, e.g. KeyboardInterrupt); then
+ * *poll is the interrupt hook the context gets for the call, else NULL. */
+int lumenpy_interrupt_arm(int (**poll)(void *));
+/* After LUMEN_ERR_INTERRUPTED: raises what the signal's handler raises (KeyboardInterrupt). */
+PyObject *lumenpy_raise_interrupted(void);
+
 void lumenpy_context_pool_clear(void);
 
 /* ---- what the last op did, per thread (module.c) ---- */

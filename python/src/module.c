@@ -8,6 +8,7 @@ PyObject *lumenpy_Error, *lumenpy_ArgumentError, *lumenpy_UnsupportedError, *lum
 
 PyObject *lumenpy_raise(lumen_status s)
 {
+    if (s == LUMEN_ERR_INTERRUPTED) return lumenpy_raise_interrupted();
     PyObject *type = s == LUMEN_ERR_INVALID_ARGUMENT ? lumenpy_ArgumentError
                      : s == LUMEN_ERR_UNSUPPORTED    ? lumenpy_UnsupportedError
                      : s == LUMEN_ERR_OUT_OF_MEMORY  ? PyExc_MemoryError

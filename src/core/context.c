@@ -126,3 +126,18 @@ lumen_status lumen_context_set_tf32(lumen_context *ctx, int enabled)
 }
 
 int lumen_context_tf32(const lumen_context *ctx) { return ctx ? ctx->tf32 : 0; }
+
+lumen_status lumen_context_set_interrupt(lumen_context *ctx, int (*poll)(void *arg), void *arg)
+{
+    lumen_clear_error();
+    if (!ctx) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "ctx: context is NULL");
+    ctx->interrupt_poll = poll;
+    ctx->interrupt_arg = poll ? arg : NULL;
+    return LUMEN_OK;
+}
+
+lumen_status lumen_interrupted_error(void)
+{
+    return lumen_set_error(LUMEN_ERR_INTERRUPTED, "interrupted (the context's interrupt hook asked "
+                                                  "the call to stop; its output is incomplete)");
+}

@@ -148,6 +148,10 @@ lumen_status lumen_run(lumen_context *ctx, const lumen_op *op, lumen_run_info *i
     const bool on_device = be != &lumen_cpu_backend;
     char why[300];
     lumen_status s = LUMEN_ERR_UNSUPPORTED;
+    /* An interruption that arrived before the op started stops it before any set-up (plans,
+     * staging); one during the run is the backend's to notice. An interrupted op is never
+     * rerun on the CPU: it is neither a missing feature nor a lack of memory. */
+    if (lumen_interrupt_requested(ctx)) return lumen_interrupted_error();
     if (be->supports(ctx, op)) {
         s = run_on(ctx, be, op, on_device, info);
         if (!on_device || (s != LUMEN_ERR_OUT_OF_MEMORY && s != LUMEN_ERR_UNSUPPORTED)) return s;

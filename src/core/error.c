@@ -30,6 +30,7 @@ const char *lumen_status_string(lumen_status s)
     case LUMEN_ERR_IO: return "i/o error";
     case LUMEN_ERR_CORRUPT: return "corrupt file";
     case LUMEN_ERR_INTERNAL: return "internal error";
+    case LUMEN_ERR_INTERRUPTED: return "interrupted";
     }
     return "unknown status";
 }

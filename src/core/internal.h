@@ -41,7 +41,19 @@ struct lumen_context {
     const struct lumen_backend *be;    /* the device's backend (the CPU's too) */
     int be_device;                     /* the device's index within its backend */
     void *be_state;                    /* the backend's per-context state (streams, pool) */
+    /* lumen_context_set_interrupt: polled by running ops between tiles (docs/faults.md) */
+    int (*interrupt_poll)(void *arg);
+    void *interrupt_arg;
 };
+
+/* Whether the context's interrupt hook asks the running op to stop. Cheap when there is no
+ * hook (one load); backends call it between tiles or bands, never per pixel. */
+static inline bool lumen_interrupt_requested(const lumen_context *ctx)
+{
+    return ctx->interrupt_poll && ctx->interrupt_poll(ctx->interrupt_arg) != 0;
+}
+/* Records the message of an interrupted call and returns LUMEN_ERR_INTERRUPTED. */
+lumen_status lumen_interrupted_error(void);
 
 /* ---- plan cache: expensive set-up kept per context, keyed by bytes ----- */
 

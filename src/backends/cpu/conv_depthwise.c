@@ -64,6 +64,7 @@ lumen_status lumen_cpu_conv2d_depthwise(lumen_context *ctx, const lumen_conv_job
                                "depthwise scratch",
                                per_thread * sizeof(float) * (size_t)ctx->threads);
     const int64_t planes = y->n * y->c;
+    lumen_cpu_stop stop = lumen_cpu_stop_init(ctx); /* polled per plane (docs/faults.md) */
 #pragma omp parallel num_threads(ctx->threads)
     {
         int tid = 0;
@@ -74,10 +75,11 @@ lumen_status lumen_cpu_conv2d_depthwise(lumen_context *ctx, const lumen_conv_job
         float *wk = acc + y->w;
 #pragma omp for schedule(dynamic, 4)
         for (int64_t i = 0; i < planes; i++) {
+            if (lumen_cpu_should_stop(&stop)) continue;
             const lumen_dw_plane pl = plane_of(job, i, padded, wk);
             fn(&pl, pad, acc);
         }
     }
     free(scratch);
-    return LUMEN_OK;
+    return lumen_cpu_stop_status(&stop, LUMEN_OK);
 }

@@ -425,6 +425,7 @@ lumen_status lumen_cpu_conv2d_gemm(lumen_context *ctx, const lumen_conv_job *job
     gemm_plan pl = *cached;
     pl.x = (const float *)job->x->data, pl.y = (float *)job->y->data, pl.bias = job->bias;
     const int64_t panels = pl.groups * pl.panels, total = pl.groups * pl.items;
+    lumen_cpu_stop stop = lumen_cpu_stop_init(ctx); /* polled per item (docs/faults.md) */
 #pragma omp parallel num_threads(pl.threads)
     {
 #ifdef _OPENMP
@@ -438,8 +439,8 @@ lumen_status lumen_cpu_conv2d_gemm(lumen_context *ctx, const lumen_conv_job *job
             pack_panel(&pl, job->w, gp, pl.apack + gp * pl.crs * pl.mr);
 #pragma omp for schedule(dynamic, 1)
         for (int64_t item = 0; item < total; item++)
-            run_item(&pl, &ws, item);
+            if (!lumen_cpu_should_stop(&stop)) run_item(&pl, &ws, item);
     }
     if (isa) *isa = pl.isa;
-    return LUMEN_OK;
+    return lumen_cpu_stop_status(&stop, LUMEN_OK);
 }

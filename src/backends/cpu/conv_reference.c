@@ -74,26 +74,27 @@ static double conv_transpose_at(const lumen_conv_job *job, int64_t b, int64_t k,
 
 typedef double (*conv_at_fn)(const lumen_conv_job *, int64_t, int64_t, int64_t, int64_t);
 
-static void run_planes(const lumen_context *ctx, const lumen_conv_job *job, conv_at_fn at)
+/* Output planes, polling for interruption before each row (docs/faults.md). */
+static lumen_status run_planes(const lumen_context *ctx, const lumen_conv_job *job, conv_at_fn at)
 {
     const lumen_image *y = job->y;
     const int64_t planes = y->n * y->c;
+    lumen_cpu_stop stop = lumen_cpu_stop_init(ctx);
 #pragma omp parallel for num_threads(ctx->threads) schedule(dynamic, 1)
     for (int64_t pl = 0; pl < planes; pl++) {
         const int64_t b = pl / y->c, k = pl % y->c;
-        for (int64_t oy = 0; oy < y->h; oy++)
+        for (int64_t oy = 0; oy < y->h && !lumen_cpu_should_stop(&stop); oy++)
             for (int64_t ox = 0; ox < y->w; ox++) store(y, b, k, oy, ox, at(job, b, k, oy, ox));
     }
+    return lumen_cpu_stop_status(&stop, LUMEN_OK);
 }
 
 lumen_status lumen_cpu_conv2d_reference(lumen_context *ctx, const lumen_conv_job *job)
 {
-    run_planes(ctx, job, conv_at);
-    return LUMEN_OK;
+    return run_planes(ctx, job, conv_at);
 }
 
 lumen_status lumen_cpu_conv_transpose2d_reference(lumen_context *ctx, const lumen_conv_job *job)
 {
-    run_planes(ctx, job, conv_transpose_at);
-    return LUMEN_OK;
+    return run_planes(ctx, job, conv_transpose_at);
 }

@@ -325,6 +325,7 @@ lumen_status lumen_cpu_conv2d_winograd_tile(lumen_context *ctx, const lumen_conv
     pack_weights(&pl, threads);
 
     const int64_t items = pl.groups * pl.blocks;
+    lumen_cpu_stop stop = lumen_cpu_stop_init(ctx); /* polled per item (docs/faults.md) */
 #pragma omp parallel num_threads(threads)
     {
 #ifdef _OPENMP
@@ -336,10 +337,10 @@ lumen_status lumen_cpu_conv2d_winograd_tile(lumen_context *ctx, const lumen_conv
         float *mbuf = (float *)((unsigned char *)v + v_bytes);
 #pragma omp for schedule(dynamic, 1)
         for (int64_t item = 0; item < items; item++)
-            run_item(&pl, item, v, mbuf);
+            if (!lumen_cpu_should_stop(&stop)) run_item(&pl, item, v, mbuf);
     }
     if (isa) *isa = kern->isa;
-    return LUMEN_OK;
+    return lumen_cpu_stop_status(&stop, LUMEN_OK);
 }
 
 lumen_status lumen_cpu_conv2d_winograd(lumen_context *ctx, const lumen_conv_job *job,

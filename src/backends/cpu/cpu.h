@@ -13,6 +13,43 @@ static inline bool lumen_ctx_use_avx512(const lumen_context *ctx)
     return lumen_ctx_use_avx2(ctx) && ctx->cpu_avx512;
 }
 
+/*
+ * Interruption of one run, shared by its threads (docs/faults.md). Threads poll between tiles,
+ * bands or blocks of rows; the first that sees the context's hook fire sets `stopped`, and the
+ * others then skip their remaining items without calling the hook again. Worksharing loops
+ * keep running (skipping), so every thread meets the same barriers. After the parallel region
+ * the calling thread turns `stopped` into LUMEN_ERR_INTERRUPTED (messages are per thread).
+ */
+typedef struct lumen_cpu_stop {
+    const lumen_context *ctx;
+    int stopped;
+} lumen_cpu_stop;
+
+static inline lumen_cpu_stop lumen_cpu_stop_init(const lumen_context *ctx)
+{
+    return (lumen_cpu_stop){ctx, 0};
+}
+
+/* True when the run should stop: one load when the context has no hook. */
+static inline bool lumen_cpu_should_stop(lumen_cpu_stop *st)
+{
+    if (!st->ctx->interrupt_poll) return false;
+    if (__atomic_load_n(&st->stopped, __ATOMIC_RELAXED)) return true;
+    if (!lumen_interrupt_requested(st->ctx)) return false;
+    __atomic_store_n(&st->stopped, 1, __ATOMIC_RELAXED);
+    return true;
+}
+
+/* s, or LUMEN_ERR_INTERRUPTED with its message when the run was stopped. */
+static inline lumen_status lumen_cpu_stop_status(const lumen_cpu_stop *st, lumen_status s)
+{
+    return s == LUMEN_OK && st->stopped ? lumen_interrupted_error() : s;
+}
+
+/* Lowers ctx->threads, with one warning, to the team size that can start now, so that no
+ * parallel region makes libgomp end the process (cpu_threads.c). Before every CPU run. */
+void lumen_cpu_fit_threads(lumen_context *ctx);
+
 /* k[i] == k[n-1-i] for all i: the row kernels then add mirrored taps before multiplying. */
 static inline bool lumen_kernel_is_symmetric(const float *k, int n)
 {

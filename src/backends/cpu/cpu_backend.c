@@ -32,6 +32,7 @@ static lumen_status run_filter(lumen_context *ctx, const lumen_op *op, lumen_run
 
 static lumen_status cpu_run(lumen_context *ctx, const lumen_op *op, lumen_run_info *info)
 {
+    lumen_cpu_fit_threads(ctx);
     switch (op->kind) {
     case LUMEN_OP_FILTER_DIRECT:
     case LUMEN_OP_FILTER_SEPARABLE:

@@ -18,9 +18,13 @@
 
 /* Ring buffer budget per thread; about half a typical L2. */
 #define RING_BYTES (256 * 1024)
+/* Rows between interruption polls: a band can be the whole image, so polling per tile would
+ * not do; 16 rows of a strip are at most a few ms of work, and the poll's cost is nil. */
+#define POLL_ROWS 16
 
 typedef struct engine {
     const lumen_filter_job *job;
+    lumen_cpu_stop *stop; /* interruption, polled every POLL_ROWS rows */
     const lumen_row_kernels *rk;
     bool separable, sym_x, sym_y;
     int64_t cp;      /* channels packed in a row: c for interleaved views, else 1 */
@@ -82,7 +86,14 @@ static void finish_row(const engine *e, const float *out, int64_t b, int64_t ch,
     if ((const char *)out != dp) lumen_rows_store(e->rk, e->job->dst, e->cp, out, dp, n);
 }
 
-static void process_tile(const engine *e, scratch *sc, int64_t b, int64_t ch, int64_t y0,
+/* Whether the tile should stop before output row y (every POLL_ROWS rows of it). */
+static bool stop_at(const engine *e, int64_t y, int64_t y0)
+{
+    return (y - y0) % POLL_ROWS == 0 && lumen_cpu_should_stop(e->stop);
+}
+
+/* Filters rows y0 .. y1-1 of columns x0 .. x1-1; false when interrupted. */
+static bool process_tile(const engine *e, scratch *sc, int64_t b, int64_t ch, int64_t y0,
                          int64_t y1, int64_t x0, int64_t x1)
 {
     const lumen_filter_job *job = e->job;
@@ -95,6 +106,7 @@ static void process_tile(const engine *e, scratch *sc, int64_t b, int64_t ch, in
      * ring row is loaded once for four outputs (this pass is bound by loads).
      */
     for (; e->four_rows && y + 4 <= y1; y += 4) {
+        if (stop_at(e, y, y0)) return false;
         ring_rows(e, sc, b, ch, &next, y - job->ay, kh + 3, x0, n);
         float *o[4];
         for (int j = 0; j < 4; j++) o[j] = out_row(e, sc->out + j * e->slot, b, ch, y + j, x0);
@@ -103,6 +115,7 @@ static void process_tile(const engine *e, scratch *sc, int64_t b, int64_t ch, in
     }
     /* Direct: two rows per step share their source loads (kh+1 rows in the ring). */
     for (; !e->separable && y + 2 <= y1; y += 2) {
+        if (stop_at(e, y, y0)) return false;
         ring_rows(e, sc, b, ch, &next, y - job->ay, kh + 1, x0, n);
         float *o0 = out_row(e, sc->out, b, ch, y, x0);
         float *o1 = out_row(e, sc->out + e->slot, b, ch, y + 1, x0);
@@ -111,6 +124,7 @@ static void process_tile(const engine *e, scratch *sc, int64_t b, int64_t ch, in
         finish_row(e, o1, b, ch, y + 1, x0, ne);
     }
     for (; y < y1; y++) {
+        if (stop_at(e, y, y0)) return false;
         ring_rows(e, sc, b, ch, &next, y - job->ay, kh, x0, n);
         float *out = out_row(e, sc->out, b, ch, y, x0);
         /* A band's last rows sum taps in vfilter4's order, or results would depend on
@@ -121,6 +135,7 @@ static void process_tile(const engine *e, scratch *sc, int64_t b, int64_t ch, in
             e->rk->direct(sc->rows, job->kernel, job->kw, kh, ts, out, ne);
         finish_row(e, out, b, ch, y, x0, ne);
     }
+    return true;
 }
 
 static void process_item(const engine *e, scratch *sc, int64_t item)
@@ -132,7 +147,7 @@ static void process_item(const engine *e, scratch *sc, int64_t item)
     const int64_t y0 = s->h * band / e->nbands, y1 = s->h * (band + 1) / e->nbands;
     for (int64_t x0 = 0; x0 < s->w; x0 += e->strip) {
         int64_t x1 = x0 + e->strip < s->w ? x0 + e->strip : s->w;
-        process_tile(e, sc, b, ch, y0, y1, x0, x1);
+        if (!process_tile(e, sc, b, ch, y0, y1, x0, x1)) return;
     }
 }
 
@@ -184,7 +199,9 @@ static int64_t choose_bands(const lumen_context *ctx, int64_t planes, int64_t h)
 
 static lumen_status run_engine(const lumen_context *ctx, const lumen_filter_job *job, bool separable)
 {
-    engine e = {job, lumen_ctx_use_avx2(ctx) ? &lumen_row_kernels_avx2 : &lumen_row_kernels_generic,
+    lumen_cpu_stop stop = lumen_cpu_stop_init(ctx);
+    engine e = {job, &stop,
+                lumen_ctx_use_avx2(ctx) ? &lumen_row_kernels_avx2 : &lumen_row_kernels_generic,
                 separable, false, false, 1, 0, 0, 0, 0, false};
     if (separable) e.sym_x = lumen_kernel_is_symmetric(job->kx, job->kw), e.sym_y = lumen_kernel_is_symmetric(job->ky, job->kh);
     e.cp = choose_packing(job);
@@ -203,12 +220,12 @@ static lumen_status run_engine(const lumen_context *ctx, const lumen_filter_job 
         failed = !scratch_alloc(&e, &sc);
 #pragma omp for schedule(static)
         for (int64_t it = 0; it < items; it++)
-            if (!failed) process_item(&e, &sc, it);
+            if (!failed && !lumen_cpu_should_stop(&stop)) process_item(&e, &sc, it);
         scratch_free(&sc);
     }
     if (failed)
         return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "cpu: out of memory for per-thread row buffers");
-    return LUMEN_OK;
+    return lumen_cpu_stop_status(&stop, LUMEN_OK);
 }
 
 lumen_status lumen_cpu_direct(lumen_context *ctx, const lumen_filter_job *job)

@@ -430,7 +430,10 @@ static void column_strip(const gf_plan *p, gf_scratch *sc, int64_t b, int64_t ch
 
 /* ---- driver ------------------------------------------------------------------ */
 
-static void run_group(const gf_plan *p, gf_scratch *sc, int64_t g)
+/* One image's channel group: the row pass, then the column pass. Interruption is polled per
+ * block and strip; every thread still runs both worksharing loops (skipping), so all meet
+ * the same barriers. */
+static void run_group(const gf_plan *p, gf_scratch *sc, lumen_cpu_stop *stop, int64_t g)
 {
     const lumen_image *s = p->job->src;
     const int64_t groups_per_image = s->c / p->cp;
@@ -438,10 +441,12 @@ static void run_group(const gf_plan *p, gf_scratch *sc, int64_t g)
     const int64_t blocks = (s->h + GF_ROWS - 1) / GF_ROWS;
     const int64_t strips = (p->lanes + p->strip - 1) / p->strip;
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t t = 0; t < blocks; t++) row_block(p, sc, b, ch0, t * GF_ROWS);
+    for (int64_t t = 0; t < blocks; t++)
+        if (!lumen_cpu_should_stop(stop)) row_block(p, sc, b, ch0, t * GF_ROWS);
     column_inputs(p, sc, b, ch0);
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t t = 0; t < strips; t++) column_strip(p, sc, b, ch0, t * p->strip);
+    for (int64_t t = 0; t < strips; t++)
+        if (!lumen_cpu_should_stop(stop)) column_strip(p, sc, b, ch0, t * p->strip);
 }
 
 /* Threads worth starting: one per GF_PIXELS_PER_THREAD pixels, at most ctx->threads. */
@@ -455,6 +460,7 @@ static lumen_status run_plan(lumen_context *ctx, const gf_plan *p)
 {
     const int64_t groups = p->job->src->n * (p->job->src->c / p->cp);
     int failed = 0;
+    lumen_cpu_stop halt = lumen_cpu_stop_init(ctx);
 #pragma omp parallel num_threads(choose_threads(ctx, p->job->src))
     {
         gf_scratch sc;
@@ -467,13 +473,13 @@ static lumen_status run_plan(lumen_context *ctx, const gf_plan *p)
 #pragma omp atomic read
         stop = failed;
         /* Every thread takes the same branch, so the worksharing loops stay matched. */
-        for (int64_t g = 0; !stop && g < groups; g++) run_group(p, &sc, g);
+        for (int64_t g = 0; !stop && g < groups; g++) run_group(p, &sc, &halt, g);
         scratch_free(&sc);
     }
     if (failed)
         return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY,
                                "gaussian fast: out of memory for per-thread buffers");
-    return LUMEN_OK;
+    return lumen_cpu_stop_status(&halt, LUMEN_OK);
 }
 
 /* ---- aliasing ---------------------------------------------------------------- */

@@ -37,22 +37,26 @@ static double separable_at(const lumen_filter_job *job, int64_t b, int64_t ch, i
     return acc * (double)job->scale;
 }
 
-static void run(const lumen_context *ctx, const lumen_filter_job *job,
-                double (*at)(const lumen_filter_job *, int64_t, int64_t, int64_t, int64_t))
+/* Output rows one by one; polls for interruption before each row (a row of a big kernel is
+ * already milliseconds here). */
+static lumen_status run(const lumen_context *ctx, const lumen_filter_job *job,
+                        double (*at)(const lumen_filter_job *, int64_t, int64_t, int64_t, int64_t))
 {
     const lumen_image *s = job->src, *d = job->dst;
     int64_t rows = s->n * s->c * s->h;
+    lumen_cpu_stop stop = lumen_cpu_stop_init(ctx);
 #pragma omp parallel for num_threads(ctx->threads) schedule(dynamic, 4)
     for (int64_t r = 0; r < rows; r++) {
+        if (lumen_cpu_should_stop(&stop)) continue;
         int64_t y = r % s->h, ch = (r / s->h) % s->c, b = r / (s->h * s->c);
         for (int64_t x = 0; x < s->w; x++)
             lumen_store_px(lumen_px_addr(d, b, ch, y, x), d->dtype, (float)at(job, b, ch, y, x));
     }
+    return lumen_cpu_stop_status(&stop, LUMEN_OK);
 }
 
 /* Either taps of a filter job, as its `taps` says (every method has this one definition). */
 lumen_status lumen_cpu_reference_filter(lumen_context *ctx, const lumen_filter_job *job)
 {
-    run(ctx, job, job->taps == LUMEN_TAPS_SEPARABLE ? separable_at : direct_at);
-    return LUMEN_OK;
+    return run(ctx, job, job->taps == LUMEN_TAPS_SEPARABLE ? separable_at : direct_at);
 }
