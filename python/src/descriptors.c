@@ -274,8 +274,9 @@ static void put_generic_notes(text *t, const lumen_op_desc *op)
     put(t, "\n\nBound from the descriptor (generic binding): arrays are NumPy arrays or DLPack "
            "tensors, used in place");
     if (image)
-        put(t, "; images are uint8, uint16 or float32, H x W, H x W x C or N x H x W x C, in any "
-               "strides");
+        put(t, "; images are uint8, uint16 or float32 (NumPy float64 too: filtered in float32, "
+               "returned as float64), H x W, H x W x C or N x H x W x C (or as layout= says), in "
+               "any strides");
     if (tensor) put(t, "; tensors are float32 N x C x H x W");
     if (pair) put(t, "; int pairs are an int (both) or a pair");
     if (border)

@@ -66,8 +66,6 @@ PyObject *lumenpy_image_output(PyObject *out, int dtype, int nd, const npy_intp 
 PyObject *lumenpy_image_result(PyObject *result, PyObject *final);
 int lumenpy_layout_conv(PyObject *obj, void *out); /* int: LUMENPY_LAYOUT_*, None: AUTO */
 const char *lumenpy_layout_name(int layout);
-/* A new C-contiguous ndarray shaped like src with dtype dt, and its view. */
-PyObject *lumenpy_new_output(const lumenpy_view *src, lumen_dtype dt, lumenpy_view *v);
 /* A new ndarray that owns img's malloc'ed data (freed with lumen_image_free). */
 PyObject *lumenpy_adopt_image(lumen_image *img);
 

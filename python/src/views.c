@@ -368,20 +368,6 @@ void lumenpy_view_release(lumenpy_view *v)
     Py_CLEAR(v->owner);
 }
 
-PyObject *lumenpy_new_output(const lumenpy_view *src, lumen_dtype dt, lumenpy_view *v)
-{
-    static const int types[] = {NPY_UINT8, NPY_UINT16, NPY_FLOAT32};
-    npy_intp shape[4];
-    for (int i = 0; i < src->ndim; i++) shape[i] = src->shape[i];
-    PyObject *a = PyArray_SimpleNew(src->ndim, shape, types[dt]);
-    if (!a) return NULL;
-    if (lumenpy_view_layout(a, "out", 1, src->layout, v)) {
-        Py_DECREF(a);
-        return NULL;
-    }
-    return a;
-}
-
 static void free_image_capsule(PyObject *cap)
 {
     lumen_image *img = PyCapsule_GetPointer(cap, "lumen.image");
