@@ -7,7 +7,7 @@ PYTHON     ?= /usr/bin/python3
 CMAKE_FLAGS ?=
 
 .PHONY: all deps deps-test build build-tests build-asan run test check-newcomer check-layers test-c test-asan test-python \
-	test-python-asan test-pip bench clean
+	test-python-asan test-pip bench clean fuzz
 
 all: build
 
@@ -94,3 +94,16 @@ bench: build
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)
+
+# libFuzzer harnesses (tests/fuzz, docs/fuzzing.md): every decoder and the ops' parameters under
+# ASan+UBSan, FUZZ_SECONDS each, one at a time; fails on any crash (inputs kept in
+# $(FUZZ_BUILD)/artifacts). A clang build of its own: configured once, built each time.
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 60
+fuzz:
+	@scripts/install-deps.sh fuzz
+	@[ -f $(FUZZ_BUILD)/build.ninja ] || cmake -S . -B $(FUZZ_BUILD) -G Ninja \
+	  -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLUMEN_FUZZ=ON -DLUMEN_TESTS=OFF \
+	  -DLUMEN_PYTHON=OFF -DLUMEN_INSTALL=OFF -DLUMEN_CUDA=OFF $(CMAKE_FLAGS)
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)

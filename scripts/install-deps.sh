@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages lumen needs that are not installed yet.
-# Usage: scripts/install-deps.sh [build|test]
+# Usage: scripts/install-deps.sh [build|test|fuzz]
 #        scripts/install-deps.sh --list build|test   (print the list, install nothing)
 set -euo pipefail
 list=false
@@ -14,6 +14,11 @@ pkgs=(gcc make cmake ninja-build pkg-config libpng-dev libjpeg-dev libtiff-dev l
 if [ "${1:-build}" = test ]; then
   pkgs+=(libcmocka-dev python3-opencv python3-scipy python3-pytest python3-torch
          python3-pip python3-setuptools python3-wheel time)
+fi
+# make fuzz: libFuzzer and the sanitizer runtimes of Debian's clang, clang's OpenMP runtime, and
+# cmocka (the harnesses share the C tests' tolerance table)
+if [ "${1:-build}" = fuzz ]; then
+  pkgs+=(clang libclang-rt-14-dev libomp-14-dev libcmocka-dev)
 fi
 if $list; then
   printf '%s\n' "${pkgs[@]}"

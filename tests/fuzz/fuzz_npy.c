@@ -1,5 +1,6 @@
-/* libFuzzer harness: the NPY decoder, both of its readers on each input: lumen_read_image
- * (2-D/3-D as an HWC image) and lumen_read_tensor (1-4-D as NCHW). See fuzz_io.h. */
+/* libFuzzer harness: the NPY decoder, both of its readers on each input: the image reader
+ * (2-D/3-D as HWC, from memory) and lumen_read_tensor (1-4-D as NCHW, from a file). See
+ * fuzz_io.h. */
 #define FUZZ_EXT ".npy"
 #include "fuzz_io.h"
 
@@ -7,6 +8,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fuzz_decode_image(data, size, 1);
 
+    /* lumen_read_tensor reads by path only */
+    fuzz_write_input(data, size);
     lumen_image t;
     const lumen_status s = lumen_read_tensor(fuzz_in, &t);
     if (s != LUMEN_OK) {
