@@ -77,7 +77,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
-static void fuzz_write_input(const uint8_t *data, size_t size)
+static inline void fuzz_write_input(const uint8_t *data, size_t size)
 {
     FILE *f = fopen(fuzz_in, "wb");
     FUZZ_CHECK(f, "cannot create %s", fuzz_in);
