@@ -206,6 +206,60 @@ static lumen_status webp_mux(const lumen_io_dst *dst, const WebPMemoryWriter *me
     return LUMEN_OK;
 }
 
+static void put_le24(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8), p[2] = (uint8_t)(v >> 16);
+}
+
+/* A lossless bitstream says whether its alpha is used (bit 28 after the signature byte), and
+ * readers believe it over the container: set it in the file's VP8L chunk, if any. */
+static void set_vp8l_alpha(uint8_t *o, size_t n)
+{
+    for (size_t off = 12; off + 8 <= n;) {
+        const size_t size = (size_t)o[off + 4] | (size_t)o[off + 5] << 8 |
+                            (size_t)o[off + 6] << 16 | (size_t)o[off + 7] << 24;
+        if (!memcmp(o + off, "VP8L", 4) && size >= 5 && off + 13 <= n) o[off + 12] |= 0x10;
+        off += 8 + size + (size & 1);
+    }
+}
+
+/*
+ * libwebp leaves out an alpha channel that is opaque everywhere, so RGBA came back as RGB. The
+ * container can still say "this image has alpha" (the VP8X chunk's alpha flag, which readers
+ * take as RGBA, alpha 255 where no alpha data is stored): set it, adding a VP8X chunk to a
+ * simple-format file, and the lossless bitstream's own alpha bit. *out is a new buffer (free it), or NULL when bytes already say alpha.
+ */
+static lumen_status webp_keep_alpha(const lumen_io_dst *dst, const uint8_t *bytes, size_t n,
+                                    int64_t w, int64_t h, uint8_t **out, size_t *out_n)
+{
+    *out = NULL;
+    WebPBitstreamFeatures f;
+    if (WebPGetFeatures(bytes, n, &f) != VP8_STATUS_OK || f.has_alpha || n < 20) return LUMEN_OK;
+    const int vp8x = !memcmp(bytes + 12, "VP8X", 4);
+    *out_n = vp8x ? n : n + 18;
+    if (!(*out = malloc(*out_n)))
+        return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "%s: out of memory", dst->path);
+    uint8_t *o = *out;
+    if (vp8x) {
+        memcpy(o, bytes, n);
+        o[20] |= 0x10; /* the alpha flag */
+        set_vp8l_alpha(o, n);
+        return LUMEN_OK;
+    }
+    memcpy(o, bytes, 12);
+    const uint32_t riff = (uint32_t)(*out_n - 8);
+    o[4] = (uint8_t)riff, o[5] = (uint8_t)(riff >> 8), o[6] = (uint8_t)(riff >> 16);
+    o[7] = (uint8_t)(riff >> 24);
+    memcpy(o + 12, "VP8X", 4);
+    o[16] = 10, o[17] = o[18] = o[19] = 0;
+    o[20] = 0x10, o[21] = o[22] = o[23] = 0;
+    put_le24(o + 24, (uint32_t)(w - 1));
+    put_le24(o + 27, (uint32_t)(h - 1));
+    memcpy(o + 30, bytes + 12, n - 12);
+    set_vp8l_alpha(o, *out_n);
+    return LUMEN_OK;
+}
+
 lumen_status lumen_io_write_webp(const lumen_io_dst *dst, const lumen_image *img)
 {
     WebPMemoryWriter mem;
@@ -217,9 +271,13 @@ lumen_status lumen_io_write_webp(const lumen_io_dst *dst, const lumen_image *img
         (m->icc && m->icc_size) || (m->exif && m->exif_size) || (m->xmp && m->xmp_size);
     if (!s && has_meta) s = webp_mux(dst, &mem, &muxed);
     const uint8_t *bytes = has_meta ? muxed.bytes : mem.mem;
-    const size_t n = has_meta ? muxed.size : mem.size;
+    size_t n = has_meta ? muxed.size : mem.size;
+    uint8_t *alpha = NULL;
+    if (!s && img->c == 4) s = webp_keep_alpha(dst, bytes, n, img->w, img->h, &alpha, &n);
+    if (alpha) bytes = alpha;
     if (!s && fwrite(bytes, 1, n, dst->f) != n)
         s = lumen_set_error(LUMEN_ERR_IO, "%s: cannot write: %s", dst->path, strerror(errno));
+    free(alpha);
     WebPDataClear(&muxed);
     WebPMemoryWriterClear(&mem);
     return s;

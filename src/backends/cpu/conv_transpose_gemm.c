@@ -152,10 +152,16 @@ lumen_status lumen_cpu_conv_transpose2d_gemm(lumen_context *ctx, const lumen_con
                                "conv_transpose2d: cannot allocate %zu "
                                "bytes of phase weights",
                                bytes);
+    /* Only the phases of outputs 0 .. min(stride, out) - 1 hold outputs (a = (o + p) mod s):
+     * a stride of 2^31 - 1 on a small output must not visit 2^31 empty phases. */
+    const int64_t nh = p->stride_h < y->h ? p->stride_h : y->h;
+    const int64_t nw = p->stride_w < y->w ? p->stride_w : y->w;
     lumen_status s = LUMEN_OK;
-    for (int64_t a = 0; a < p->stride_h && !s; a++) {
+    for (int64_t oh = 0; oh < nh && !s; oh++) {
+        const int64_t a = (oh + p->pad_h) % p->stride_h;
         const axis_phase ph = phase_of(a, w->h, p->stride_h, p->pad_h, p->dilation_h, y->h);
-        for (int64_t b = 0; b < p->stride_w && !s; b++) {
+        for (int64_t ow = 0; ow < nw && !s; ow++) {
+            const int64_t b = (ow + p->pad_w) % p->stride_w;
             const axis_phase pw = phase_of(b, w->w, p->stride_w, p->pad_w, p->dilation_w, y->w);
             s = run_phase(ctx, job, &ph, &pw, wbuf, isa);
         }

@@ -4,6 +4,7 @@
  * time auto has to weigh FFT against the others) and kept beside the FFTW
  * wisdom, so later processes just read it.
  */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "cpu.h"
 
 #include <math.h>
