@@ -33,61 +33,26 @@
 #include <tiffio.h>
 
 #include "lumen.h"
+#include "test_tmpdir.h"
 #include "lumen_ops.h"
 
 /* ---- fixtures and helpers ------------------------------------------------ */
 
-static char g_dir[64];
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    return remove(path);
-}
-
 static int group_setup(void **state)
 {
     (void)state;
-    snprintf(g_dir, sizeof g_dir, "/tmp/lumen-test-io-XXXXXX");
-    return mkdtemp(g_dir) ? 0 : -1;
+    return ts_tmpdir_make("lumen-test-io");
 }
 
 static int group_teardown(void **state)
 {
     (void)state;
-    return nftw(g_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return ts_tmpdir_remove();
 }
 
 /* A path inside the temp dir; a few rotating buffers so several can be live. */
-static const char *tpath(const char *fmt, ...)
-{
-    static char bufs[8][256];
-    static int next;
-    char *buf = bufs[next++ % 8];
-    int n = snprintf(buf, sizeof bufs[0], "%s/", g_dir);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf + n, sizeof bufs[0] - (size_t)n, fmt, ap);
-    va_end(ap);
-    return buf;
-}
 
-#define CHECK_STATUS(expr, want)                                                                   \
-    do {                                                                                           \
-        lumen_status s_ = (expr);                                                                  \
-        if (s_ != (want))                                                                          \
-            print_error("%s returned %d (%s), expected %d; last error: \"%s\"\n", #expr, (int)s_,  \
-                        lumen_status_string(s_), (int)(want), lumen_last_error());                 \
-        assert_int_equal(s_, (want));                                                              \
-    } while (0)
 
-/* The last error message must contain `needle` (path, reason...). */
-static void assert_error_mentions(const char *needle)
-{
-    if (!strstr(lumen_last_error(), needle))
-        print_error("last error \"%s\" does not mention \"%s\"\n", lumen_last_error(), needle);
-    assert_non_null(strstr(lumen_last_error(), needle));
-}
 
 static bool file_exists(const char *path)
 {
@@ -129,7 +94,7 @@ static off_t file_size(const char *path)
 /* Temporary files are named ".<name>.lumen-tmp-<pid>-XXXXXX"; none may survive a call. */
 static int count_hidden_files(void)
 {
-    DIR *d = opendir(g_dir);
+    DIR *d = opendir(ts_tmpdir());
     assert_non_null(d);
     int n = 0;
     for (struct dirent *e; (e = readdir(d));)
@@ -204,10 +169,10 @@ static void round_trip(const char *path, lumen_dtype dt, int64_t h, int64_t w, i
                        const void *buf)
 {
     lumen_image src = lumen_image_nhwc((void *)buf, dt, 1, h, w, c);
-    CHECK_STATUS(lumen_write_image(path, &src), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_write_image(path, &src), LUMEN_OK);
     assert_string_equal(lumen_last_error(), "");
     lumen_image got;
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
     assert_image(&got, dt, h, w, c, buf);
     lumen_image_free(&got);
     assert_null(got.data);
@@ -222,15 +187,15 @@ static void test_png_round_trip(void **state)
     for (int d = 0; d < 2; d++)
         for (int64_t c = 1; c <= 4; c++) {
             void *buf = make_pixels(dts[d], 13, 17, c, (uint32_t)(d * 10 + c));
-            round_trip(tpath("rt_%d_%lld.png", d, (long long)c), dts[d], 13, 17, c, buf);
+            round_trip(ts_tpath("rt_%d_%lld.png", d, (long long)c), dts[d], 13, 17, c, buf);
             free(buf);
         }
     /* 1 x 1 and a single row/column. */
     uint16_t one = 0xBEEF;
-    round_trip(tpath("one.png"), LUMEN_U16, 1, 1, 1, &one);
+    round_trip(ts_tpath("one.png"), LUMEN_U16, 1, 1, 1, &one);
     void *row = make_pixels(LUMEN_U8, 1, 300, 3, 7);
-    round_trip(tpath("row.png"), LUMEN_U8, 1, 300, 3, row);
-    round_trip(tpath("col.png"), LUMEN_U8, 300, 1, 3, row);
+    round_trip(ts_tpath("row.png"), LUMEN_U8, 1, 300, 3, row);
+    round_trip(ts_tpath("col.png"), LUMEN_U8, 300, 1, 3, row);
     free(row);
 }
 
@@ -241,8 +206,8 @@ static void test_tiff_round_trip(void **state)
     for (int d = 0; d < 3; d++)
         for (int64_t c = 1; c <= 4; c++) {
             void *buf = make_pixels(dts[d], 31, 19, c, (uint32_t)(d * 10 + c));
-            round_trip(tpath("rt_%d_%lld.tif", d, (long long)c), dts[d], 31, 19, c, buf);
-            round_trip(tpath("rt_%d_%lld.tiff", d, (long long)c), dts[d], 31, 19, c, buf);
+            round_trip(ts_tpath("rt_%d_%lld.tif", d, (long long)c), dts[d], 31, 19, c, buf);
+            round_trip(ts_tpath("rt_%d_%lld.tiff", d, (long long)c), dts[d], 31, 19, c, buf);
             free(buf);
         }
 }
@@ -255,7 +220,7 @@ static void test_npy_round_trip(void **state)
     for (int d = 0; d < 3; d++)
         for (int i = 0; i < 6; i++) {
             void *buf = make_pixels(dts[d], 9, 11, cs[i], (uint32_t)(d * 100 + i));
-            round_trip(tpath("rt_%d_%lld.npy", d, (long long)cs[i]), dts[d], 9, 11, cs[i], buf);
+            round_trip(ts_tpath("rt_%d_%lld.npy", d, (long long)cs[i]), dts[d], 9, 11, cs[i], buf);
             free(buf);
         }
 }
@@ -287,10 +252,10 @@ static void test_jpeg_round_trip(void **state)
             const int64_t h = 37, w = 53;
             uint8_t *buf = make_gradient(h, w, c);
             lumen_image src = lumen_image_nhwc(buf, LUMEN_U8, 1, h, w, c);
-            const char *path = tpath("rt_%lld.%s", (long long)c, exts[e]);
-            CHECK_STATUS(lumen_write_image(path, &src), LUMEN_OK);
+            const char *path = ts_tpath("rt_%lld.%s", (long long)c, exts[e]);
+            TS_CHECK_STATUS(lumen_write_image(path, &src), LUMEN_OK);
             lumen_image got;
-            CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
+            TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
             assert_image(&got, LUMEN_U8, h, w, c, NULL);
             assert_close_u8(got.data, buf, (size_t)(h * w * c), 1.0, 8);
             lumen_image_free(&got);
@@ -302,19 +267,19 @@ static void test_extension_case_insensitive(void **state)
 {
     (void)state;
     void *buf = make_pixels(LUMEN_U8, 4, 5, 3, 1);
-    round_trip(tpath("upper.PNG"), LUMEN_U8, 4, 5, 3, buf);
-    round_trip(tpath("upper.TiF"), LUMEN_U8, 4, 5, 3, buf);
-    round_trip(tpath("upper.NPY"), LUMEN_U8, 4, 5, 3, buf);
+    round_trip(ts_tpath("upper.PNG"), LUMEN_U8, 4, 5, 3, buf);
+    round_trip(ts_tpath("upper.TiF"), LUMEN_U8, 4, 5, 3, buf);
+    round_trip(ts_tpath("upper.NPY"), LUMEN_U8, 4, 5, 3, buf);
     /* Only the last component's extension counts. */
-    assert_int_equal(mkdir(tpath("dir.npy.d"), 0755), 0);
-    round_trip(tpath("dir.npy.d/inner.png"), LUMEN_U8, 4, 5, 3, buf);
+    assert_int_equal(mkdir(ts_tpath("dir.npy.d"), 0755), 0);
+    round_trip(ts_tpath("dir.npy.d/inner.png"), LUMEN_U8, 4, 5, 3, buf);
     free(buf);
 }
 
 static void test_overwrite_and_modes(void **state)
 {
     (void)state;
-    const char *path = tpath("over.png");
+    const char *path = ts_tpath("over.png");
     void *a = make_pixels(LUMEN_U8, 6, 6, 1, 1), *b = make_pixels(LUMEN_U8, 6, 6, 1, 2);
     mode_t old = umask(022);
     round_trip(path, LUMEN_U8, 6, 6, 1, a);
@@ -352,9 +317,9 @@ static uint32_t view_at(const lumen_image *v, int64_t y, int64_t x, int64_t ch)
 /* Writes a strided view and checks the file holds its logical pixels. */
 static void check_view_write(const char *path, const lumen_image *v)
 {
-    CHECK_STATUS(lumen_write_image(path, v), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_write_image(path, v), LUMEN_OK);
     lumen_image got;
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
     assert_image(&got, v->dtype, v->h, v->w, v->c, NULL);
     for (int64_t y = 0; y < v->h; y++)
         for (int64_t x = 0; x < v->w; x++)
@@ -399,15 +364,15 @@ static void test_strided_writes(void **state)
         views[4].stride_h = c;
         views[4].stride_w = 2 * w * c;
         for (int i = 0; i < 5; i++) {
-            check_view_write(tpath("view_%d_%d.tif", d, i), &views[i]);
-            check_view_write(tpath("view_%d_%d.npy", d, i), &views[i]);
-            if (dt != LUMEN_F32) check_view_write(tpath("view_%d_%d.png", d, i), &views[i]);
+            check_view_write(ts_tpath("view_%d_%d.tif", d, i), &views[i]);
+            check_view_write(ts_tpath("view_%d_%d.npy", d, i), &views[i]);
+            if (dt != LUMEN_F32) check_view_write(ts_tpath("view_%d_%d.png", d, i), &views[i]);
         }
         /* One channel of a strided view (c = 1 with stride_c irrelevant). */
         lumen_image one = views[2];
         one.c = 1;
-        check_view_write(tpath("view_%d_one.npy", d), &one);
-        check_view_write(tpath("view_%d_one.tif", d), &one);
+        check_view_write(ts_tpath("view_%d_one.npy", d), &one);
+        check_view_write(ts_tpath("view_%d_one.tif", d), &one);
         free(buf);
     }
     assert_int_equal(count_hidden_files(), 0);
@@ -420,10 +385,10 @@ static void test_strided_jpeg(void **state)
     uint8_t *buf = make_gradient(h, w, c);
     lumen_image flip = lumen_image_nhwc(buf + (h - 1) * w * c, LUMEN_U8, 1, h, w, c);
     flip.stride_h = -w * c;
-    const char *path = tpath("flip.jpg");
-    CHECK_STATUS(lumen_write_image(path, &flip), LUMEN_OK);
+    const char *path = ts_tpath("flip.jpg");
+    TS_CHECK_STATUS(lumen_write_image(path, &flip), LUMEN_OK);
     lumen_image got;
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
     assert_image(&got, LUMEN_U8, h, w, c, NULL);
     uint8_t *expected = malloc((size_t)(h * w * c));
     for (int64_t y = 0; y < h; y++)
@@ -463,30 +428,30 @@ static void test_npy_trailing_data(void **state)
 {
     (void)state;
     const uint8_t data[7] = {1, 2, 3, 4, 5, 6, 0xee};
-    const char *path = tpath("trailing.npy");
+    const char *path = ts_tpath("trailing.npy");
     lumen_image got;
     write_npy_raw(path, 1, "{'descr': '|u1', 'fortran_order': False, 'shape': (2, 3), }", data, 6);
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
     lumen_image_free(&got);
     write_npy_raw(path, 1, "{'descr': '|u1', 'fortran_order': False, 'shape': (2, 3), }", data, 7);
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
-    assert_error_mentions(path);
-    assert_error_mentions("1 bytes of trailing data");
+    TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
+    ts_assert_error_mentions(path);
+    ts_assert_error_mentions("1 bytes of trailing data");
     assert_null(got.data);
     /* Tensors (lumen_read_tensor) share the rule. */
-    CHECK_STATUS(lumen_read_tensor(path, &got), LUMEN_ERR_CORRUPT);
-    assert_error_mentions("trailing data");
+    TS_CHECK_STATUS(lumen_read_tensor(path, &got), LUMEN_ERR_CORRUPT);
+    ts_assert_error_mentions("trailing data");
     /* A second array appended (np.save twice into one file). */
-    write_npy_raw(tpath("one.npy"), 1,
+    write_npy_raw(ts_tpath("one.npy"), 1,
                   "{'descr': '|u1', 'fortran_order': False, 'shape': (2, 3), }", data, 6);
     size_t n;
-    unsigned char *one = read_bytes(tpath("one.npy"), &n);
+    unsigned char *one = read_bytes(ts_tpath("one.npy"), &n);
     unsigned char *two = malloc(2 * n);
     memcpy(two, one, n);
     memcpy(two + n, one, n);
     write_bytes(path, two, 2 * n);
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
-    assert_error_mentions("trailing data");
+    TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
+    ts_assert_error_mentions("trailing data");
     free(one);
     free(two);
 }
@@ -498,8 +463,8 @@ static void test_npy_header_layout(void **state)
     for (size_t i = 0; i < sizeof px; i++)
         px[i] = (uint8_t)i;
     lumen_image g = lumen_image_nhwc(px, LUMEN_U8, 1, 5, 7, 1);
-    const char *path = tpath("layout.npy");
-    CHECK_STATUS(lumen_write_image(path, &g), LUMEN_OK);
+    const char *path = ts_tpath("layout.npy");
+    TS_CHECK_STATUS(lumen_write_image(path, &g), LUMEN_OK);
     size_t n;
     unsigned char *b = read_bytes(path, &n);
     assert_memory_equal(b, "\x93NUMPY\x01\x00", 8);
@@ -516,7 +481,7 @@ static void test_npy_header_layout(void **state)
 
     float f[5 * 7 * 3] = {1.0f};
     lumen_image rgb = lumen_image_nhwc(f, LUMEN_F32, 1, 5, 7, 3);
-    CHECK_STATUS(lumen_write_image(path, &rgb), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_write_image(path, &rgb), LUMEN_OK);
     b = read_bytes(path, &n);
     dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (5, 7, 3), }";
     assert_memory_equal(b + 10, dict, strlen(dict));
@@ -525,7 +490,7 @@ static void test_npy_header_layout(void **state)
 
     uint16_t u[2] = {1, 2};
     lumen_image u16 = lumen_image_nhwc(u, LUMEN_U16, 1, 1, 2, 1);
-    CHECK_STATUS(lumen_write_image(path, &u16), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_write_image(path, &u16), LUMEN_OK);
     b = read_bytes(path, &n);
     dict = "{'descr': '<u2', 'fortran_order': False, 'shape': (1, 2), }";
     assert_memory_equal(b + 10, dict, strlen(dict));
@@ -543,11 +508,11 @@ static void test_npy_fortran_order(void **state)
             col2[j * 2 + i] = (uint16_t)(1000 + 10 * i + j);
             want2[i * 3 + j] = (uint16_t)(1000 + 10 * i + j);
         }
-    const char *path = tpath("fortran2.npy");
+    const char *path = ts_tpath("fortran2.npy");
     write_npy_raw(path, 1, "{'descr': '<u2', 'fortran_order': True, 'shape': (2, 3), }", col2,
                   sizeof col2);
     lumen_image got;
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
     assert_image(&got, LUMEN_U16, 2, 3, 1, want2);
     lumen_image_free(&got);
 
@@ -559,10 +524,10 @@ static void test_npy_fortran_order(void **state)
                 col3[i + 2 * (j + 3 * k)] = (uint8_t)(100 * (k % 2) + 10 * i + j + k);
                 want3[(i * 3 + j) * 4 + k] = (uint8_t)(100 * (k % 2) + 10 * i + j + k);
             }
-    path = tpath("fortran3.npy");
+    path = ts_tpath("fortran3.npy");
     write_npy_raw(path, 1, "{'descr': '|u1', 'fortran_order': True, 'shape': (2, 3, 4), }", col3,
                   sizeof col3);
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
     assert_image(&got, LUMEN_U8, 2, 3, 4, want3);
     lumen_image_free(&got);
 }
@@ -574,11 +539,11 @@ static void test_npy_f64(void **state)
     float want[6];
     for (int i = 0; i < 6; i++)
         want[i] = (float)vals[i];
-    const char *path = tpath("f64.npy");
+    const char *path = ts_tpath("f64.npy");
     write_npy_raw(path, 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }", vals,
                   sizeof vals);
     lumen_image got;
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
     assert_image(&got, LUMEN_F32, 2, 3, 1, want);
     assert_true(isinf(((float *)got.data)[4]));
     lumen_image_free(&got);
@@ -591,10 +556,10 @@ static void test_npy_f64(void **state)
             col[i + 2 * k] = 0.5 * (10 * i + k);
             want3[i * 3 + k] = (float)(0.5 * (10 * i + k));
         }
-    path = tpath("f64f.npy");
+    path = ts_tpath("f64f.npy");
     write_npy_raw(path, 1, "{'descr': '<f8', 'fortran_order': True, 'shape': (2, 1, 3), }", col,
                   sizeof col);
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
     assert_image(&got, LUMEN_F32, 2, 1, 3, want3);
     lumen_image_free(&got);
 }
@@ -605,18 +570,18 @@ static void test_npy_versions_and_header_styles(void **state)
     const uint8_t px[6] = {1, 2, 3, 4, 5, 6};
     lumen_image got;
     for (int major = 1; major <= 3; major++) {
-        const char *path = tpath("v%d.npy", major);
+        const char *path = ts_tpath("v%d.npy", major);
         write_npy_raw(path, major, "{'descr': '|u1', 'fortran_order': False, 'shape': (2, 3), }",
                       px, sizeof px);
-        CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
+        TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
         assert_image(&got, LUMEN_U8, 2, 3, 1, px);
         lumen_image_free(&got);
     }
     /* Keys in another order, double quotes, Python 2 longs, no trailing comma. */
-    const char *path = tpath("style.npy");
+    const char *path = ts_tpath("style.npy");
     write_npy_raw(path, 1, "{\"shape\": (2L, 3L), \"fortran_order\": False, \"descr\": \"|u1\"}",
                   px, sizeof px);
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
     assert_image(&got, LUMEN_U8, 2, 3, 1, px);
     lumen_image_free(&got);
     /* Trailing data after the array is refused: test_npy_trailing_data. */
@@ -626,14 +591,14 @@ static void test_npy_versions_and_header_styles(void **state)
 static void expect_npy_failure(const char *dict, const void *data, size_t n, lumen_status want,
                                const char *reason)
 {
-    const char *path = tpath("bad.npy");
+    const char *path = ts_tpath("bad.npy");
     write_npy_raw(path, 1, dict, data, n);
     lumen_image got;
     memset(&got, 0x5a, sizeof got);
-    CHECK_STATUS(lumen_read_image(path, &got), want);
+    TS_CHECK_STATUS(lumen_read_image(path, &got), want);
     assert_null(got.data);
-    assert_error_mentions(path);
-    if (reason) assert_error_mentions(reason);
+    ts_assert_error_mentions(path);
+    if (reason) ts_assert_error_mentions(reason);
 }
 
 static void test_npy_bad_headers(void **state)
@@ -682,23 +647,23 @@ static void test_npy_bad_headers(void **state)
                        LUMEN_ERR_CORRUPT, "shape");
 
     /* Bad magic, unknown version, header length past the end of the file. */
-    const char *path = tpath("bad.npy");
+    const char *path = ts_tpath("bad.npy");
     lumen_image got;
     write_bytes(path, "\x93NUMPX\x01\x00\x10\x00{}", 12);
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
-    assert_error_mentions("magic");
+    TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
+    ts_assert_error_mentions("magic");
     write_bytes(path, "\x93NUMPY\x04\x00\x10\x00{}", 12);
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_UNSUPPORTED);
-    assert_error_mentions("4.0");
+    TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_UNSUPPORTED);
+    ts_assert_error_mentions("4.0");
     write_bytes(path, "\x93NUMPY\x01\x00\x00\x10{'descr'", 17);
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
-    assert_error_mentions("truncated");
+    TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
+    ts_assert_error_mentions("truncated");
     write_bytes(path, "\x93NUMPY\x02\x00\xff\xff\xff\x7f{}", 14);
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
-    assert_error_mentions(path);
+    TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
+    ts_assert_error_mentions(path);
     write_bytes(path, "\x93NUM", 4);
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
-    assert_error_mentions("truncated");
+    TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
+    ts_assert_error_mentions("truncated");
 }
 
 /* ---- files made with the libraries directly ---------------------------------- */
@@ -737,10 +702,10 @@ static void test_png_expansions(void **state)
     const png_color plte[3] = {{255, 0, 0}, {0, 255, 0}, {0, 0, 255}};
     const png_byte trns[3] = {255, 128, 0};
     const unsigned char idx[2 * 3] = {0, 1, 2, 2, 1, 0};
-    const char *path = tpath("palette.png");
+    const char *path = ts_tpath("palette.png");
     write_png_direct(path, 3, 2, 8, PNG_COLOR_TYPE_PALETTE, PNG_INTERLACE_NONE, idx, 3, plte, 3,
                      trns, 3, NULL);
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
     const uint8_t want_pal[2 * 3 * 4] = {255, 0, 0,   255, 0, 255, 0, 128, 0,   0, 255, 0,
                                          0,   0, 255, 0,   0, 255, 0, 128, 255, 0, 0,   255};
     assert_image(&got, LUMEN_U8, 2, 3, 4, want_pal);
@@ -749,17 +714,17 @@ static void test_png_expansions(void **state)
     /* Palette without transparency -> RGB. */
     write_png_direct(path, 3, 2, 8, PNG_COLOR_TYPE_PALETTE, PNG_INTERLACE_NONE, idx, 3, plte, 3,
                      NULL, 0, NULL);
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
     assert_image(&got, LUMEN_U8, 2, 3, 3, NULL);
     assert_memory_equal(got.data, "\xff\x00\x00\x00\xff\x00\x00\x00\xff", 9);
     lumen_image_free(&got);
 
     /* 1-bit gray -> 8-bit 0/255. */
     const unsigned char bits[2] = {0xA0, 0x40}; /* 1010 / 0100 */
-    path = tpath("gray1.png");
+    path = ts_tpath("gray1.png");
     write_png_direct(path, 4, 2, 1, PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE, bits, 1, NULL, 0, NULL,
                      0, NULL);
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
     const uint8_t want_bits[8] = {255, 0, 255, 0, 0, 255, 0, 0};
     assert_image(&got, LUMEN_U8, 2, 4, 1, want_bits);
     lumen_image_free(&got);
@@ -767,22 +732,22 @@ static void test_png_expansions(void **state)
     /* 16-bit gray is big-endian on disk; read as native values. Interlaced too. */
     const unsigned char be[2 * 2 * 2] = {0x01, 0x02, 0xA0, 0xB0, 0xFF, 0x00, 0x00, 0x01};
     const uint16_t want16[4] = {0x0102, 0xA0B0, 0xFF00, 0x0001};
-    path = tpath("be16.png");
+    path = ts_tpath("be16.png");
     for (int il = 0; il < 2; il++) {
         write_png_direct(path, 2, 2, 16, PNG_COLOR_TYPE_GRAY,
                          il ? PNG_INTERLACE_ADAM7 : PNG_INTERLACE_NONE, be, 4, NULL, 0, NULL, 0,
                          NULL);
-        CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
+        TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
         assert_image(&got, LUMEN_U16, 2, 2, 1, want16);
         lumen_image_free(&got);
     }
 
     /* Interlaced RGB large enough to use all 7 passes. */
     uint8_t *rgb = make_pixels(LUMEN_U8, 19, 23, 3, 3);
-    path = tpath("adam7.png");
+    path = ts_tpath("adam7.png");
     write_png_direct(path, 23, 19, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_ADAM7, rgb, 23 * 3, NULL, 0,
                      NULL, 0, NULL);
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
     assert_image(&got, LUMEN_U8, 19, 23, 3, rgb);
     lumen_image_free(&got);
     free(rgb);
@@ -790,10 +755,10 @@ static void test_png_expansions(void **state)
     /* Gray with a tRNS colour -> gray + alpha. */
     const png_color_16 key = {.gray = 7};
     const unsigned char g[3] = {7, 8, 9};
-    path = tpath("graytrns.png");
+    path = ts_tpath("graytrns.png");
     write_png_direct(path, 3, 1, 8, PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE, g, 3, NULL, 0, NULL, 0,
                      &key);
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
     const uint8_t want_ga[6] = {7, 0, 8, 255, 9, 255};
     assert_image(&got, LUMEN_U8, 1, 3, 2, want_ga);
     lumen_image_free(&got);
@@ -805,8 +770,8 @@ static void test_png_u16_on_disk(void **state)
     (void)state;
     uint16_t px[2] = {0x0102, 0xA0B0};
     lumen_image im = lumen_image_nhwc(px, LUMEN_U16, 1, 1, 2, 1);
-    const char *path = tpath("disk16.png");
-    CHECK_STATUS(lumen_write_image(path, &im), LUMEN_OK);
+    const char *path = ts_tpath("disk16.png");
+    TS_CHECK_STATUS(lumen_write_image(path, &im), LUMEN_OK);
     FILE *f = fopen(path, "rb");
     png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
     png_infop info = png_create_info_struct(png);
@@ -830,8 +795,8 @@ static void test_tiff_tags_and_variants(void **state)
     for (int i = 0; i < 24; i++)
         px[i] = (float)i * 0.25f;
     lumen_image im = lumen_image_nhwc(px, LUMEN_F32, 1, 2, 3, 4);
-    const char *path = tpath("tags.tif");
-    CHECK_STATUS(lumen_write_image(path, &im), LUMEN_OK);
+    const char *path = ts_tpath("tags.tif");
+    TS_CHECK_STATUS(lumen_write_image(path, &im), LUMEN_OK);
     TIFF *tif = TIFFOpen(path, "r");
     assert_non_null(tif);
     uint16_t spp = 0, bps = 0, fmt = 0, photo = 0, planar = 0;
@@ -850,7 +815,7 @@ static void test_tiff_tags_and_variants(void **state)
     /* Separate planes, LZW-compressed, written with libtiff: read interleaved. */
     const int w = 5, h = 4, c = 3;
     uint16_t *planes = make_pixels(LUMEN_U16, c, h, w, 9); /* c planes of h x w */
-    path = tpath("planar.tif");
+    path = ts_tpath("planar.tif");
     tif = TIFFOpen(path, "w");
     TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, w);
     TIFFSetField(tif, TIFFTAG_IMAGELENGTH, h);
@@ -871,13 +836,13 @@ static void test_tiff_tags_and_variants(void **state)
             for (int s = 0; s < c; s++)
                 want[(y * w + x) * c + s] = planes[(s * h + y) * w + x];
     lumen_image got;
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
     assert_image(&got, LUMEN_U16, h, w, c, want);
     lumen_image_free(&got);
     free(planes);
 
     /* Min-is-white gray is inverted to min-is-black. */
-    path = tpath("miniswhite.tif");
+    path = ts_tpath("miniswhite.tif");
     tif = TIFFOpen(path, "w");
     TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, 3);
     TIFFSetField(tif, TIFFTAG_IMAGELENGTH, 1);
@@ -887,12 +852,12 @@ static void test_tiff_tags_and_variants(void **state)
     uint8_t mw[3] = {0, 100, 255};
     TIFFWriteScanline(tif, mw, 0, 0);
     TIFFClose(tif);
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
     assert_image(&got, LUMEN_U8, 1, 3, 1, "\xff\x9b\x00");
     lumen_image_free(&got);
 
     /* Signed integers, tiles and palettes are refused with a reason. */
-    path = tpath("int16.tif");
+    path = ts_tpath("int16.tif");
     tif = TIFFOpen(path, "w");
     TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, 2);
     TIFFSetField(tif, TIFFTAG_IMAGELENGTH, 1);
@@ -902,12 +867,12 @@ static void test_tiff_tags_and_variants(void **state)
     int16_t s16[2] = {-1, 1};
     TIFFWriteScanline(tif, s16, 0, 0);
     TIFFClose(tif);
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_UNSUPPORTED);
-    assert_error_mentions(path);
-    assert_error_mentions("signed");
+    TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_UNSUPPORTED);
+    ts_assert_error_mentions(path);
+    ts_assert_error_mentions("signed");
     assert_null(got.data);
 
-    path = tpath("tiled.tif");
+    path = ts_tpath("tiled.tif");
     tif = TIFFOpen(path, "w");
     TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, 16);
     TIFFSetField(tif, TIFFTAG_IMAGELENGTH, 16);
@@ -918,10 +883,10 @@ static void test_tiff_tags_and_variants(void **state)
     uint8_t tile[256] = {0};
     TIFFWriteTile(tif, tile, 0, 0, 0, 0);
     TIFFClose(tif);
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_UNSUPPORTED);
-    assert_error_mentions("tiled");
+    TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_UNSUPPORTED);
+    ts_assert_error_mentions("tiled");
 
-    path = tpath("palette.tif");
+    path = ts_tpath("palette.tif");
     tif = TIFFOpen(path, "w");
     TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, 2);
     TIFFSetField(tif, TIFFTAG_IMAGELENGTH, 1);
@@ -932,8 +897,8 @@ static void test_tiff_tags_and_variants(void **state)
     uint8_t pal[2] = {0, 1};
     TIFFWriteScanline(tif, pal, 0, 0);
     TIFFClose(tif);
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_UNSUPPORTED);
-    assert_error_mentions("palette");
+    TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_UNSUPPORTED);
+    ts_assert_error_mentions("palette");
 }
 
 /* JPEG-compressed YCbCr TIFF: libtiff's codec converts to RGB for us. */
@@ -942,7 +907,7 @@ static void test_tiff_jpeg_ycbcr(void **state)
     (void)state;
     const int w = 32, h = 32;
     uint8_t *rgb = make_gradient(h, w, 3);
-    const char *path = tpath("ycbcr.tif");
+    const char *path = ts_tpath("ycbcr.tif");
     TIFF *tif = TIFFOpen(path, "w");
     assert_non_null(tif);
     TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, w);
@@ -959,7 +924,7 @@ static void test_tiff_jpeg_ycbcr(void **state)
         assert_true(TIFFWriteScanline(tif, rgb + y * w * 3, (uint32_t)y, 0) >= 0);
     TIFFClose(tif);
     lumen_image got;
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
     assert_image(&got, LUMEN_U8, h, w, 3, NULL);
     assert_close_u8(got.data, rgb, (size_t)(h * w * 3), 1.5, 12);
     lumen_image_free(&got);
@@ -969,7 +934,7 @@ static void test_tiff_jpeg_ycbcr(void **state)
 static void test_jpeg_cmyk_unsupported(void **state)
 {
     (void)state;
-    const char *path = tpath("cmyk.jpg");
+    const char *path = ts_tpath("cmyk.jpg");
     FILE *f = fopen(path, "wb");
     struct jpeg_compress_struct cinfo;
     struct jpeg_error_mgr jerr;
@@ -990,9 +955,9 @@ static void test_jpeg_cmyk_unsupported(void **state)
     jpeg_destroy_compress(&cinfo);
     fclose(f);
     lumen_image got;
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_UNSUPPORTED);
-    assert_error_mentions(path);
-    assert_error_mentions("CMYK");
+    TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_UNSUPPORTED);
+    ts_assert_error_mentions(path);
+    ts_assert_error_mentions("CMYK");
 }
 
 /* ---- bad inputs ---------------------------------------------------------------- */
@@ -1003,26 +968,26 @@ static void test_null_arguments(void **state)
     lumen_image got;
     uint8_t px[4] = {0};
     lumen_image im = lumen_image_nhwc(px, LUMEN_U8, 1, 2, 2, 1);
-    CHECK_STATUS(lumen_read_image(NULL, &got), LUMEN_ERR_INVALID_ARGUMENT);
-    CHECK_STATUS(lumen_read_image(tpath("x.png"), NULL), LUMEN_ERR_INVALID_ARGUMENT);
-    CHECK_STATUS(lumen_write_image(NULL, &im), LUMEN_ERR_INVALID_ARGUMENT);
-    CHECK_STATUS(lumen_write_image(tpath("x.png"), NULL), LUMEN_ERR_INVALID_ARGUMENT);
+    TS_CHECK_STATUS(lumen_read_image(NULL, &got), LUMEN_ERR_INVALID_ARGUMENT);
+    TS_CHECK_STATUS(lumen_read_image(ts_tpath("x.png"), NULL), LUMEN_ERR_INVALID_ARGUMENT);
+    TS_CHECK_STATUS(lumen_write_image(NULL, &im), LUMEN_ERR_INVALID_ARGUMENT);
+    TS_CHECK_STATUS(lumen_write_image(ts_tpath("x.png"), NULL), LUMEN_ERR_INVALID_ARGUMENT);
     lumen_image nodata = im;
     nodata.data = NULL;
-    CHECK_STATUS(lumen_write_image(tpath("x.png"), &nodata), LUMEN_ERR_INVALID_ARGUMENT);
+    TS_CHECK_STATUS(lumen_write_image(ts_tpath("x.png"), &nodata), LUMEN_ERR_INVALID_ARGUMENT);
     lumen_image two = lumen_image_nhwc(px, LUMEN_U8, 2, 1, 2, 1);
-    CHECK_STATUS(lumen_write_image(tpath("x.png"), &two), LUMEN_ERR_INVALID_ARGUMENT);
-    assert_error_mentions("n = 2");
+    TS_CHECK_STATUS(lumen_write_image(ts_tpath("x.png"), &two), LUMEN_ERR_INVALID_ARGUMENT);
+    ts_assert_error_mentions("n = 2");
     lumen_image zero = im;
     zero.w = 0;
-    CHECK_STATUS(lumen_write_image(tpath("x.npy"), &zero), LUMEN_ERR_INVALID_ARGUMENT);
-    assert_false(file_exists(tpath("x.png")));
-    assert_false(file_exists(tpath("x.npy")));
+    TS_CHECK_STATUS(lumen_write_image(ts_tpath("x.npy"), &zero), LUMEN_ERR_INVALID_ARGUMENT);
+    assert_false(file_exists(ts_tpath("x.png")));
+    assert_false(file_exists(ts_tpath("x.npy")));
     /* Freeing NULL or a zeroed image is harmless; a success clears the error. */
     lumen_image_free(NULL);
     memset(&got, 0, sizeof got);
     lumen_image_free(&got);
-    CHECK_STATUS(lumen_write_image(tpath("ok.npy"), &im), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_write_image(ts_tpath("ok.npy"), &im), LUMEN_OK);
     assert_string_equal(lumen_last_error(), "");
 }
 
@@ -1033,13 +998,13 @@ static void test_unknown_extension(void **state)
     lumen_image im = lumen_image_nhwc(px, LUMEN_U8, 1, 2, 2, 1);
     const char *names[] = {"x.bmp", "noext", "png", "dir.png/file"};
     for (int i = 0; i < 4; i++) {
-        const char *path = tpath("%s", names[i]);
+        const char *path = ts_tpath("%s", names[i]);
         lumen_image got;
-        CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_UNSUPPORTED);
-        assert_error_mentions(path);
-        assert_error_mentions(".png, .jpg, .jpeg, .tif, .tiff, .webp, .exr, .npy");
-        CHECK_STATUS(lumen_write_image(path, &im), LUMEN_ERR_UNSUPPORTED);
-        assert_error_mentions(path);
+        TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_UNSUPPORTED);
+        ts_assert_error_mentions(path);
+        ts_assert_error_mentions(".png, .jpg, .jpeg, .tif, .tiff, .webp, .exr, .npy");
+        TS_CHECK_STATUS(lumen_write_image(path, &im), LUMEN_ERR_UNSUPPORTED);
+        ts_assert_error_mentions(path);
         assert_false(file_exists(path));
     }
 }
@@ -1050,16 +1015,16 @@ static void test_nonexistent_and_directory(void **state)
     const char *exts[] = {"png", "jpg", "tif", "npy"};
     lumen_image got;
     for (int i = 0; i < 4; i++) {
-        const char *path = tpath("missing.%s", exts[i]);
-        CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_IO);
-        assert_error_mentions(path);
-        assert_error_mentions(strerror(ENOENT));
+        const char *path = ts_tpath("missing.%s", exts[i]);
+        TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_IO);
+        ts_assert_error_mentions(path);
+        ts_assert_error_mentions(strerror(ENOENT));
         assert_null(got.data);
     }
-    const char *dir = tpath("adir.png");
+    const char *dir = ts_tpath("adir.png");
     assert_int_equal(mkdir(dir, 0755), 0);
-    CHECK_STATUS(lumen_read_image(dir, &got), LUMEN_ERR_IO);
-    assert_error_mentions(dir);
+    TS_CHECK_STATUS(lumen_read_image(dir, &got), LUMEN_ERR_IO);
+    ts_assert_error_mentions(dir);
 }
 
 static void test_empty_and_garbage_files(void **state)
@@ -1072,47 +1037,47 @@ static void test_empty_and_garbage_files(void **state)
         junk[i] = (uint8_t)lcg(&seed);
     lumen_image got;
     for (int i = 0; i < 6; i++) {
-        const char *path = tpath("empty.%s", exts[i]);
+        const char *path = ts_tpath("empty.%s", exts[i]);
         write_bytes(path, "", 0);
-        CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
-        assert_error_mentions(path);
-        assert_error_mentions("empty");
-        path = tpath("junk.%s", exts[i]);
+        TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
+        ts_assert_error_mentions(path);
+        ts_assert_error_mentions("empty");
+        path = ts_tpath("junk.%s", exts[i]);
         write_bytes(path, junk, sizeof junk);
-        CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
-        assert_error_mentions(path);
+        TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
+        ts_assert_error_mentions(path);
         assert_null(got.data);
         /* Short junk (shorter than any signature). */
         write_bytes(path, "ab", 2);
-        CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
-        assert_error_mentions(path);
+        TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
+        ts_assert_error_mentions(path);
     }
-    const char *path = tpath("junk.png");
+    const char *path = ts_tpath("junk.png");
     write_bytes(path, junk, sizeof junk);
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
-    assert_error_mentions("not a PNG");
+    TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
+    ts_assert_error_mentions("not a PNG");
     /* A text file named .png. */
     write_bytes(path, "hello, world\n", 13);
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
-    assert_error_mentions("not a PNG");
+    TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
+    ts_assert_error_mentions("not a PNG");
 }
 
 /* Writes a good file, cuts it to `keep` bytes (or half when 0), expects CORRUPT. */
 static void check_truncated(const char *path, const lumen_image *im, off_t keep, const char *reason)
 {
-    CHECK_STATUS(lumen_write_image(path, im), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_write_image(path, im), LUMEN_OK);
     const off_t size = file_size(path);
     assert_int_equal(truncate(path, keep ? keep : size / 2), 0);
     lumen_image got;
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
-    assert_error_mentions(path);
-    if (reason) assert_error_mentions(reason);
+    TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
+    ts_assert_error_mentions(path);
+    if (reason) ts_assert_error_mentions(reason);
     assert_null(got.data);
     /* Just one byte short. */
-    CHECK_STATUS(lumen_write_image(path, im), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_write_image(path, im), LUMEN_OK);
     assert_int_equal(truncate(path, size - 1), 0);
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
-    assert_error_mentions(path);
+    TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
+    ts_assert_error_mentions(path);
 }
 
 static void test_truncated_files(void **state)
@@ -1123,14 +1088,14 @@ static void test_truncated_files(void **state)
     uint8_t *smooth = make_gradient(h, w, c);
     lumen_image in = lumen_image_nhwc(noise, LUMEN_U8, 1, h, w, c);
     lumen_image is = lumen_image_nhwc(smooth, LUMEN_U8, 1, h, w, c);
-    check_truncated(tpath("trunc.png"), &in, 0, "truncated");
-    check_truncated(tpath("trunc.png"), &in, 20, "truncated"); /* inside IHDR */
-    check_truncated(tpath("trunc.jpg"), &is, 0, "truncated");
-    check_truncated(tpath("trunc.jpg"), &is, 300, "truncated");
-    check_truncated(tpath("trunc.tif"), &in, 0, "truncated");
-    check_truncated(tpath("trunc.tif"), &in, 5, "truncated");
-    check_truncated(tpath("trunc.npy"), &in, 0, "truncated");
-    check_truncated(tpath("trunc.npy"), &in, 40, "truncated"); /* inside the header */
+    check_truncated(ts_tpath("trunc.png"), &in, 0, "truncated");
+    check_truncated(ts_tpath("trunc.png"), &in, 20, "truncated"); /* inside IHDR */
+    check_truncated(ts_tpath("trunc.jpg"), &is, 0, "truncated");
+    check_truncated(ts_tpath("trunc.jpg"), &is, 300, "truncated");
+    check_truncated(ts_tpath("trunc.tif"), &in, 0, "truncated");
+    check_truncated(ts_tpath("trunc.tif"), &in, 5, "truncated");
+    check_truncated(ts_tpath("trunc.npy"), &in, 0, "truncated");
+    check_truncated(ts_tpath("trunc.npy"), &in, 40, "truncated"); /* inside the header */
     free(noise);
     free(smooth);
 }
@@ -1141,7 +1106,7 @@ static void test_tiff_corrupt_strip(void **state)
     (void)state;
     const int w = 64, h = 64;
     uint8_t *px = make_gradient(h, w, 1);
-    const char *path = tpath("deflate.tif");
+    const char *path = ts_tpath("deflate.tif");
     TIFF *tif = TIFFOpen(path, "w");
     assert_non_null(tif);
     TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, w);
@@ -1154,7 +1119,7 @@ static void test_tiff_corrupt_strip(void **state)
         assert_true(TIFFWriteScanline(tif, px + y * w, (uint32_t)y, 0) >= 0);
     TIFFClose(tif);
     lumen_image got;
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_OK);
     assert_image(&got, LUMEN_U8, h, w, 1, px);
     lumen_image_free(&got);
     /* The strip follows the 8-byte header; the directory is at the end. */
@@ -1163,9 +1128,9 @@ static void test_tiff_corrupt_strip(void **state)
     memset(b + 10, 0xff, 16);
     write_bytes(path, b, n);
     free(b);
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
-    assert_error_mentions(path);
-    assert_error_mentions("corrupt");
+    TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
+    ts_assert_error_mentions(path);
+    ts_assert_error_mentions("corrupt");
     assert_null(got.data);
     free(px);
 }
@@ -1205,18 +1170,18 @@ static void test_png_absurd_size(void **state)
     size_t n = 8 + put_chunk(file + 8, "IHDR", ihdr, 13);
     n += put_chunk(file + n, "IDAT", (const unsigned char *)"\x78\x9c\x03\x00", 4);
     n += put_chunk(file + n, "IEND", NULL, 0);
-    const char *path = tpath("huge.png");
+    const char *path = ts_tpath("huge.png");
     write_bytes(path, file, n);
     lumen_image got;
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_UNSUPPORTED);
-    assert_error_mentions(path);
-    assert_error_mentions("too large");
+    TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_UNSUPPORTED);
+    ts_assert_error_mentions(path);
+    ts_assert_error_mentions("too large");
     assert_null(got.data);
     /* Same file with a broken IHDR CRC. */
     file[8 + 8 + 13] ^= 0xff;
     write_bytes(path, file, n);
-    CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
-    assert_error_mentions(path);
+    TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
+    ts_assert_error_mentions(path);
 }
 
 /* Asserts the destination still has `content` and no temp file was left. */
@@ -1249,18 +1214,18 @@ static void test_unsupported_writes(void **state)
         {"ga.jpg", &ga, "channels"}, {"c5.png", &c5, "channels"}, {"c5.tif", &c5, "channels"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const char *path = tpath("%s", cases[i].name);
-        CHECK_STATUS(lumen_write_image(path, cases[i].im), LUMEN_ERR_UNSUPPORTED);
-        assert_error_mentions(path);
-        assert_error_mentions(cases[i].reason);
+        const char *path = ts_tpath("%s", cases[i].name);
+        TS_CHECK_STATUS(lumen_write_image(path, cases[i].im), LUMEN_ERR_UNSUPPORTED);
+        ts_assert_error_mentions(path);
+        ts_assert_error_mentions(cases[i].reason);
         assert_false(file_exists(path));
         /* An existing file under that name is left alone. */
         write_bytes(path, "ORIGINAL", 8);
-        CHECK_STATUS(lumen_write_image(path, cases[i].im), LUMEN_ERR_UNSUPPORTED);
+        TS_CHECK_STATUS(lumen_write_image(path, cases[i].im), LUMEN_ERR_UNSUPPORTED);
         assert_untouched(path, "ORIGINAL");
     }
     /* NPY takes 5 channels. */
-    CHECK_STATUS(lumen_write_image(tpath("c5.npy"), &c5), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_write_image(ts_tpath("c5.npy"), &c5), LUMEN_OK);
 }
 
 static void test_write_into_missing_directory(void **state)
@@ -1270,10 +1235,10 @@ static void test_write_into_missing_directory(void **state)
     lumen_image im = lumen_image_nhwc(px, LUMEN_U8, 1, 2, 2, 1);
     const char *exts[] = {"png", "jpg", "tif", "npy"};
     for (int i = 0; i < 4; i++) {
-        const char *path = tpath("no/such/dir/x.%s", exts[i]);
-        CHECK_STATUS(lumen_write_image(path, &im), LUMEN_ERR_IO);
-        assert_error_mentions(path);
-        assert_error_mentions(strerror(ENOENT));
+        const char *path = ts_tpath("no/such/dir/x.%s", exts[i]);
+        TS_CHECK_STATUS(lumen_write_image(path, &im), LUMEN_ERR_IO);
+        ts_assert_error_mentions(path);
+        ts_assert_error_mentions(strerror(ENOENT));
         assert_false(file_exists(path));
     }
 }
@@ -1284,13 +1249,13 @@ static void test_failed_rename(void **state)
     (void)state;
     uint8_t px[4] = {1, 2, 3, 4};
     lumen_image im = lumen_image_nhwc(px, LUMEN_U8, 1, 2, 2, 1);
-    const char *dir = tpath("isdir.npy");
+    const char *dir = ts_tpath("isdir.npy");
     assert_int_equal(mkdir(dir, 0755), 0);
-    write_bytes(tpath("isdir.npy/keep"), "x", 1);
-    CHECK_STATUS(lumen_write_image(dir, &im), LUMEN_ERR_IO);
-    assert_error_mentions(dir);
+    write_bytes(ts_tpath("isdir.npy/keep"), "x", 1);
+    TS_CHECK_STATUS(lumen_write_image(dir, &im), LUMEN_ERR_IO);
+    ts_assert_error_mentions(dir);
     assert_int_equal(count_hidden_files(), 0);
-    assert_true(file_exists(tpath("isdir.npy/keep")));
+    assert_true(file_exists(ts_tpath("isdir.npy/keep")));
 }
 
 /*
@@ -1308,8 +1273,8 @@ static void test_failed_write_keeps_destination(void **state)
     void (*old_handler)(int) = signal(SIGXFSZ, SIG_IGN);
     const char *exts[] = {"png", "jpg", "tif", "npy"};
     for (int i = 0; i < 4; i++) {
-        const char *path = tpath("keep.%s", exts[i]);
-        const char *fresh = tpath("fresh.%s", exts[i]);
+        const char *path = ts_tpath("keep.%s", exts[i]);
+        const char *fresh = ts_tpath("fresh.%s", exts[i]);
         write_bytes(path, "ORIGINAL", 8);
         struct rlimit lim = old;
         lim.rlim_cur = 4096;
@@ -1358,8 +1323,8 @@ static void test_tiff_errors_per_thread(void **state)
     reader_job jobs[N];
     pthread_t threads[N];
     for (int t = 0; t < N; t++) {
-        snprintf(paths[t], sizeof paths[t], "%s", tpath("thread%d.tif", t));
-        CHECK_STATUS(lumen_write_image(paths[t], &im), LUMEN_OK);
+        snprintf(paths[t], sizeof paths[t], "%s", ts_tpath("thread%d.tif", t));
+        TS_CHECK_STATUS(lumen_write_image(paths[t], &im), LUMEN_OK);
         assert_int_equal(truncate(paths[t], 1000 + 500 * t), 0);
         jobs[t] = (reader_job){paths[t], 0};
     }

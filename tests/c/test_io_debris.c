@@ -31,33 +31,25 @@
 #include <unistd.h>
 
 #include "lumen.h"
-
-static char g_dir[64];
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    return remove(path);
-}
+#include "test_tmpdir.h"
 
 static int group_setup(void **state)
 {
     (void)state;
-    snprintf(g_dir, sizeof g_dir, "/tmp/lumen-test-io-debris-XXXXXX");
-    return mkdtemp(g_dir) ? 0 : -1;
+    return ts_tmpdir_make("lumen-test-io-debris");
 }
 
 static int group_teardown(void **state)
 {
     (void)state;
-    return nftw(g_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return ts_tmpdir_remove();
 }
 
 /* A fresh sub-folder per test, so each starts empty. */
 static const char *fresh_dir(const char *name)
 {
     static char buf[128];
-    snprintf(buf, sizeof buf, "%s/%s", g_dir, name);
+    snprintf(buf, sizeof buf, "%s/%s", ts_tmpdir(), name);
     assert_int_equal(mkdir(buf, 0755), 0);
     return buf;
 }
@@ -215,7 +207,7 @@ static void test_handlers_only_while_writing(void **state)
     uint8_t px[4] = {0};
     const lumen_image im = lumen_image_nhwc(px, LUMEN_U8, 1, 2, 2, 1);
     char path[256];
-    snprintf(path, sizeof path, "%s/h.png", g_dir);
+    snprintf(path, sizeof path, "%s/h.png", ts_tmpdir());
     assert_int_equal(lumen_write_image(path, &im), LUMEN_OK);
     assert_int_equal(sigaction(SIGINT, NULL, &after), 0);
     assert_true(after.sa_handler == SIG_DFL);

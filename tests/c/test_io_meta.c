@@ -27,57 +27,23 @@
 #include <png.h>
 
 #include "lumen.h"
-
-static char g_dir[64];
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    return remove(path);
-}
+#include "test_tmpdir.h"
 
 static int group_setup(void **state)
 {
     (void)state;
     unsetenv("LUMEN_MAX_PIXELS");
-    snprintf(g_dir, sizeof g_dir, "/tmp/lumen-test-io-meta-XXXXXX");
-    return mkdtemp(g_dir) ? 0 : -1;
+    return ts_tmpdir_make("lumen-test-io-meta");
 }
 
 static int group_teardown(void **state)
 {
     (void)state;
-    return nftw(g_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return ts_tmpdir_remove();
 }
 
-static const char *tpath(const char *fmt, ...)
-{
-    static char bufs[8][256];
-    static int next;
-    char *buf = bufs[next++ % 8];
-    int n = snprintf(buf, sizeof bufs[0], "%s/", g_dir);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf + n, sizeof bufs[0] - (size_t)n, fmt, ap);
-    va_end(ap);
-    return buf;
-}
 
-#define CHECK_STATUS(expr, want)                                                                   \
-    do {                                                                                           \
-        lumen_status s_ = (expr);                                                                  \
-        if (s_ != (want))                                                                          \
-            print_error("%s returned %d (%s), expected %d; last error: \"%s\"\n", #expr, (int)s_,  \
-                        lumen_status_string(s_), (int)(want), lumen_last_error());                 \
-        assert_int_equal(s_, (want));                                                              \
-    } while (0)
 
-static void assert_error_mentions(const char *needle)
-{
-    if (!strstr(lumen_last_error(), needle))
-        print_error("last error \"%s\" does not mention \"%s\"\n", lumen_last_error(), needle);
-    assert_non_null(strstr(lumen_last_error(), needle));
-}
 
 static void write_bytes(const char *path, const void *data, size_t n)
 {
@@ -261,11 +227,11 @@ static void test_orientation_applied(void **state)
         for (int o = 1; o <= 8; o++) {
             unsigned char exif[EXIF_LEN];
             make_exif(exif, o, be);
-            const char *path = tpath("orient%d%s.jpg", o, be ? "be" : "le");
+            const char *path = ts_tpath("orient%d%s.jpg", o, be ? "be" : "le");
             write_jpeg_direct(path, px, w, h, exif, EXIF_LEN, NULL, 0, NULL);
             lumen_image im;
             lumen_image_metadata meta;
-            CHECK_STATUS(lumen_read_image_ex(path, NULL, &im, &meta), LUMEN_OK);
+            TS_CHECK_STATUS(lumen_read_image_ex(path, NULL, &im, &meta), LUMEN_OK);
             const bool swapped = o >= 5;
             assert_int_equal(im.w, swapped ? h : w);
             assert_int_equal(im.h, swapped ? w : h);
@@ -279,13 +245,13 @@ static void test_orientation_applied(void **state)
             lumen_image_metadata_free(&meta);
             lumen_image_free(&im);
             /* lumen_read_image applies it too (the default). */
-            CHECK_STATUS(lumen_read_image(path, &im), LUMEN_OK);
+            TS_CHECK_STATUS(lumen_read_image(path, &im), LUMEN_OK);
             assert_int_equal(im.w, swapped ? h : w);
             lumen_image_free(&im);
             /* ignore_orientation: the pixels as stored, the orientation kept. */
             lumen_read_options opt = lumen_read_options_default();
             opt.ignore_orientation = 1;
-            CHECK_STATUS(lumen_read_image_ex(path, &opt, &im, &meta), LUMEN_OK);
+            TS_CHECK_STATUS(lumen_read_image_ex(path, &opt, &im, &meta), LUMEN_OK);
             assert_int_equal(im.w, w);
             sample_quadrants(&im, q);
             assert_memory_equal(q, expected_quadrants(1), 4);
@@ -310,11 +276,11 @@ static void test_orientation_malformed_exif(void **state)
     for (size_t i = 0; i < sizeof breaks / sizeof breaks[0]; i++) {
         make_exif(exif, 6, false);
         exif[breaks[i].at] = breaks[i].v;
-        const char *path = tpath("badexif%zu.jpg", i);
+        const char *path = ts_tpath("badexif%zu.jpg", i);
         write_jpeg_direct(path, px, 32, 32, exif, EXIF_LEN, NULL, 0, NULL);
         lumen_image im;
         lumen_image_metadata meta;
-        CHECK_STATUS(lumen_read_image_ex(path, NULL, &im, &meta), LUMEN_OK);
+        TS_CHECK_STATUS(lumen_read_image_ex(path, NULL, &im, &meta), LUMEN_OK);
         uint8_t q[4];
         sample_quadrants(&im, q);
         assert_memory_equal(q, expected_quadrants(1), 4);
@@ -345,12 +311,12 @@ static void test_photo_metadata_carried(void **state)
     unsigned char exif[EXIF_LEN];
     make_exif(exif, 6, false);
     unsigned char *icc = make_icc(icc_n);
-    const char *src = tpath("photo.jpg");
+    const char *src = ts_tpath("photo.jpg");
     write_jpeg_direct(src, px, w, h, exif, EXIF_LEN, icc, icc_n, XMP);
 
     lumen_image im;
     lumen_image_metadata meta;
-    CHECK_STATUS(lumen_read_image_ex(src, NULL, &im, &meta), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_read_image_ex(src, NULL, &im, &meta), LUMEN_OK);
     assert_blob(meta.icc, meta.icc_size, icc, icc_n);
     assert_blob(meta.xmp, meta.xmp_size, XMP, strlen(XMP));
     assert_int_equal(im.w, h); /* upright */
@@ -363,12 +329,12 @@ static void test_photo_metadata_carried(void **state)
 
     const char *outs[] = {"out.jpg", "out.png", "out.tif", "out.webp"};
     for (size_t i = 0; i < 4; i++) {
-        const char *path = tpath("%s", outs[i]);
+        const char *path = ts_tpath("%s", outs[i]);
         const bool webp = strstr(outs[i], ".webp") != NULL;
-        CHECK_STATUS(lumen_write_image_ex(path, webp ? &rgb : &im, NULL, &meta), LUMEN_OK);
+        TS_CHECK_STATUS(lumen_write_image_ex(path, webp ? &rgb : &im, NULL, &meta), LUMEN_OK);
         lumen_image back;
         lumen_image_metadata m2;
-        CHECK_STATUS(lumen_read_image_ex(path, NULL, &back, &m2), LUMEN_OK);
+        TS_CHECK_STATUS(lumen_read_image_ex(path, NULL, &back, &m2), LUMEN_OK);
         /* Upright, and not turned again. */
         assert_int_equal(back.w, h);
         assert_int_equal(back.h, w);
@@ -389,7 +355,7 @@ static void test_photo_metadata_carried(void **state)
     struct jpeg_error_mgr err;
     d.err = jpeg_std_error(&err);
     jpeg_create_decompress(&d);
-    FILE *f = fopen(tpath("out.jpg"), "rb");
+    FILE *f = fopen(ts_tpath("out.jpg"), "rb");
     jpeg_stdio_src(&d, f);
     jpeg_save_markers(&d, JPEG_APP0 + 2, 0xffff);
     jpeg_read_header(&d, TRUE);
@@ -406,22 +372,22 @@ static void test_photo_metadata_carried(void **state)
     raw.ignore_orientation = 1;
     lumen_image_metadata_free(&meta);
     lumen_image_free(&im);
-    CHECK_STATUS(lumen_read_image_ex(src, &raw, &im, &meta), LUMEN_OK);
-    CHECK_STATUS(lumen_write_image_ex(tpath("raw.png"), &im, NULL, &meta), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_read_image_ex(src, &raw, &im, &meta), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_write_image_ex(ts_tpath("raw.png"), &im, NULL, &meta), LUMEN_OK);
     lumen_image back;
-    CHECK_STATUS(lumen_read_image(tpath("raw.png"), &back), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_read_image(ts_tpath("raw.png"), &back), LUMEN_OK);
     assert_int_equal(back.w, h);
     lumen_image_free(&back);
     /* The orientation field wins over the block's: set 1 and the pixels stay as they are. */
     meta.orientation = 1;
-    CHECK_STATUS(lumen_write_image_ex(tpath("raw1.png"), &im, NULL, &meta), LUMEN_OK);
-    CHECK_STATUS(lumen_read_image(tpath("raw1.png"), &back), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_write_image_ex(ts_tpath("raw1.png"), &im, NULL, &meta), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_read_image(ts_tpath("raw1.png"), &back), LUMEN_OK);
     assert_int_equal(back.w, w);
     lumen_image_free(&back);
     /* TIFF stores the orientation as its own tag. */
     meta.orientation = 6;
-    CHECK_STATUS(lumen_write_image_ex(tpath("raw.tif"), &im, NULL, &meta), LUMEN_OK);
-    CHECK_STATUS(lumen_read_image(tpath("raw.tif"), &back), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_write_image_ex(ts_tpath("raw.tif"), &im, NULL, &meta), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_read_image(ts_tpath("raw.tif"), &back), LUMEN_OK);
     assert_int_equal(back.w, h);
     lumen_image_free(&back);
 
@@ -438,14 +404,14 @@ static void test_ex_null_arguments(void **state)
     (void)state;
     uint8_t px[12] = {0};
     lumen_image im = lumen_image_nhwc(px, LUMEN_U8, 1, 2, 2, 3);
-    CHECK_STATUS(lumen_write_image_ex(tpath("n.png"), &im, NULL, NULL), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_write_image_ex(ts_tpath("n.png"), &im, NULL, NULL), LUMEN_OK);
     lumen_image back;
-    CHECK_STATUS(lumen_read_image_ex(tpath("n.png"), NULL, &back, NULL), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_read_image_ex(ts_tpath("n.png"), NULL, &back, NULL), LUMEN_OK);
     lumen_image_free(&back);
     lumen_image_metadata meta = {.orientation = 3};
-    CHECK_STATUS(lumen_read_image_ex(NULL, NULL, &back, &meta), LUMEN_ERR_INVALID_ARGUMENT);
+    TS_CHECK_STATUS(lumen_read_image_ex(NULL, NULL, &back, &meta), LUMEN_ERR_INVALID_ARGUMENT);
     assert_int_equal(meta.orientation, 0); /* zeroed on failure */
-    CHECK_STATUS(lumen_read_image_ex(tpath("missing.png"), NULL, &back, &meta), LUMEN_ERR_IO);
+    TS_CHECK_STATUS(lumen_read_image_ex(ts_tpath("missing.png"), NULL, &back, &meta), LUMEN_ERR_IO);
     assert_null(back.data);
     lumen_image_metadata_free(NULL);
 }
@@ -476,18 +442,18 @@ static void test_quality(void **state)
         const int qs[3] = {10, 0, 100};
         for (int i = 0; i < 3; i++) {
             opt.quality = qs[i];
-            CHECK_STATUS(lumen_write_image_ex(tpath("q%d.%s", i, exts[e]), &im, &opt, NULL),
+            TS_CHECK_STATUS(lumen_write_image_ex(ts_tpath("q%d.%s", i, exts[e]), &im, &opt, NULL),
                          LUMEN_OK);
-            sizes[i] = file_size(tpath("q%d.%s", i, exts[e]));
+            sizes[i] = file_size(ts_tpath("q%d.%s", i, exts[e]));
         }
         /* 10 < default (95 JPEG, 90 WebP) < 100 */
         assert_true(sizes[0] < sizes[1]);
         assert_true(sizes[1] < sizes[2]);
         for (int bad = 0; bad < 2; bad++) {
             opt.quality = bad ? 101 : -1;
-            const char *path = tpath("bad.%s", exts[e]);
-            CHECK_STATUS(lumen_write_image_ex(path, &im, &opt, NULL), LUMEN_ERR_INVALID_ARGUMENT);
-            assert_error_mentions("quality");
+            const char *path = ts_tpath("bad.%s", exts[e]);
+            TS_CHECK_STATUS(lumen_write_image_ex(path, &im, &opt, NULL), LUMEN_ERR_INVALID_ARGUMENT);
+            ts_assert_error_mentions("quality");
             assert_int_equal(access(path, F_OK), -1);
         }
         opt.quality = 0;
@@ -502,18 +468,18 @@ static void test_webp(void **state)
         uint8_t *px = noise_rgb(33, 17, c);
         const lumen_image im = lumen_image_nhwc(px, LUMEN_U8, 1, 17, 33, c);
         lumen_write_options opt = {.lossless = 1};
-        const char *path = tpath("l%d.webp", c);
-        CHECK_STATUS(lumen_write_image_ex(path, &im, &opt, NULL), LUMEN_OK);
+        const char *path = ts_tpath("l%d.webp", c);
+        TS_CHECK_STATUS(lumen_write_image_ex(path, &im, &opt, NULL), LUMEN_OK);
         lumen_image back;
-        CHECK_STATUS(lumen_read_image(path, &back), LUMEN_OK);
+        TS_CHECK_STATUS(lumen_read_image(path, &back), LUMEN_OK);
         assert_int_equal(back.c, c);
         assert_int_equal(back.w, 33);
         assert_int_equal(back.h, 17);
         assert_memory_equal(back.data, px, (size_t)33 * 17 * c);
         lumen_image_free(&back);
         /* Lossy: close. */
-        CHECK_STATUS(lumen_write_image(tpath("y%d.webp", c), &im), LUMEN_OK);
-        CHECK_STATUS(lumen_read_image(tpath("y%d.webp", c), &back), LUMEN_OK);
+        TS_CHECK_STATUS(lumen_write_image(ts_tpath("y%d.webp", c), &im), LUMEN_OK);
+        TS_CHECK_STATUS(lumen_read_image(ts_tpath("y%d.webp", c), &back), LUMEN_OK);
         double err = 0;
         for (int i = 0; i < 33 * 17 * c; i++)
             err += fabs((double)((uint8_t *)back.data)[i] - px[i]);
@@ -522,26 +488,26 @@ static void test_webp(void **state)
         /* From memory, as the fuzzers and stdin readers call it. */
         size_t n;
         unsigned char *bytes = read_bytes(path, &n);
-        CHECK_STATUS(lumen_read_image_memory(bytes, n, "webp", NULL, &back, NULL), LUMEN_OK);
+        TS_CHECK_STATUS(lumen_read_image_memory(bytes, n, "webp", NULL, &back, NULL), LUMEN_OK);
         assert_memory_equal(back.data, px, (size_t)33 * 17 * c);
         lumen_image_free(&back);
         /* Truncated. */
-        write_bytes(tpath("t.webp"), bytes, n - 10);
-        CHECK_STATUS(lumen_read_image(tpath("t.webp"), &back), LUMEN_ERR_CORRUPT);
-        assert_error_mentions("t.webp");
+        write_bytes(ts_tpath("t.webp"), bytes, n - 10);
+        TS_CHECK_STATUS(lumen_read_image(ts_tpath("t.webp"), &back), LUMEN_ERR_CORRUPT);
+        ts_assert_error_mentions("t.webp");
         free(bytes);
         free(px);
     }
     uint8_t gray[4] = {0};
     const lumen_image g = lumen_image_nhwc(gray, LUMEN_U8, 1, 2, 2, 1);
-    CHECK_STATUS(lumen_write_image(tpath("g.webp"), &g), LUMEN_ERR_UNSUPPORTED);
-    assert_error_mentions("RGB or RGBA");
-    CHECK_STATUS(lumen_check_write_image(tpath("g.webp"), LUMEN_U16, 3, NULL),
+    TS_CHECK_STATUS(lumen_write_image(ts_tpath("g.webp"), &g), LUMEN_ERR_UNSUPPORTED);
+    ts_assert_error_mentions("RGB or RGBA");
+    TS_CHECK_STATUS(lumen_check_write_image(ts_tpath("g.webp"), LUMEN_U16, 3, NULL),
                  LUMEN_ERR_UNSUPPORTED);
-    CHECK_STATUS(lumen_check_write_image(tpath("g.webp"), LUMEN_U8, 4, NULL), LUMEN_OK);
-    write_bytes(tpath("junk.webp"), "RIFF\x10\0\0\0WEBPjunkjunkjunk", 20);
+    TS_CHECK_STATUS(lumen_check_write_image(ts_tpath("g.webp"), LUMEN_U8, 4, NULL), LUMEN_OK);
+    write_bytes(ts_tpath("junk.webp"), "RIFF\x10\0\0\0WEBPjunkjunkjunk", 20);
     lumen_image back;
-    CHECK_STATUS(lumen_read_image(tpath("junk.webp"), &back), LUMEN_ERR_CORRUPT);
+    TS_CHECK_STATUS(lumen_read_image(ts_tpath("junk.webp"), &back), LUMEN_ERR_CORRUPT);
 }
 
 static float *float_pixels(int64_t n)
@@ -561,10 +527,10 @@ static void test_exr(void **state)
         px[0] = INFINITY;
         px[1 % (w * h * c)] = -0.0f;
         const lumen_image im = lumen_image_nhwc(px, LUMEN_F32, 1, h, w, c);
-        const char *path = tpath("f%d.exr", c);
-        CHECK_STATUS(lumen_write_image(path, &im), LUMEN_OK);
+        const char *path = ts_tpath("f%d.exr", c);
+        TS_CHECK_STATUS(lumen_write_image(path, &im), LUMEN_OK);
         lumen_image back;
-        CHECK_STATUS(lumen_read_image(path, &back), LUMEN_OK);
+        TS_CHECK_STATUS(lumen_read_image(path, &back), LUMEN_OK);
         assert_int_equal(back.dtype, LUMEN_F32);
         assert_int_equal(back.c, c);
         assert_int_equal(back.w, w);
@@ -573,9 +539,9 @@ static void test_exr(void **state)
         lumen_image_free(&back);
         /* Half on request: half the size (about), values rounded to half precision. */
         lumen_write_options opt = {.half = 1};
-        const char *hpath = tpath("h%d.exr", c);
-        CHECK_STATUS(lumen_write_image_ex(hpath, &im, &opt, NULL), LUMEN_OK);
-        CHECK_STATUS(lumen_read_image(hpath, &back), LUMEN_OK);
+        const char *hpath = ts_tpath("h%d.exr", c);
+        TS_CHECK_STATUS(lumen_write_image_ex(hpath, &im, &opt, NULL), LUMEN_OK);
+        TS_CHECK_STATUS(lumen_read_image(hpath, &back), LUMEN_OK);
         const float *b = back.data;
         assert_true(isinf(b[0]) && b[0] > 0);
         for (int i = 1; i < w * h * c; i++)
@@ -588,9 +554,9 @@ static void test_exr(void **state)
     float v[8] = {1.0f, -2.5f, 65504.0f, 6.103515625e-05f, 5.9604645e-08f, NAN, 1e6f, 0.1f};
     const lumen_image im = lumen_image_nhwc(v, LUMEN_F32, 1, 1, 8, 1);
     lumen_write_options opt = {.half = 1};
-    CHECK_STATUS(lumen_write_image_ex(tpath("v.exr"), &im, &opt, NULL), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_write_image_ex(ts_tpath("v.exr"), &im, &opt, NULL), LUMEN_OK);
     lumen_image back;
-    CHECK_STATUS(lumen_read_image(tpath("v.exr"), &back), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_read_image(ts_tpath("v.exr"), &back), LUMEN_OK);
     const float *b = back.data;
     assert_memory_equal(b, v, 5 * sizeof(float));
     assert_true(isnan(b[5]));
@@ -600,19 +566,19 @@ static void test_exr(void **state)
     /* u8 is refused before anything is written. */
     uint8_t u[4] = {0};
     const lumen_image u8 = lumen_image_nhwc(u, LUMEN_U8, 1, 2, 2, 1);
-    CHECK_STATUS(lumen_write_image(tpath("u.exr"), &u8), LUMEN_ERR_UNSUPPORTED);
-    assert_error_mentions("f32");
-    assert_int_equal(access(tpath("u.exr"), F_OK), -1);
+    TS_CHECK_STATUS(lumen_write_image(ts_tpath("u.exr"), &u8), LUMEN_ERR_UNSUPPORTED);
+    ts_assert_error_mentions("f32");
+    assert_int_equal(access(ts_tpath("u.exr"), F_OK), -1);
     /* Truncated and junk files. */
     size_t n;
-    unsigned char *bytes = read_bytes(tpath("f3.exr"), &n);
-    write_bytes(tpath("t.exr"), bytes, n / 2);
-    CHECK_STATUS(lumen_read_image(tpath("t.exr"), &back), LUMEN_ERR_CORRUPT);
-    assert_error_mentions("t.exr");
+    unsigned char *bytes = read_bytes(ts_tpath("f3.exr"), &n);
+    write_bytes(ts_tpath("t.exr"), bytes, n / 2);
+    TS_CHECK_STATUS(lumen_read_image(ts_tpath("t.exr"), &back), LUMEN_ERR_CORRUPT);
+    ts_assert_error_mentions("t.exr");
     assert_null(back.data);
-    write_bytes(tpath("j.exr"), "not an exr", 10);
-    CHECK_STATUS(lumen_read_image(tpath("j.exr"), &back), LUMEN_ERR_CORRUPT);
-    assert_error_mentions("not an OpenEXR file");
+    write_bytes(ts_tpath("j.exr"), "not an exr", 10);
+    TS_CHECK_STATUS(lumen_read_image(ts_tpath("j.exr"), &back), LUMEN_ERR_CORRUPT);
+    ts_assert_error_mentions("not an OpenEXR file");
     free(bytes);
 }
 
@@ -658,24 +624,24 @@ static void test_header_larger_than_file(void **state)
     (void)state;
     unsigned char file[128];
     const size_t n = make_tall_png(file);
-    const char *path = tpath("tall.png");
+    const char *path = ts_tpath("tall.png");
     write_bytes(path, file, n);
     lumen_image im;
     /* The pixel limit refuses it first... */
-    CHECK_STATUS(lumen_read_image(path, &im), LUMEN_ERR_UNSUPPORTED);
-    assert_error_mentions(path);
-    assert_error_mentions("limit of 268435456");
+    TS_CHECK_STATUS(lumen_read_image(path, &im), LUMEN_ERR_UNSUPPORTED);
+    ts_assert_error_mentions(path);
+    ts_assert_error_mentions("limit of 268435456");
     /* ...and without a limit the file size does, before any allocation of that size. */
     lumen_read_options opt = {.max_pixels = UINT64_MAX};
-    CHECK_STATUS(lumen_read_image_ex(path, &opt, &im, NULL), LUMEN_ERR_CORRUPT);
-    assert_error_mentions(path);
+    TS_CHECK_STATUS(lumen_read_image_ex(path, &opt, &im, NULL), LUMEN_ERR_CORRUPT);
+    ts_assert_error_mentions(path);
     char msg[64];
     snprintf(msg, sizeof msg, "more than a %zu-byte file can hold", n);
-    assert_error_mentions(msg);
+    ts_assert_error_mentions(msg);
     assert_null(im.data);
     /* The same from memory. */
-    CHECK_STATUS(lumen_read_image_memory(file, n, ".png", &opt, &im, NULL), LUMEN_ERR_CORRUPT);
-    assert_error_mentions(msg);
+    TS_CHECK_STATUS(lumen_read_image_memory(file, n, ".png", &opt, &im, NULL), LUMEN_ERR_CORRUPT);
+    ts_assert_error_mentions(msg);
 }
 
 /* A real decompression bomb: a 30000 x 30000 1-bit PNG of ~100 KB (a 900-Mpixel image). */
@@ -703,14 +669,14 @@ static void write_bomb_png(const char *path, int side)
 static void test_decompression_bomb(void **state)
 {
     (void)state;
-    const char *path = tpath("bomb.png");
+    const char *path = ts_tpath("bomb.png");
     write_bomb_png(path, 30000);
     assert_true(file_size(path) < 200000);
     lumen_image im;
-    CHECK_STATUS(lumen_read_image(path, &im), LUMEN_ERR_UNSUPPORTED);
-    assert_error_mentions(path);
-    assert_error_mentions("30000 x 30000 = 900000000 pixels");
-    assert_error_mentions("LUMEN_MAX_PIXELS");
+    TS_CHECK_STATUS(lumen_read_image(path, &im), LUMEN_ERR_UNSUPPORTED);
+    ts_assert_error_mentions(path);
+    ts_assert_error_mentions("30000 x 30000 = 900000000 pixels");
+    ts_assert_error_mentions("LUMEN_MAX_PIXELS");
     assert_null(im.data);
 }
 
@@ -725,42 +691,42 @@ static void test_pixel_limit_sources(void **state)
     const lumen_image fm = lumen_image_nhwc(fx, LUMEN_F32, 1, 20, 20, 3);
     const char *names[] = {"p.png", "p.jpg", "p.tif", "p.webp", "p.npy", "p.exr"};
     for (int i = 0; i < 6; i++)
-        CHECK_STATUS(lumen_write_image(tpath("%s", names[i]), i == 5 ? &fm : &im), LUMEN_OK);
+        TS_CHECK_STATUS(lumen_write_image(ts_tpath("%s", names[i]), i == 5 ? &fm : &im), LUMEN_OK);
     assert_int_equal(lumen_get_max_image_pixels(), LUMEN_DEFAULT_MAX_IMAGE_PIXELS);
     lumen_image back;
     setenv("LUMEN_MAX_PIXELS", "399", 1);
     assert_int_equal(lumen_get_max_image_pixels(), 399);
     for (int i = 0; i < 6; i++) {
-        CHECK_STATUS(lumen_read_image(tpath("%s", names[i]), &back), LUMEN_ERR_UNSUPPORTED);
-        assert_error_mentions(names[i]);
-        assert_error_mentions("limit of 399");
+        TS_CHECK_STATUS(lumen_read_image(ts_tpath("%s", names[i]), &back), LUMEN_ERR_UNSUPPORTED);
+        ts_assert_error_mentions(names[i]);
+        ts_assert_error_mentions("limit of 399");
         assert_null(back.data);
     }
     setenv("LUMEN_MAX_PIXELS", "400", 1);
     for (int i = 0; i < 6; i++) {
-        CHECK_STATUS(lumen_read_image(tpath("%s", names[i]), &back), LUMEN_OK);
+        TS_CHECK_STATUS(lumen_read_image(ts_tpath("%s", names[i]), &back), LUMEN_OK);
         lumen_image_free(&back);
     }
     /* The option overrides the environment, per call. */
     lumen_read_options opt = {.max_pixels = 100};
-    CHECK_STATUS(lumen_read_image_ex(tpath("p.png"), &opt, &back, NULL), LUMEN_ERR_UNSUPPORTED);
+    TS_CHECK_STATUS(lumen_read_image_ex(ts_tpath("p.png"), &opt, &back, NULL), LUMEN_ERR_UNSUPPORTED);
     setenv("LUMEN_MAX_PIXELS", "0", 1); /* 0: no limit */
-    CHECK_STATUS(lumen_read_image(tpath("p.png"), &back), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_read_image(ts_tpath("p.png"), &back), LUMEN_OK);
     lumen_image_free(&back);
     const char *bad[] = {"abc", "", "-5", "12k", "99999999999999999999999"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         setenv("LUMEN_MAX_PIXELS", bad[i], 1);
-        CHECK_STATUS(lumen_read_image(tpath("p.png"), &back), LUMEN_ERR_INVALID_ARGUMENT);
-        assert_error_mentions("LUMEN_MAX_PIXELS");
-        assert_error_mentions("p.png");
+        TS_CHECK_STATUS(lumen_read_image(ts_tpath("p.png"), &back), LUMEN_ERR_INVALID_ARGUMENT);
+        ts_assert_error_mentions("LUMEN_MAX_PIXELS");
+        ts_assert_error_mentions("p.png");
     }
     /* The API overrides the environment from then on. */
     lumen_set_max_image_pixels(10);
     assert_int_equal(lumen_get_max_image_pixels(), 10);
-    CHECK_STATUS(lumen_read_image(tpath("p.png"), &back), LUMEN_ERR_UNSUPPORTED);
-    assert_error_mentions("limit of 10 ");
+    TS_CHECK_STATUS(lumen_read_image(ts_tpath("p.png"), &back), LUMEN_ERR_UNSUPPORTED);
+    ts_assert_error_mentions("limit of 10 ");
     lumen_set_max_image_pixels(0);
-    CHECK_STATUS(lumen_read_image(tpath("p.png"), &back), LUMEN_OK);
+    TS_CHECK_STATUS(lumen_read_image(ts_tpath("p.png"), &back), LUMEN_OK);
     lumen_image_free(&back);
     lumen_set_max_image_pixels(LUMEN_DEFAULT_MAX_IMAGE_PIXELS);
     unsetenv("LUMEN_MAX_PIXELS");
