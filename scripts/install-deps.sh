@@ -13,7 +13,9 @@ pkgs=(gcc make cmake ninja-build pkg-config libpng-dev libjpeg-dev libtiff-dev l
       python3 python3-dev python3-numpy libdlpack-dev)
 if [ "${1:-build}" = test ]; then
   pkgs+=(libcmocka-dev python3-opencv python3-scipy python3-pytest python3-torch
-         python3-pip python3-setuptools python3-wheel time)
+         python3-pip python3-setuptools python3-wheel time
+         # the Vulkan module and its tests on lavapipe (docs/vulkan.md); not needed by make run
+         libvulkan-dev glslc mesa-vulkan-drivers)
 fi
 # make fuzz: libFuzzer and the sanitizer runtimes of Debian's clang, clang's OpenMP runtime, and
 # cmocka (the harnesses share the C tests' tolerance table)

@@ -1,0 +1,481 @@
+/*
+ * The Vulkan module: lumen_module_init, the backend table, devices, per-context state and
+ * device memory (docs/vulkan.md).
+ *
+ * liblumen_vulkan.so links neither the core nor libvulkan: the core's services come in the
+ * host table, and the loader is dlopened on first use, so on a machine without a loader, an
+ * ICD or a device the module loads and lists nothing (one debug line says why). The instance
+ * is headless (no surface extensions) and lives as long as the process.
+ */
+#define _GNU_SOURCE
+#include "vk_internal.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define VK_MAX_DEVICES 16
+
+const lumen_module_host *vk_host;
+vk_fns vkf;
+
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+static void *loader;
+static VkInstance instance;
+static vk_device devices[VK_MAX_DEVICES];
+static int n_devices;
+
+lumen_status vk_fail(VkResult r, const char *what)
+{
+    const bool oom = r == VK_ERROR_OUT_OF_HOST_MEMORY || r == VK_ERROR_OUT_OF_DEVICE_MEMORY;
+    return vk_host->set_error(oom ? LUMEN_ERR_OUT_OF_MEMORY : LUMEN_ERR_INTERNAL,
+                              "vulkan: %s failed (VkResult %d)", what, (int)r);
+}
+
+const vk_device *vk_device_at(int i)
+{
+    return i >= 0 && i < n_devices ? &devices[i] : NULL;
+}
+
+/* ---- devices --------------------------------------------------------------------------- */
+
+static void *open_loader(void)
+{
+    /* libvulkan.so.1 on Linux; the Vulkan SDK's loader (in front of MoltenVK) on macOS */
+    static const char *const names[] = {"libvulkan.so.1", "libvulkan.so", "libvulkan.1.dylib",
+                                        "libvulkan.dylib"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        if (h) return h;
+    }
+    return NULL;
+}
+
+/* Whether the loader offers instance extension `name`. */
+static bool has_instance_extension(PFN_vkGetInstanceProcAddr gipa, const char *name)
+{
+    PFN_vkEnumerateInstanceExtensionProperties enumerate =
+        (PFN_vkEnumerateInstanceExtensionProperties)gipa(NULL,
+                                                         "vkEnumerateInstanceExtensionProperties");
+    uint32_t n = 0;
+    if (!enumerate || enumerate(NULL, &n, NULL) != VK_SUCCESS || n == 0) return false;
+    VkExtensionProperties *ext = calloc(n, sizeof *ext);
+    bool found = false;
+    if (ext && enumerate(NULL, &n, ext) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n && !found; i++)
+            found = !strcmp(ext[i].extensionName, name);
+    free(ext);
+    return found;
+}
+
+static bool load_instance_fns(PFN_vkGetInstanceProcAddr gipa)
+{
+    bool ok = true;
+#define VK_LOAD(f)                                                                                 \
+    vkf.f = (PFN_##f)gipa(instance, #f);                                                           \
+    ok = ok && vkf.f;
+    VK_INSTANCE_FNS(VK_LOAD)
+#undef VK_LOAD
+    return ok;
+}
+
+/* Fills devices[i] from a physical device; false when it has no compute queue or no
+ * host-visible coherent memory (this first step needs both). */
+static bool describe(VkPhysicalDevice phys, vk_device *d)
+{
+    VkPhysicalDeviceProperties props;
+    VkPhysicalDeviceMemoryProperties mem;
+    vkf.vkGetPhysicalDeviceProperties(phys, &props);
+    vkf.vkGetPhysicalDeviceMemoryProperties(phys, &mem);
+    memset(d, 0, sizeof *d);
+    d->phys = phys;
+    /* names longer than lumen's 127 characters are cut */
+    memcpy(d->name, props.deviceName, sizeof d->name - 1);
+    d->name[sizeof d->name - 1] = '\0';
+    switch (props.deviceType) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: d->kind = LUMEN_DEVICE_DISCRETE_GPU; break;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: d->kind = LUMEN_DEVICE_INTEGRATED_GPU; break;
+    /* lavapipe and other CPU implementations: software, so "auto" never picks them over the
+     * CPU backend, which is faster on the same cores */
+    default: d->kind = LUMEN_DEVICE_SOFTWARE; break;
+    }
+    for (uint32_t h = 0; h < mem.memoryHeapCount; h++)
+        if (mem.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
+            d->memory += mem.memoryHeaps[h].size;
+    for (int k = 0; k < 3; k++)
+        d->max_groups[k] = props.limits.maxComputeWorkGroupCount[k];
+    d->max_storage_range = props.limits.maxStorageBufferRange;
+
+    uint32_t nq = 0;
+    vkf.vkGetPhysicalDeviceQueueFamilyProperties(phys, &nq, NULL);
+    VkQueueFamilyProperties q[32];
+    if (nq > 32) nq = 32;
+    vkf.vkGetPhysicalDeviceQueueFamilyProperties(phys, &nq, q);
+    bool have_queue = false;
+    for (uint32_t i = 0; i < nq && !have_queue; i++)
+        if (q[i].queueFlags & VK_QUEUE_COMPUTE_BIT) d->queue_family = i, have_queue = true;
+
+    /* Host-visible + coherent, device-local too when the device offers it (ReBAR, unified
+     * memory, lavapipe): views are mapped for their whole life (docs/vulkan.md, "Memory"). */
+    const VkMemoryPropertyFlags need =
+        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    int best = -1;
+    for (uint32_t t = 0; t < mem.memoryTypeCount; t++) {
+        VkMemoryPropertyFlags f = mem.memoryTypes[t].propertyFlags;
+        if ((f & need) != need) continue;
+        if (best < 0 || (f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)) {
+            if (best < 0 ||
+                !(mem.memoryTypes[best].propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT))
+                best = (int)t;
+        }
+    }
+    d->mem_type = best < 0 ? 0 : (uint32_t)best;
+    if (d->memory == 0 && best >= 0)
+        d->memory = mem.memoryHeaps[mem.memoryTypes[best].heapIndex].size;
+    return have_queue && best >= 0;
+}
+
+static void probe(void)
+{
+    if (!(loader = open_loader())) {
+        vk_host->log(LUMEN_LOG_DEBUG, "vulkan: no loader (libvulkan.so.1): no devices");
+        return;
+    }
+    PFN_vkGetInstanceProcAddr gipa =
+        (PFN_vkGetInstanceProcAddr)(uintptr_t)dlsym(loader, "vkGetInstanceProcAddr");
+    PFN_vkCreateInstance create =
+        gipa ? (PFN_vkCreateInstance)gipa(NULL, "vkCreateInstance") : NULL;
+    if (!create) {
+        vk_host->log(LUMEN_LOG_DEBUG, "vulkan: the loader has no vkCreateInstance: no devices");
+        return;
+    }
+    const char *ext[2];
+    uint32_t n_ext = 0;
+    VkInstanceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+    VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+                             .pApplicationName = "lumen",
+                             .pEngineName = "lumen",
+                             .apiVersion = VK_API_VERSION_1_0};
+    ci.pApplicationInfo = &app;
+    /* Portability enumeration: MoltenVK's devices are listed only when the instance asks for
+     * them with this extension and flag; loaders without the extension do not know the flag
+     * either. Its devices' portability subset needs properties2 on a 1.0 instance. */
+    if (has_instance_extension(gipa, "VK_KHR_portability_enumeration")) {
+        ext[n_ext++] = "VK_KHR_portability_enumeration";
+        ci.flags = 0x00000001; /* VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR */
+        if (has_instance_extension(gipa, "VK_KHR_get_physical_device_properties2"))
+            ext[n_ext++] = "VK_KHR_get_physical_device_properties2";
+    }
+    ci.enabledExtensionCount = n_ext;
+    ci.ppEnabledExtensionNames = n_ext ? ext : NULL;
+    VkResult r = create(&ci, NULL, &instance);
+    if (r != VK_SUCCESS) {
+        vk_host->log(LUMEN_LOG_DEBUG, "vulkan: vkCreateInstance: VkResult %d: no devices", (int)r);
+        instance = VK_NULL_HANDLE;
+        return;
+    }
+    if (!load_instance_fns(gipa)) {
+        vk_host->log(LUMEN_LOG_WARN, "vulkan: the loader lacks Vulkan 1.0 entry points");
+        return;
+    }
+    VkPhysicalDevice phys[VK_MAX_DEVICES];
+    uint32_t n = VK_MAX_DEVICES;
+    r = vkf.vkEnumeratePhysicalDevices(instance, &n, phys);
+    if (r != VK_SUCCESS && r != VK_INCOMPLETE) n = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (describe(phys[i], &devices[n_devices])) n_devices++;
+    vk_host->log(LUMEN_LOG_DEBUG, "vulkan: %d device(s)", n_devices);
+}
+
+static int vk_count(void)
+{
+    pthread_once(&probe_once, probe);
+    return n_devices;
+}
+
+static lumen_status vk_info(int i, lumen_device_info *info)
+{
+    const vk_device *d = vk_device_at(i);
+    if (!d) return vk_host->set_error(LUMEN_ERR_INVALID_ARGUMENT, "vulkan: no device %d", i);
+    memset(info, 0, sizeof *info);
+    snprintf(info->name, sizeof info->name, "%s", d->name);
+    strcpy(info->backend, "vulkan");
+    info->kind = d->kind;
+    /* Vulkan 1.0 reports no free memory (VK_EXT_memory_budget would): the total stands in */
+    info->memory_total = info->memory_free = d->memory;
+    return LUMEN_OK;
+}
+
+/* ---- per-context state ----------------------------------------------------------------- */
+
+static void vk_state_destroy(void *p)
+{
+    vk_state *st = p;
+    if (!st) return;
+    if (st->device) {
+        for (int i = 0; i < st->n_allocs; i++)
+            vk_buf_destroy(st, &st->allocs[i]);
+        vk_direct_destroy(st);
+        if (st->desc_pool) vkf.vkDestroyDescriptorPool(st->device, st->desc_pool, NULL);
+        if (st->layout) vkf.vkDestroyPipelineLayout(st->device, st->layout, NULL);
+        if (st->set_layout) vkf.vkDestroyDescriptorSetLayout(st->device, st->set_layout, NULL);
+        if (st->fence) vkf.vkDestroyFence(st->device, st->fence, NULL);
+        if (st->pool) vkf.vkDestroyCommandPool(st->device, st->pool, NULL);
+        vkf.vkDestroyDevice(st->device, NULL);
+    }
+    free(st->allocs);
+    free(st);
+}
+
+/* One VkDevice per context, with its own queue: contexts never share a queue, so nothing
+ * needs a lock (a queue is externally synchronised). */
+static lumen_status state_init(vk_state *st, const vk_device *d)
+{
+    const float prio = 1.0f;
+    VkDeviceQueueCreateInfo q = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+                                 .queueFamilyIndex = d->queue_family,
+                                 .queueCount = 1,
+                                 .pQueuePriorities = &prio};
+    /* A device that lists VK_KHR_portability_subset (MoltenVK) must have it enabled. */
+    const char *subset = "VK_KHR_portability_subset";
+    VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+                              .queueCreateInfoCount = 1,
+                              .pQueueCreateInfos = &q};
+    uint32_t n_ext = 0;
+    if (vkf.vkEnumerateDeviceExtensionProperties(d->phys, NULL, &n_ext, NULL) == VK_SUCCESS &&
+        n_ext) {
+        VkExtensionProperties *ext = calloc(n_ext, sizeof *ext);
+        if (ext &&
+            vkf.vkEnumerateDeviceExtensionProperties(d->phys, NULL, &n_ext, ext) == VK_SUCCESS)
+            for (uint32_t i = 0; i < n_ext; i++)
+                if (!strcmp(ext[i].extensionName, subset)) {
+                    dci.enabledExtensionCount = 1;
+                    dci.ppEnabledExtensionNames = &subset;
+                }
+        free(ext);
+    }
+    VkResult r = vkf.vkCreateDevice(d->phys, &dci, NULL, &st->device);
+    if (r != VK_SUCCESS) {
+        st->device = VK_NULL_HANDLE;
+        return vk_fail(r, "vkCreateDevice");
+    }
+    vkf.vkGetDeviceQueue(st->device, d->queue_family, 0, &st->queue);
+    VkCommandPoolCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                   .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+                                   .queueFamilyIndex = d->queue_family};
+    if ((r = vkf.vkCreateCommandPool(st->device, &pci, NULL, &st->pool)))
+        return vk_fail(r, "vkCreateCommandPool");
+    VkCommandBufferAllocateInfo cai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                       .commandPool = st->pool,
+                                       .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                       .commandBufferCount = 1};
+    if ((r = vkf.vkAllocateCommandBuffers(st->device, &cai, &st->cmd)))
+        return vk_fail(r, "vkAllocateCommandBuffers");
+    VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    if ((r = vkf.vkCreateFence(st->device, &fci, NULL, &st->fence)))
+        return vk_fail(r, "vkCreateFence");
+
+    /* Every shader so far binds src, dst and taps as storage buffers 0..2 and takes its
+     * sizes as push constants: one set layout and one pipeline layout serve them all. */
+    VkDescriptorSetLayoutBinding b[3];
+    for (uint32_t i = 0; i < 3; i++)
+        b[i] = (VkDescriptorSetLayoutBinding){.binding = i,
+                                              .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                              .descriptorCount = 1,
+                                              .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
+    VkDescriptorSetLayoutCreateInfo sli = {.sType =
+                                               VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+                                           .bindingCount = 3,
+                                           .pBindings = b};
+    if ((r = vkf.vkCreateDescriptorSetLayout(st->device, &sli, NULL, &st->set_layout)))
+        return vk_fail(r, "vkCreateDescriptorSetLayout");
+    VkPushConstantRange range = {
+        .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .offset = 0, .size = 128};
+    VkPipelineLayoutCreateInfo pli = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+                                      .setLayoutCount = 1,
+                                      .pSetLayouts = &st->set_layout,
+                                      .pushConstantRangeCount = 1,
+                                      .pPushConstantRanges = &range};
+    if ((r = vkf.vkCreatePipelineLayout(st->device, &pli, NULL, &st->layout)))
+        return vk_fail(r, "vkCreatePipelineLayout");
+    VkDescriptorPoolSize ps = {.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = 3};
+    VkDescriptorPoolCreateInfo dpi = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+                                      .maxSets = 1,
+                                      .poolSizeCount = 1,
+                                      .pPoolSizes = &ps};
+    if ((r = vkf.vkCreateDescriptorPool(st->device, &dpi, NULL, &st->desc_pool)))
+        return vk_fail(r, "vkCreateDescriptorPool");
+    VkDescriptorSetAllocateInfo dsa = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+                                       .descriptorPool = st->desc_pool,
+                                       .descriptorSetCount = 1,
+                                       .pSetLayouts = &st->set_layout};
+    if ((r = vkf.vkAllocateDescriptorSets(st->device, &dsa, &st->set)))
+        return vk_fail(r, "vkAllocateDescriptorSets");
+    return LUMEN_OK;
+}
+
+static lumen_status vk_state_create(int device, void **out)
+{
+    const vk_device *d = vk_device_at(device);
+    if (!d) return vk_host->set_error(LUMEN_ERR_INVALID_ARGUMENT, "vulkan: no device %d", device);
+    vk_state *st = calloc(1, sizeof *st);
+    if (!st) return vk_host->set_error(LUMEN_ERR_OUT_OF_MEMORY, "vulkan: context state");
+    st->dev = device;
+    lumen_status s = state_init(st, d);
+    if (s) {
+        vk_state_destroy(st);
+        return s;
+    }
+    *out = st;
+    return LUMEN_OK;
+}
+
+/* ---- memory ---------------------------------------------------------------------------- */
+
+lumen_status vk_buf_create(lumen_context *ctx, vk_state *st, size_t bytes, vk_buf *out)
+{
+    const vk_device *d = vk_device_at(st->dev);
+    size_t size = bytes < 4 ? 4 : (bytes + 3) / 4 * 4; /* storage buffers hold whole words */
+    uint64_t limit = vk_host->memory_limit(ctx);
+    if (limit && st->used + size > limit)
+        return vk_host->set_error(LUMEN_ERR_OUT_OF_MEMORY,
+                                  "vulkan: %zu bytes would pass the memory limit of %llu", size,
+                                  (unsigned long long)limit);
+    if (size > d->max_storage_range)
+        return vk_host->set_error(LUMEN_ERR_OUT_OF_MEMORY,
+                                  "vulkan: %zu bytes pass the device's storage-buffer range", size);
+    memset(out, 0, sizeof *out);
+    VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+                              .size = size,
+                              .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
+                                       VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                                       VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                              .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
+    VkResult r = vkf.vkCreateBuffer(st->device, &bci, NULL, &out->buf);
+    if (r) return vk_fail(r, "vkCreateBuffer");
+    VkMemoryRequirements req;
+    vkf.vkGetBufferMemoryRequirements(st->device, out->buf, &req);
+    if (!(req.memoryTypeBits & (1u << d->mem_type))) {
+        vk_buf_destroy(st, out);
+        return vk_host->set_error(LUMEN_ERR_UNSUPPORTED,
+                                  "vulkan: storage buffers cannot live in host-visible memory");
+    }
+    VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                                .allocationSize = req.size,
+                                .memoryTypeIndex = d->mem_type};
+    void *map = NULL;
+    if ((r = vkf.vkAllocateMemory(st->device, &mai, NULL, &out->mem)) ||
+        (r = vkf.vkBindBufferMemory(st->device, out->buf, out->mem, 0)) ||
+        (r = vkf.vkMapMemory(st->device, out->mem, 0, VK_WHOLE_SIZE, 0, &map))) {
+        vk_buf_destroy(st, out);
+        return vk_fail(r, "device memory");
+    }
+    out->map = map;
+    out->size = size;
+    st->used += size;
+    return LUMEN_OK;
+}
+
+void vk_buf_destroy(vk_state *st, vk_buf *b)
+{
+    /* freeing the memory unmaps it */
+    if (b->buf) vkf.vkDestroyBuffer(st->device, b->buf, NULL);
+    if (b->mem) vkf.vkFreeMemory(st->device, b->mem, NULL);
+    st->used -= b->size;
+    memset(b, 0, sizeof *b);
+}
+
+const vk_buf *vk_find(const vk_state *st, const void *p, size_t bytes)
+{
+    const char *c = p;
+    for (int i = 0; i < st->n_allocs; i++) {
+        const vk_buf *b = &st->allocs[i];
+        if (c >= b->map && c <= b->map + b->size && bytes <= (size_t)(b->map + b->size - c))
+            return b;
+    }
+    return NULL;
+}
+
+static lumen_status vk_alloc(lumen_context *ctx, size_t bytes, void **out)
+{
+    vk_state *st = vk_host->state(ctx);
+    if (st->n_allocs == st->cap_allocs) {
+        int cap = st->cap_allocs ? 2 * st->cap_allocs : 16;
+        vk_buf *a = realloc(st->allocs, (size_t)cap * sizeof *a);
+        if (!a) return vk_host->set_error(LUMEN_ERR_OUT_OF_MEMORY, "vulkan: allocation table");
+        st->allocs = a, st->cap_allocs = cap;
+    }
+    vk_buf b;
+    lumen_status s = vk_buf_create(ctx, st, bytes, &b);
+    if (s) return s;
+    st->allocs[st->n_allocs++] = b;
+    *out = b.map;
+    return LUMEN_OK;
+}
+
+static void vk_release(lumen_context *ctx, void *p)
+{
+    vk_state *st = vk_host->state(ctx);
+    if (!p || !st) return;
+    for (int i = 0; i < st->n_allocs; i++)
+        if (st->allocs[i].map == p) {
+            vk_buf_destroy(st, &st->allocs[i]);
+            st->allocs[i] = st->allocs[--st->n_allocs];
+            return;
+        }
+}
+
+/* Device memory is mapped and coherent, and every op has finished when run() returns, so
+ * copies are plain memcpy with no queue work to order them against. */
+static lumen_status vk_copy(lumen_context *ctx, void *dst, const void *src, size_t bytes)
+{
+    (void)ctx;
+    memcpy(dst, src, bytes);
+    return LUMEN_OK;
+}
+
+static lumen_status vk_synchronize(lumen_context *ctx)
+{
+    (void)ctx; /* run() waits for its own fence */
+    return LUMEN_OK;
+}
+
+/* ---- ops ------------------------------------------------------------------------------- */
+
+static bool vk_supports(lumen_context *ctx, const lumen_op *op)
+{
+    return op->kind == LUMEN_OP_FILTER_DIRECT && vk_direct_supports(ctx, op);
+}
+
+static lumen_status vk_run(lumen_context *ctx, const lumen_op *op, lumen_run_info *info)
+{
+    if (op->kind != LUMEN_OP_FILTER_DIRECT)
+        return vk_host->set_error(LUMEN_ERR_UNSUPPORTED, "vulkan: no %d op yet", (int)op->kind);
+    return vk_direct_run(ctx, op, info);
+}
+
+static const lumen_backend vk_backend = {
+    .name = "vulkan",
+    .supports = vk_supports,
+    .run = vk_run,
+    .device_count = vk_count,
+    .device_info = vk_info,
+    .state_create = vk_state_create,
+    .state_destroy = vk_state_destroy,
+    .alloc = vk_alloc,
+    .release = vk_release,
+    .upload = vk_copy,
+    .download = vk_copy,
+    .synchronize = vk_synchronize,
+};
+
+__attribute__((visibility("default"))) lumen_status
+lumen_module_init(int abi, const lumen_module_host *h, const lumen_backend **out)
+{
+    if (abi != LUMEN_MODULE_ABI) return LUMEN_ERR_UNSUPPORTED;
+    vk_host = h;
+    *out = &vk_backend;
+    return LUMEN_OK;
+}
