@@ -36,6 +36,9 @@ static size_t mapped_bytes(void)
  * process maps now; returns its wait status. */
 static int run_limited(size_t extra, int (*fn)(void *), void *arg)
 {
+    /* Backend modules (and the drivers they load, e.g. the Vulkan loader) load before the
+     * limit, in the parent: the limit is for the op, not for finding devices. */
+    (void)lumen_device_count();
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {

@@ -48,7 +48,7 @@ def test_filter_anchor_minus_one_is_the_centre(lumen_bin, img, anchor, want):
 
 @pytest.mark.parametrize("cmd", [["blur", "--sigma", "1"], ["gaussian-blur", "--sigma", "1"],
                                  ["box", "--ksize", "3"]], ids=lambda c: c[0])
-@pytest.mark.parametrize("device", ["cuda:7", "vulkan", "cuda:x"])
+@pytest.mark.parametrize("device", ["cuda:7", "opencl", "cuda:x"])
 def test_unknown_device_is_usage(lumen_bin, img, cmd, device):
     folder, _ = img
     r = run_cli(lumen_bin, cmd[0], folder / "in.npy", folder / "o.npy", *cmd[1:], "--device",
