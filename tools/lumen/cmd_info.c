@@ -17,16 +17,16 @@ static const char usage[] =
     "  --json            print one JSON object instead of text (default: text)\n"
     "  -v, --verbose     accepted for symmetry with the other commands; no effect\n";
 
-static const char examples[] =
-    "\n"
-    "Example:\n"
-    "  LUMEN_NUM_THREADS=4 lumen info --json\n";
+static const char examples[] = "\n"
+                               "Example:\n"
+                               "  LUMEN_NUM_THREADS=4 lumen info --json\n";
 
 enum { F_JSON = CLI_FLAG_CMD };
 
 static const cli_flag flags[] = {{"json", 0, 0, F_JSON}, CLI_COMMON_FLAGS, {NULL, 0, 0, 0}};
 
-static const char *const formats[] = {".npy", ".png", ".jpg", ".jpeg", ".tif", ".tiff"};
+static const char *const formats[] = {".npy", ".png",  ".jpg",  ".jpeg",
+                                      ".tif", ".tiff", ".webp", ".exr"};
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 typedef struct info_state {
@@ -77,8 +77,7 @@ static void print_json_device(const lumen_device_info *d)
            lumen_device_kind_name(d->kind), (unsigned long long)d->memory_total,
            (unsigned long long)d->memory_free);
     cli_json_string(stdout, d->compute_capability);
-    printf(", \"fp16\": %s, \"bf16\": %s}", d->fp16 ? "true" : "false",
-           d->bf16 ? "true" : "false");
+    printf(", \"fp16\": %s, \"bf16\": %s}", d->fp16 ? "true" : "false", d->bf16 ? "true" : "false");
 }
 
 static void print_json_devices(void)
@@ -111,7 +110,8 @@ static void print_json(const lumen_context *ctx)
 static void print_text_list(const char *label, const char *const *items, int n)
 {
     printf("%-13s", label);
-    for (int i = 0; i < n; i++) printf(" %s", items[i]);
+    for (int i = 0; i < n; i++)
+        printf(" %s", items[i]);
     printf("\n");
 }
 
