@@ -22,6 +22,7 @@
 
 #define _GNU_SOURCE /* mkdtemp */
 
+#include "fuzz_check.h"
 #include <lumen.h>
 #include <lumen_ops.h>
 
@@ -40,16 +41,6 @@
 
 static char fuzz_dir[256];
 static char fuzz_in[300], fuzz_out[300];
-
-#define FUZZ_CHECK(cond, ...)                                                                      \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "fuzz check failed: %s: ", #cond);                                     \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fprintf(stderr, "\n");                                                                 \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
 
 static void fuzz_io_cleanup(void)
 {

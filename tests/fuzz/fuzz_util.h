@@ -6,6 +6,7 @@
 #ifndef LUMEN_FUZZ_UTIL_H
 #define LUMEN_FUZZ_UTIL_H
 
+#include "fuzz_check.h"
 #include <lumen.h>
 
 #include "internal.h" /* the context's ISA flags: the fuzzer picks the kernels it runs */
@@ -17,16 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define FUZZ_CHECK(cond, ...)                                                                      \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "fuzz check failed: %s: ", #cond);                                     \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fprintf(stderr, "\n");                                                                 \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
 
 /* ---- the input as a parameter stream --------------------------------------------------- */
 
