@@ -52,43 +52,10 @@ static int group_teardown(void **state)
 
 /* A path inside the temp dir; a few rotating buffers so several can be live. */
 
-
-
 static bool file_exists(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0;
-}
-
-static void write_bytes(const char *path, const void *data, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(data, 1, n, f), n);
-    assert_int_equal(fclose(f), 0);
-}
-
-/* Whole file into a malloc'd buffer. */
-static unsigned char *read_bytes(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *buf = malloc((size_t)len + 1);
-    assert_non_null(buf);
-    assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
-    fclose(f);
-    *n = (size_t)len;
-    return buf;
-}
-
-static off_t file_size(const char *path)
-{
-    struct stat st;
-    assert_int_equal(stat(path, &st), 0);
-    return st.st_size;
 }
 
 /* Temporary files are named ".<name>.lumen-tmp-<pid>-XXXXXX"; none may survive a call. */
@@ -418,7 +385,7 @@ static void write_npy_raw(const char *path, int major, const char *dict, const v
     memcpy(buf + prefix, dict, strlen(dict));
     buf[prefix + hlen - 1] = '\n';
     if (n) memcpy(buf + prefix + hlen, data, n);
-    write_bytes(path, buf, prefix + hlen + n);
+    ts_write_bytes(path, buf, prefix + hlen + n);
     free(buf);
 }
 
@@ -445,11 +412,11 @@ static void test_npy_trailing_data(void **state)
     write_npy_raw(ts_tpath("one.npy"), 1,
                   "{'descr': '|u1', 'fortran_order': False, 'shape': (2, 3), }", data, 6);
     size_t n;
-    unsigned char *one = read_bytes(ts_tpath("one.npy"), &n);
+    unsigned char *one = ts_read_bytes(ts_tpath("one.npy"), &n);
     unsigned char *two = malloc(2 * n);
     memcpy(two, one, n);
     memcpy(two + n, one, n);
-    write_bytes(path, two, 2 * n);
+    ts_write_bytes(path, two, 2 * n);
     TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
     ts_assert_error_mentions("trailing data");
     free(one);
@@ -466,7 +433,7 @@ static void test_npy_header_layout(void **state)
     const char *path = ts_tpath("layout.npy");
     TS_CHECK_STATUS(lumen_write_image(path, &g), LUMEN_OK);
     size_t n;
-    unsigned char *b = read_bytes(path, &n);
+    unsigned char *b = ts_read_bytes(path, &n);
     assert_memory_equal(b, "\x93NUMPY\x01\x00", 8);
     const size_t hlen = (size_t)b[8] | (size_t)b[9] << 8;
     assert_int_equal((10 + hlen) % 64, 0);
@@ -482,7 +449,7 @@ static void test_npy_header_layout(void **state)
     float f[5 * 7 * 3] = {1.0f};
     lumen_image rgb = lumen_image_nhwc(f, LUMEN_F32, 1, 5, 7, 3);
     TS_CHECK_STATUS(lumen_write_image(path, &rgb), LUMEN_OK);
-    b = read_bytes(path, &n);
+    b = ts_read_bytes(path, &n);
     dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (5, 7, 3), }";
     assert_memory_equal(b + 10, dict, strlen(dict));
     assert_int_equal(n % 64, (5 * 7 * 3 * 4) % 64);
@@ -491,7 +458,7 @@ static void test_npy_header_layout(void **state)
     uint16_t u[2] = {1, 2};
     lumen_image u16 = lumen_image_nhwc(u, LUMEN_U16, 1, 1, 2, 1);
     TS_CHECK_STATUS(lumen_write_image(path, &u16), LUMEN_OK);
-    b = read_bytes(path, &n);
+    b = ts_read_bytes(path, &n);
     dict = "{'descr': '<u2', 'fortran_order': False, 'shape': (1, 2), }";
     assert_memory_equal(b + 10, dict, strlen(dict));
     assert_memory_equal(b + n - 4, "\x01\x00\x02\x00", 4); /* little-endian on disk */
@@ -649,19 +616,19 @@ static void test_npy_bad_headers(void **state)
     /* Bad magic, unknown version, header length past the end of the file. */
     const char *path = ts_tpath("bad.npy");
     lumen_image got;
-    write_bytes(path, "\x93NUMPX\x01\x00\x10\x00{}", 12);
+    ts_write_bytes(path, "\x93NUMPX\x01\x00\x10\x00{}", 12);
     TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
     ts_assert_error_mentions("magic");
-    write_bytes(path, "\x93NUMPY\x04\x00\x10\x00{}", 12);
+    ts_write_bytes(path, "\x93NUMPY\x04\x00\x10\x00{}", 12);
     TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_UNSUPPORTED);
     ts_assert_error_mentions("4.0");
-    write_bytes(path, "\x93NUMPY\x01\x00\x00\x10{'descr'", 17);
+    ts_write_bytes(path, "\x93NUMPY\x01\x00\x00\x10{'descr'", 17);
     TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
     ts_assert_error_mentions("truncated");
-    write_bytes(path, "\x93NUMPY\x02\x00\xff\xff\xff\x7f{}", 14);
+    ts_write_bytes(path, "\x93NUMPY\x02\x00\xff\xff\xff\x7f{}", 14);
     TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
     ts_assert_error_mentions(path);
-    write_bytes(path, "\x93NUM", 4);
+    ts_write_bytes(path, "\x93NUM", 4);
     TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
     ts_assert_error_mentions("truncated");
 }
@@ -1038,26 +1005,26 @@ static void test_empty_and_garbage_files(void **state)
     lumen_image got;
     for (int i = 0; i < 6; i++) {
         const char *path = ts_tpath("empty.%s", exts[i]);
-        write_bytes(path, "", 0);
+        ts_write_bytes(path, "", 0);
         TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
         ts_assert_error_mentions(path);
         ts_assert_error_mentions("empty");
         path = ts_tpath("junk.%s", exts[i]);
-        write_bytes(path, junk, sizeof junk);
+        ts_write_bytes(path, junk, sizeof junk);
         TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
         ts_assert_error_mentions(path);
         assert_null(got.data);
         /* Short junk (shorter than any signature). */
-        write_bytes(path, "ab", 2);
+        ts_write_bytes(path, "ab", 2);
         TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
         ts_assert_error_mentions(path);
     }
     const char *path = ts_tpath("junk.png");
-    write_bytes(path, junk, sizeof junk);
+    ts_write_bytes(path, junk, sizeof junk);
     TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
     ts_assert_error_mentions("not a PNG");
     /* A text file named .png. */
-    write_bytes(path, "hello, world\n", 13);
+    ts_write_bytes(path, "hello, world\n", 13);
     TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
     ts_assert_error_mentions("not a PNG");
 }
@@ -1066,7 +1033,7 @@ static void test_empty_and_garbage_files(void **state)
 static void check_truncated(const char *path, const lumen_image *im, off_t keep, const char *reason)
 {
     TS_CHECK_STATUS(lumen_write_image(path, im), LUMEN_OK);
-    const off_t size = file_size(path);
+    const off_t size = ts_file_size(path);
     assert_int_equal(truncate(path, keep ? keep : size / 2), 0);
     lumen_image got;
     TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
@@ -1124,9 +1091,9 @@ static void test_tiff_corrupt_strip(void **state)
     lumen_image_free(&got);
     /* The strip follows the 8-byte header; the directory is at the end. */
     size_t n;
-    unsigned char *b = read_bytes(path, &n);
+    unsigned char *b = ts_read_bytes(path, &n);
     memset(b + 10, 0xff, 16);
-    write_bytes(path, b, n);
+    ts_write_bytes(path, b, n);
     free(b);
     TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
     ts_assert_error_mentions(path);
@@ -1171,7 +1138,7 @@ static void test_png_absurd_size(void **state)
     n += put_chunk(file + n, "IDAT", (const unsigned char *)"\x78\x9c\x03\x00", 4);
     n += put_chunk(file + n, "IEND", NULL, 0);
     const char *path = ts_tpath("huge.png");
-    write_bytes(path, file, n);
+    ts_write_bytes(path, file, n);
     lumen_image got;
     TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_UNSUPPORTED);
     ts_assert_error_mentions(path);
@@ -1179,7 +1146,7 @@ static void test_png_absurd_size(void **state)
     assert_null(got.data);
     /* Same file with a broken IHDR CRC. */
     file[8 + 8 + 13] ^= 0xff;
-    write_bytes(path, file, n);
+    ts_write_bytes(path, file, n);
     TS_CHECK_STATUS(lumen_read_image(path, &got), LUMEN_ERR_CORRUPT);
     ts_assert_error_mentions(path);
 }
@@ -1188,7 +1155,7 @@ static void test_png_absurd_size(void **state)
 static void assert_untouched(const char *path, const char *content)
 {
     size_t n;
-    unsigned char *b = read_bytes(path, &n);
+    unsigned char *b = ts_read_bytes(path, &n);
     assert_int_equal(n, strlen(content));
     assert_memory_equal(b, content, n);
     free(b);
@@ -1220,7 +1187,7 @@ static void test_unsupported_writes(void **state)
         ts_assert_error_mentions(cases[i].reason);
         assert_false(file_exists(path));
         /* An existing file under that name is left alone. */
-        write_bytes(path, "ORIGINAL", 8);
+        ts_write_bytes(path, "ORIGINAL", 8);
         TS_CHECK_STATUS(lumen_write_image(path, cases[i].im), LUMEN_ERR_UNSUPPORTED);
         assert_untouched(path, "ORIGINAL");
     }
@@ -1251,7 +1218,7 @@ static void test_failed_rename(void **state)
     lumen_image im = lumen_image_nhwc(px, LUMEN_U8, 1, 2, 2, 1);
     const char *dir = ts_tpath("isdir.npy");
     assert_int_equal(mkdir(dir, 0755), 0);
-    write_bytes(ts_tpath("isdir.npy/keep"), "x", 1);
+    ts_write_bytes(ts_tpath("isdir.npy/keep"), "x", 1);
     TS_CHECK_STATUS(lumen_write_image(dir, &im), LUMEN_ERR_IO);
     ts_assert_error_mentions(dir);
     assert_int_equal(count_hidden_files(), 0);
@@ -1275,7 +1242,7 @@ static void test_failed_write_keeps_destination(void **state)
     for (int i = 0; i < 4; i++) {
         const char *path = ts_tpath("keep.%s", exts[i]);
         const char *fresh = ts_tpath("fresh.%s", exts[i]);
-        write_bytes(path, "ORIGINAL", 8);
+        ts_write_bytes(path, "ORIGINAL", 8);
         struct rlimit lim = old;
         lim.rlim_cur = 4096;
         assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);

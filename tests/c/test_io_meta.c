@@ -42,39 +42,6 @@ static int group_teardown(void **state)
     return ts_tmpdir_remove();
 }
 
-
-
-
-static void write_bytes(const char *path, const void *data, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(data, 1, n, f), n);
-    assert_int_equal(fclose(f), 0);
-}
-
-static unsigned char *read_bytes(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *buf = malloc((size_t)len + 1);
-    assert_non_null(buf);
-    assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
-    fclose(f);
-    *n = (size_t)len;
-    return buf;
-}
-
-static off_t file_size(const char *path)
-{
-    struct stat st;
-    assert_int_equal(stat(path, &st), 0);
-    return st.st_size;
-}
-
 /* ---- fixtures: EXIF, ICC, XMP --------------------------------------------- */
 
 /* A little-endian EXIF block: IFD0 with Orientation (and Make, so it is not the only tag). */
@@ -444,7 +411,7 @@ static void test_quality(void **state)
             opt.quality = qs[i];
             TS_CHECK_STATUS(lumen_write_image_ex(ts_tpath("q%d.%s", i, exts[e]), &im, &opt, NULL),
                          LUMEN_OK);
-            sizes[i] = file_size(ts_tpath("q%d.%s", i, exts[e]));
+            sizes[i] = ts_file_size(ts_tpath("q%d.%s", i, exts[e]));
         }
         /* 10 < default (95 JPEG, 90 WebP) < 100 */
         assert_true(sizes[0] < sizes[1]);
@@ -487,12 +454,12 @@ static void test_webp(void **state)
         lumen_image_free(&back);
         /* From memory, as the fuzzers and stdin readers call it. */
         size_t n;
-        unsigned char *bytes = read_bytes(path, &n);
+        unsigned char *bytes = ts_read_bytes(path, &n);
         TS_CHECK_STATUS(lumen_read_image_memory(bytes, n, "webp", NULL, &back, NULL), LUMEN_OK);
         assert_memory_equal(back.data, px, (size_t)33 * 17 * c);
         lumen_image_free(&back);
         /* Truncated. */
-        write_bytes(ts_tpath("t.webp"), bytes, n - 10);
+        ts_write_bytes(ts_tpath("t.webp"), bytes, n - 10);
         TS_CHECK_STATUS(lumen_read_image(ts_tpath("t.webp"), &back), LUMEN_ERR_CORRUPT);
         ts_assert_error_mentions("t.webp");
         free(bytes);
@@ -505,7 +472,7 @@ static void test_webp(void **state)
     TS_CHECK_STATUS(lumen_check_write_image(ts_tpath("g.webp"), LUMEN_U16, 3, NULL),
                  LUMEN_ERR_UNSUPPORTED);
     TS_CHECK_STATUS(lumen_check_write_image(ts_tpath("g.webp"), LUMEN_U8, 4, NULL), LUMEN_OK);
-    write_bytes(ts_tpath("junk.webp"), "RIFF\x10\0\0\0WEBPjunkjunkjunk", 20);
+    ts_write_bytes(ts_tpath("junk.webp"), "RIFF\x10\0\0\0WEBPjunkjunkjunk", 20);
     lumen_image back;
     TS_CHECK_STATUS(lumen_read_image(ts_tpath("junk.webp"), &back), LUMEN_ERR_CORRUPT);
 }
@@ -547,7 +514,7 @@ static void test_exr(void **state)
         for (int i = 1; i < w * h * c; i++)
             assert_true(fabsf(b[i] - px[i]) <= fabsf(px[i]) * (1.0f / 1024) + 6e-8f);
         lumen_image_free(&back);
-        assert_true(file_size(hpath) < file_size(path));
+        assert_true(ts_file_size(hpath) < ts_file_size(path));
         free(px);
     }
     /* Values that half holds exactly come back exactly, NaN stays NaN, overflow is inf. */
@@ -571,12 +538,12 @@ static void test_exr(void **state)
     assert_int_equal(access(ts_tpath("u.exr"), F_OK), -1);
     /* Truncated and junk files. */
     size_t n;
-    unsigned char *bytes = read_bytes(ts_tpath("f3.exr"), &n);
-    write_bytes(ts_tpath("t.exr"), bytes, n / 2);
+    unsigned char *bytes = ts_read_bytes(ts_tpath("f3.exr"), &n);
+    ts_write_bytes(ts_tpath("t.exr"), bytes, n / 2);
     TS_CHECK_STATUS(lumen_read_image(ts_tpath("t.exr"), &back), LUMEN_ERR_CORRUPT);
     ts_assert_error_mentions("t.exr");
     assert_null(back.data);
-    write_bytes(ts_tpath("j.exr"), "not an exr", 10);
+    ts_write_bytes(ts_tpath("j.exr"), "not an exr", 10);
     TS_CHECK_STATUS(lumen_read_image(ts_tpath("j.exr"), &back), LUMEN_ERR_CORRUPT);
     ts_assert_error_mentions("not an OpenEXR file");
     free(bytes);
@@ -625,7 +592,7 @@ static void test_header_larger_than_file(void **state)
     unsigned char file[128];
     const size_t n = make_tall_png(file);
     const char *path = ts_tpath("tall.png");
-    write_bytes(path, file, n);
+    ts_write_bytes(path, file, n);
     lumen_image im;
     /* The pixel limit refuses it first... */
     TS_CHECK_STATUS(lumen_read_image(path, &im), LUMEN_ERR_UNSUPPORTED);
@@ -671,7 +638,7 @@ static void test_decompression_bomb(void **state)
     (void)state;
     const char *path = ts_tpath("bomb.png");
     write_bomb_png(path, 30000);
-    assert_true(file_size(path) < 200000);
+    assert_true(ts_file_size(path) < 200000);
     lumen_image im;
     TS_CHECK_STATUS(lumen_read_image(path, &im), LUMEN_ERR_UNSUPPORTED);
     ts_assert_error_mentions(path);

@@ -5,6 +5,8 @@
 
 #include <lumen.h>
 
+#include <stddef.h>
+
 /* Creates /tmp/<prefix>-XXXXXX; 0 on success (a cmocka group setup's return value). */
 int ts_tmpdir_make(const char *prefix);
 /* Removes the folder and everything in it; 0 on success. */
@@ -13,6 +15,12 @@ int ts_tmpdir_remove(void);
 const char *ts_tmpdir(void);
 /* "<folder>/<printf(fmt, ...)>", in one of 8 rotating buffers (valid for 8 calls). */
 const char *ts_tpath(const char *fmt, ...);
+/* Writes n bytes to path (fails the test on any error). */
+void ts_write_bytes(const char *path, const void *data, size_t n);
+/* The whole file in a malloc'd buffer (one spare byte at the end); *n its size. */
+unsigned char *ts_read_bytes(const char *path, size_t *n);
+/* The file's size in bytes (fails the test if it is not there). */
+long long ts_file_size(const char *path);
 /* Fails (cmocka) unless the last error message contains needle (a path, a reason ...). */
 void ts_assert_error_mentions(const char *needle);
 
