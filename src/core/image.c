@@ -44,7 +44,8 @@ lumen_status lumen_image_check(const lumen_image *img, const char *what)
 {
     if (!img) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "%s: image is NULL", what);
     if (lumen_dtype_size(img->dtype) == 0)
-        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "%s: unknown dtype %d", what, (int)img->dtype);
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "%s: unknown dtype %d", what,
+                               (int)img->dtype);
     const int64_t dims[4] = {img->n, img->c, img->h, img->w};
     const char *names[4] = {"n", "c", "h", "w"};
     for (int i = 0; i < 4; i++) {
@@ -82,14 +83,8 @@ lumen_status lumen_image_check_pair(const lumen_image *src, const lumen_image *d
 
 void lumen_image_extent(const lumen_image *img, uintptr_t *lo, uintptr_t *hi)
 {
-    const int64_t dims[4] = {img->n, img->c, img->h, img->w};
-    const int64_t strides[4] = {img->stride_n, img->stride_c, img->stride_h, img->stride_w};
-    int64_t min_off = 0, max_off = 0;
-    for (int i = 0; i < 4; i++) {
-        int64_t span = (dims[i] - 1) * strides[i];
-        if (span < 0) min_off += span;
-        else max_off += span;
-    }
+    int64_t min_off, max_off;
+    lumen_view_offsets(img, &min_off, &max_off);
     size_t es = lumen_dtype_size(img->dtype);
     *lo = (uintptr_t)img->data + (intptr_t)(min_off * (int64_t)es);
     *hi = (uintptr_t)img->data + (uintptr_t)((max_off + 1) * (int64_t)es);
@@ -99,10 +94,9 @@ lumen_status lumen_view_check_residence(const lumen_context *ctx, const lumen_im
                                         const char *what)
 {
     if (img->device == 0 || img->device == ctx->device) return LUMEN_OK;
-    return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
-                           "%s: lives on device %d (%s) but the context runs on %s", what,
-                           img->device, lumen_device_name_static(img->device),
-                           lumen_device_name_static(ctx->device));
+    return lumen_set_error(
+        LUMEN_ERR_INVALID_ARGUMENT, "%s: lives on device %d (%s) but the context runs on %s", what,
+        img->device, lumen_device_name_static(img->device), lumen_device_name_static(ctx->device));
 }
 
 bool lumen_views_overlap(const lumen_image *a, const lumen_image *b)

@@ -91,6 +91,23 @@ static inline LUMEN_HD void lumen_store_px(void *p, lumen_dtype t, float v)
     }
 }
 
+/* The elements a view touches, as offsets from its data pointer: *lo (<= 0: negative strides
+ * reach below it) to *hi (>= 0). The core's byte extents and every module's staging copies
+ * share this one rule. */
+static inline LUMEN_HD void lumen_view_offsets(const lumen_image *v, int64_t *lo, int64_t *hi)
+{
+    const int64_t dims[4] = {v->n, v->c, v->h, v->w};
+    const int64_t strides[4] = {v->stride_n, v->stride_c, v->stride_h, v->stride_w};
+    *lo = *hi = 0;
+    for (int i = 0; i < 4; i++) {
+        const int64_t span = (dims[i] - 1) * strides[i];
+        if (span < 0)
+            *lo += span;
+        else
+            *hi += span;
+    }
+}
+
 /* The kernel size OpenCV's GaussianBlur derives from sigma: round(sigma * 8 + 1) | 1, or
  * * 6 + 1 for 8-bit data; LUMEN_MAX_KSIZE + 1 (too large) when that passes the limit. */
 static inline LUMEN_HD int lumen_gaussian_ksize_of(double sigma, int u8)

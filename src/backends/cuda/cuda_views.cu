@@ -20,17 +20,11 @@ size_t cu_pixel_bytes(const lumen_image *img)
 }
 
 /* The view's byte extent: its lowest element's offset (elements, <= 0) and the extent's bytes
- * (as lumen_image_extent in src/core/image.c). */
+ * (the rule of core/semantics.h, as lumen_image_extent). */
 static void extent(const lumen_image *img, int64_t *min_off, size_t *bytes)
 {
-    const int64_t dims[4] = {img->n, img->c, img->h, img->w};
-    const int64_t strides[4] = {img->stride_n, img->stride_c, img->stride_h, img->stride_w};
-    int64_t lo = 0, hi = 0;
-    for (int i = 0; i < 4; i++) {
-        int64_t span = (dims[i] - 1) * strides[i];
-        if (span < 0) lo += span;
-        else hi += span;
-    }
+    int64_t lo, hi;
+    lumen_view_offsets(img, &lo, &hi);
     *min_off = lo;
     *bytes = (size_t)(hi - lo + 1) * (size_t)cu_view_of(img).es;
 }

@@ -39,16 +39,8 @@ _Static_assert(LUMEN_BORDER_REFLECT == 0 && LUMEN_BORDER_CONSTANT == 1 &&
  * below): the byte range to copy is [data - lo*4, data + (hi+1)*4). */
 static void view_span(const lumen_image *v, int64_t *lo, int64_t *hi)
 {
-    const int64_t dims[4] = {v->n, v->c, v->h, v->w};
-    const int64_t strides[4] = {v->stride_n, v->stride_c, v->stride_h, v->stride_w};
-    *lo = *hi = 0;
-    for (int i = 0; i < 4; i++) {
-        int64_t e = (dims[i] - 1) * strides[i];
-        if (e < 0)
-            *lo -= e;
-        else
-            *hi += e;
-    }
+    lumen_view_offsets(v, lo, hi); /* core/semantics.h: *lo <= 0 there */
+    *lo = -*lo;
 }
 
 static bool fits_i32(int64_t v)
