@@ -19,12 +19,7 @@ lumen_image lumen_image_nchw(void *data, lumen_dtype dtype, int64_t n, int64_t c
 
 size_t lumen_dtype_size(lumen_dtype dtype)
 {
-    switch (dtype) {
-    case LUMEN_U8: return 1;
-    case LUMEN_U16: return 2;
-    case LUMEN_F32: return 4;
-    }
-    return 0;
+    return lumen_dtype_bytes(dtype);
 }
 
 const char *lumen_dtype_name(lumen_dtype dtype)

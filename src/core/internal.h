@@ -215,12 +215,17 @@ typedef struct lumen_backend {
     lumen_status (*upload)(lumen_context *ctx, void *dst, const void *src, size_t bytes);
     lumen_status (*download)(lumen_context *ctx, void *dst, const void *src, size_t bytes);
     lumen_status (*synchronize)(lumen_context *ctx);
+    /* "Mesa 22.3.6 (llvmpipe), Vulkan 1.3.230": the driver behind device i, for lumen info;
+     * NULL entry or "" : nothing to say. */
+    void (*device_driver)(int i, char *buf, size_t size);
 } lumen_backend;
 
 /* ---- backend modules: shared objects loaded at run time (module.c) -----
  * A module exports `lumen_module_init`; the core hands it these services, so a module never
  * links the core (whose copy of the error state, logs and caches would not be the caller's). */
-#define LUMEN_MODULE_ABI 3 /* 3: the op interface (supports/run), no per-op entries */
+/* 3: the op interface (supports/run), no per-op entries; 4: device_driver, host cache_path and
+ * interrupted */
+#define LUMEN_MODULE_ABI 4
 #define LUMEN_MODULE_INIT_SYMBOL "lumen_module_init"
 typedef struct lumen_module_host {
     int abi;
@@ -235,6 +240,10 @@ typedef struct lumen_module_host {
     void (*gaussian_kernel)(int n, double sigma, float *out); /* OpenCV's taps */
     int (*tf32)(const lumen_context *ctx); /* 1: f32 conv may use TF32 (default 0) */
     const char *(*last_error)(void);       /* the message set_error recorded last */
+    /* lumen_cache_path: a file in lumen's cache folder (created); false when there is none */
+    bool (*cache_path)(const char *name, char *buf, size_t size);
+    /* 1 when the context's interrupt hook asks the running op to stop (poll between pieces) */
+    int (*interrupted)(const lumen_context *ctx);
 } lumen_module_host;
 typedef lumen_status (*lumen_module_init_fn)(int abi, const lumen_module_host *host,
                                              const lumen_backend **out);

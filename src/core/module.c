@@ -40,6 +40,7 @@ static void *host_state(const lumen_context *ctx) { return ctx->be_state; }
 static int host_device(const lumen_context *ctx) { return ctx->be_device; }
 static uint64_t host_memory_limit(const lumen_context *ctx) { return ctx->memory_limit; }
 static int host_tf32(const lumen_context *ctx) { return ctx->tf32; }
+static int host_interrupted(const lumen_context *ctx) { return lumen_interrupt_requested(ctx); }
 
 static const lumen_module_host host = {
     .abi = LUMEN_MODULE_ABI,
@@ -53,6 +54,8 @@ static const lumen_module_host host = {
     .gaussian_kernel = lumen_gaussian_taps,
     .tf32 = host_tf32,
     .last_error = lumen_last_error,
+    .cache_path = lumen_cache_path,
+    .interrupted = host_interrupted,
 };
 
 static bool registered(const char *name)

@@ -11,6 +11,7 @@
 #include "lumen.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #if defined(__CUDACC__)
@@ -68,6 +69,13 @@ static inline LUMEN_HD uint16_t lumen_sat_u16(float v)
     if (!(v > 0.0f)) return 0;
     if (v >= 65535.0f) return 65535;
     return (uint16_t)lrintf(v);
+}
+
+/* Bytes of one element of dtype t (0: not a dtype); lumen_dtype_size is this, for modules
+ * that cannot call the core. */
+static inline LUMEN_HD size_t lumen_dtype_bytes(lumen_dtype t)
+{
+    return t == LUMEN_U8 ? 1 : t == LUMEN_U16 ? 2 : t == LUMEN_F32 ? 4 : 0;
 }
 
 /* Pixel of dtype t at p as f32. */

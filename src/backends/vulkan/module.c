@@ -24,6 +24,9 @@ vk_fns vkf;
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 static void *loader;
 static VkInstance instance;
+/* Vulkan 1.1 entry points, NULL on a 1.0 loader: only the driver description uses them */
+static PFN_vkGetPhysicalDeviceProperties2 get_props2;
+static PFN_vkGetPhysicalDeviceFeatures2 get_features2;
 static vk_device devices[VK_MAX_DEVICES];
 static int n_devices;
 
@@ -81,6 +84,42 @@ static bool load_instance_fns(PFN_vkGetInstanceProcAddr gipa)
     return ok;
 }
 
+/* Whether device extension `name` is offered. */
+static bool has_device_extension(VkPhysicalDevice phys, const char *name)
+{
+    uint32_t n = 0;
+    bool found = false;
+    if (vkf.vkEnumerateDeviceExtensionProperties(phys, NULL, &n, NULL) != VK_SUCCESS || !n)
+        return false;
+    VkExtensionProperties *ext = calloc(n, sizeof *ext);
+    if (ext && vkf.vkEnumerateDeviceExtensionProperties(phys, NULL, &n, ext) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n && !found; i++)
+            found = !strcmp(ext[i].extensionName, name);
+    free(ext);
+    return found;
+}
+
+/* The driver's name and version (VkPhysicalDeviceDriverProperties, Vulkan 1.2), and fp16 and
+ * bf16 shader arithmetic, where the instance has vkGetPhysicalDeviceProperties2 (1.1). */
+static void describe_driver(VkPhysicalDevice phys, uint32_t api, vk_device *d)
+{
+    snprintf(d->driver, sizeof d->driver, "driver version 0x%08x", d->driver_version);
+    if (!get_props2 || !get_features2 || VK_VERSION_MINOR(api) < 2) return;
+    VkPhysicalDeviceDriverProperties drv = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+                                      .pNext = &drv};
+    get_props2(phys, &p2);
+    snprintf(d->driver, sizeof d->driver, "%.40s %.50s", drv.driverName, drv.driverInfo);
+    VkPhysicalDeviceShaderFloat16Int8Features f16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+                                    .pNext = &f16};
+    get_features2(phys, &f2);
+    d->fp16 = f16.shaderFloat16 != 0;
+    d->bf16 = has_device_extension(phys, "VK_KHR_shader_bfloat16");
+}
+
 /* Fills devices[i] from a physical device; false when it has no compute queue or no
  * host-visible coherent memory (this first step needs both). */
 static bool describe(VkPhysicalDevice phys, vk_device *d)
@@ -106,7 +145,15 @@ static bool describe(VkPhysicalDevice phys, vk_device *d)
             d->memory += mem.memoryHeaps[h].size;
     for (int k = 0; k < 3; k++)
         d->max_groups[k] = props.limits.maxComputeWorkGroupCount[k];
+    d->max_group_invocations = props.limits.maxComputeWorkGroupInvocations;
+    d->max_shared = props.limits.maxComputeSharedMemorySize;
     d->max_storage_range = props.limits.maxStorageBufferRange;
+    memcpy(d->cache_uuid, props.pipelineCacheUUID, VK_UUID_SIZE);
+    d->vendor_id = props.vendorID, d->device_id = props.deviceID;
+    d->driver_version = props.driverVersion;
+    snprintf(d->api, sizeof d->api, "%u.%u.%u", VK_VERSION_MAJOR(props.apiVersion),
+             VK_VERSION_MINOR(props.apiVersion), VK_VERSION_PATCH(props.apiVersion));
+    describe_driver(phys, props.apiVersion, d);
 
     uint32_t nq = 0;
     vkf.vkGetPhysicalDeviceQueueFamilyProperties(phys, &nq, NULL);
@@ -158,6 +205,12 @@ static void probe(void)
                              .pApplicationName = "lumen",
                              .pEngineName = "lumen",
                              .apiVersion = VK_API_VERSION_1_0};
+    /* 1.1 where the loader has it (vkGetPhysicalDeviceProperties2 for the driver's name) */
+    PFN_vkEnumerateInstanceVersion version =
+        (PFN_vkEnumerateInstanceVersion)gipa(NULL, "vkEnumerateInstanceVersion");
+    uint32_t loader_api = VK_API_VERSION_1_0;
+    if (version && version(&loader_api) == VK_SUCCESS && loader_api >= VK_API_VERSION_1_1)
+        app.apiVersion = VK_API_VERSION_1_1;
     ci.pApplicationInfo = &app;
     /* Portability enumeration: MoltenVK's devices are listed only when the instance asks for
      * them with this extension and flag; loaders without the extension do not know the flag
@@ -179,6 +232,12 @@ static void probe(void)
     if (!load_instance_fns(gipa)) {
         vk_host->log(LUMEN_LOG_WARN, "vulkan: the loader lacks Vulkan 1.0 entry points");
         return;
+    }
+    if (app.apiVersion >= VK_API_VERSION_1_1) {
+        get_props2 = (PFN_vkGetPhysicalDeviceProperties2)gipa(instance,
+                                                              "vkGetPhysicalDeviceProperties2");
+        get_features2 =
+            (PFN_vkGetPhysicalDeviceFeatures2)gipa(instance, "vkGetPhysicalDeviceFeatures2");
     }
     VkPhysicalDevice phys[VK_MAX_DEVICES];
     uint32_t n = VK_MAX_DEVICES;
@@ -205,7 +264,18 @@ static lumen_status vk_info(int i, lumen_device_info *info)
     info->kind = d->kind;
     /* Vulkan 1.0 reports no free memory (VK_EXT_memory_budget would): the total stands in */
     info->memory_total = info->memory_free = d->memory;
+    info->fp16 = d->fp16;
+    info->bf16 = d->bf16;
     return LUMEN_OK;
+}
+
+static void vk_driver(int i, char *buf, size_t size)
+{
+    const vk_device *d = vk_device_at(i);
+    if (d)
+        snprintf(buf, size, "Vulkan %s, %s", d->api, d->driver);
+    else if (size)
+        buf[0] = '\0';
 }
 
 /* ---- per-context state ----------------------------------------------------------------- */
@@ -217,7 +287,11 @@ static void vk_state_destroy(void *p)
     if (st->device) {
         for (int i = 0; i < st->n_allocs; i++)
             vk_buf_destroy(st, &st->allocs[i]);
-        vk_direct_destroy(st);
+        vk_scratch_release_all(st);
+        vk_scratch_trim(st);
+        vk_pipeline_cache_save(st);
+        vk_pipelines_destroy(st);
+        if (st->cache) vkf.vkDestroyPipelineCache(st->device, st->cache, NULL);
         if (st->desc_pool) vkf.vkDestroyDescriptorPool(st->device, st->desc_pool, NULL);
         if (st->layout) vkf.vkDestroyPipelineLayout(st->device, st->layout, NULL);
         if (st->set_layout) vkf.vkDestroyDescriptorSetLayout(st->device, st->set_layout, NULL);
@@ -226,6 +300,7 @@ static void vk_state_destroy(void *p)
         vkf.vkDestroyDevice(st->device, NULL);
     }
     free(st->allocs);
+    free(st->scratch);
     free(st);
 }
 
@@ -277,22 +352,23 @@ static lumen_status state_init(vk_state *st, const vk_device *d)
     if ((r = vkf.vkCreateFence(st->device, &fci, NULL, &st->fence)))
         return vk_fail(r, "vkCreateFence");
 
-    /* Every shader so far binds src, dst and taps as storage buffers 0..2 and takes its
-     * sizes as push constants: one set layout and one pipeline layout serve them all. */
-    VkDescriptorSetLayoutBinding b[3];
-    for (uint32_t i = 0; i < 3; i++)
+    /* Every shader binds up to VK_MAX_BINDINGS storage buffers (views, taps, intermediates)
+     * and takes its sizes as push constants: one set layout and one pipeline layout serve
+     * them all. */
+    VkDescriptorSetLayoutBinding b[VK_MAX_BINDINGS];
+    for (uint32_t i = 0; i < VK_MAX_BINDINGS; i++)
         b[i] = (VkDescriptorSetLayoutBinding){.binding = i,
                                               .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                               .descriptorCount = 1,
                                               .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
     VkDescriptorSetLayoutCreateInfo sli = {.sType =
                                                VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
-                                           .bindingCount = 3,
+                                           .bindingCount = VK_MAX_BINDINGS,
                                            .pBindings = b};
     if ((r = vkf.vkCreateDescriptorSetLayout(st->device, &sli, NULL, &st->set_layout)))
         return vk_fail(r, "vkCreateDescriptorSetLayout");
     VkPushConstantRange range = {
-        .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .offset = 0, .size = 128};
+        .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .offset = 0, .size = VK_PUSH_BYTES};
     VkPipelineLayoutCreateInfo pli = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
                                       .setLayoutCount = 1,
                                       .pSetLayouts = &st->set_layout,
@@ -300,19 +376,16 @@ static lumen_status state_init(vk_state *st, const vk_device *d)
                                       .pPushConstantRanges = &range};
     if ((r = vkf.vkCreatePipelineLayout(st->device, &pli, NULL, &st->layout)))
         return vk_fail(r, "vkCreatePipelineLayout");
-    VkDescriptorPoolSize ps = {.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = 3};
+    /* one set per dispatch of a submission (vk_record.c), reset per submission */
+    VkDescriptorPoolSize ps = {.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                               .descriptorCount = VK_SETS_PER_SUBMIT * VK_MAX_BINDINGS};
     VkDescriptorPoolCreateInfo dpi = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
-                                      .maxSets = 1,
+                                      .maxSets = VK_SETS_PER_SUBMIT,
                                       .poolSizeCount = 1,
                                       .pPoolSizes = &ps};
     if ((r = vkf.vkCreateDescriptorPool(st->device, &dpi, NULL, &st->desc_pool)))
         return vk_fail(r, "vkCreateDescriptorPool");
-    VkDescriptorSetAllocateInfo dsa = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
-                                       .descriptorPool = st->desc_pool,
-                                       .descriptorSetCount = 1,
-                                       .pSetLayouts = &st->set_layout};
-    if ((r = vkf.vkAllocateDescriptorSets(st->device, &dsa, &st->set)))
-        return vk_fail(r, "vkAllocateDescriptorSets");
+    vk_pipeline_cache_load(st);
     return LUMEN_OK;
 }
 
@@ -409,6 +482,10 @@ static lumen_status vk_alloc(lumen_context *ctx, size_t bytes, void **out)
     }
     vk_buf b;
     lumen_status s = vk_buf_create(ctx, st, bytes, &b);
+    if (s == LUMEN_ERR_OUT_OF_MEMORY && st->n_scratch) { /* the idle scratch pool goes first */
+        vk_scratch_trim(st);
+        s = vk_buf_create(ctx, st, bytes, &b);
+    }
     if (s) return s;
     st->allocs[st->n_allocs++] = b;
     *out = b.map;
@@ -444,16 +521,43 @@ static lumen_status vk_synchronize(lumen_context *ctx)
 
 /* ---- ops ------------------------------------------------------------------------------- */
 
-static bool vk_supports(lumen_context *ctx, const lumen_op *op)
+/* One file per op kind (direct.c, separable.c ...); a kind without an entry runs on the CPU. */
+static const vk_op_impl *const op_impls[LUMEN_OP_KIND_COUNT] = {
+    [LUMEN_OP_FILTER_DIRECT] = &vk_op_direct,
+    [LUMEN_OP_FILTER_SEPARABLE] = &vk_op_separable,
+    [LUMEN_OP_FILTER_FFT] = &vk_op_fft,
+    [LUMEN_OP_GAUSSIAN_FAST] = &vk_op_gauss_fast,
+    [LUMEN_OP_CONV2D] = &vk_op_conv2d,
+    [LUMEN_OP_CONV_TRANSPOSE2D] = &vk_op_conv_transpose2d,
+};
+
+static const vk_op_impl *impl_of(const lumen_op *op)
 {
-    return op->kind == LUMEN_OP_FILTER_DIRECT && vk_direct_supports(ctx, op);
+    return op->kind >= 0 && op->kind < LUMEN_OP_KIND_COUNT ? op_impls[op->kind] : NULL;
 }
 
+static bool vk_supports(lumen_context *ctx, const lumen_op *op)
+{
+    const vk_op_impl *impl = impl_of(op);
+    if (!impl || !impl->supports || !vk_host->state(ctx)) return false;
+    const lumen_image *const *v = lumen_op_views(op);
+    for (int i = 0; i < op->n_views; i++)
+        if (!vk_view_fits(ctx, v[i])) return false;
+    return impl->supports(ctx, op);
+}
+
+/* Every op records one submission and waits for it; its scratch buffers go back to the pool
+ * afterwards, whatever happened. */
 static lumen_status vk_run(lumen_context *ctx, const lumen_op *op, lumen_run_info *info)
 {
-    if (op->kind != LUMEN_OP_FILTER_DIRECT)
-        return vk_host->set_error(LUMEN_ERR_UNSUPPORTED, "vulkan: no %d op yet", (int)op->kind);
-    return vk_direct_run(ctx, op, info);
+    const vk_op_impl *impl = impl_of(op);
+    if (!impl || !impl->run)
+        return vk_host->set_error(LUMEN_ERR_UNSUPPORTED, "vulkan: no %d op", (int)op->kind);
+    vk_state *st = vk_host->state(ctx);
+    lumen_status s = impl->run(ctx, op, info);
+    st->recording = false;
+    vk_scratch_release_all(st);
+    return s;
 }
 
 static const lumen_backend vk_backend = {
@@ -469,6 +573,7 @@ static const lumen_backend vk_backend = {
     .upload = vk_copy,
     .download = vk_copy,
     .synchronize = vk_synchronize,
+    .device_driver = vk_driver,
 };
 
 __attribute__((visibility("default"))) lumen_status

@@ -55,7 +55,11 @@
     X(vkCmdBindDescriptorSets)                                                                     \
     X(vkCmdPushConstants)                                                                          \
     X(vkCmdDispatch)                                                                               \
-    X(vkCmdPipelineBarrier)
+    X(vkCmdPipelineBarrier)                                                                        \
+    X(vkResetDescriptorPool)                                                                       \
+    X(vkCreatePipelineCache)                                                                       \
+    X(vkDestroyPipelineCache)                                                                      \
+    X(vkGetPipelineCacheData)
 
 typedef struct vk_fns {
 #define VK_FN_MEMBER(f) PFN_##f f;
@@ -64,18 +68,33 @@ typedef struct vk_fns {
 } vk_fns;
 
 extern vk_fns vkf;
+
+/* shaders/common.glsl restates lumen_border's and lumen_dtype's values */
+_Static_assert(LUMEN_BORDER_REFLECT == 0 && LUMEN_BORDER_CONSTANT == 1 &&
+                   LUMEN_BORDER_REPLICATE == 2 && LUMEN_BORDER_REFLECT101 == 3 &&
+                   LUMEN_BORDER_WRAP == 4,
+               "shaders/common.glsl's BORDER_* constants");
+_Static_assert(LUMEN_U8 == 0 && LUMEN_U16 == 1 && LUMEN_F32 == 2,
+               "shaders/common.glsl's DT_* constants");
 extern const lumen_module_host *vk_host;
 
 /* A device found at load time: what its contexts need to create a VkDevice and buffers. */
 typedef struct vk_device {
     VkPhysicalDevice phys;
     char name[128];
+    char driver[96]; /* "Mesa 22.3.6 (llvmpipe), Vulkan 1.3.230": lumen info shows it */
+    char api[16];    /* "1.3.230" */
     lumen_device_kind kind;
     uint64_t memory;       /* bytes of its device-local heaps */
     uint32_t queue_family; /* one with compute */
     uint32_t mem_type;     /* host-visible + coherent (device-local too where offered) */
     uint32_t max_groups[3];
+    uint32_t max_group_invocations;
+    uint32_t max_shared;        /* bytes of shared memory per workgroup */
     uint64_t max_storage_range; /* bytes one storage-buffer binding may cover */
+    uint8_t cache_uuid[VK_UUID_SIZE]; /* pipelineCacheUUID: keys the on-disk pipeline cache */
+    uint32_t vendor_id, device_id, driver_version;
+    int fp16, bf16; /* shaderFloat16 / bfloat16 support, for lumen_device_info */
 } vk_device;
 
 const vk_device *vk_device_at(int i);
@@ -90,6 +109,26 @@ typedef struct vk_buf {
     size_t size;
 } vk_buf;
 
+/* A pooled scratch buffer: staging copies of host views, taps, intermediates. Kept across
+ * calls (no per-call allocation once warm); `busy` while the op that took it runs. */
+typedef struct vk_scratch_buf {
+    vk_buf b;
+    bool busy;
+} vk_scratch_buf;
+
+/* A compute pipeline: a shader of the module with its specialisation constants. */
+#define VK_MAX_SPEC 8
+typedef struct vk_pipeline {
+    const uint32_t *code; /* the shader's SPIR-V (identity of the shader) */
+    int32_t spec[VK_MAX_SPEC];
+    int n_spec;
+    VkPipeline pipe;
+} vk_pipeline;
+
+#define VK_MAX_BINDINGS 4 /* storage buffers 0..3 of every shader */
+#define VK_PUSH_BYTES 128 /* Vulkan's guaranteed minimum of push-constant bytes */
+#define VK_SETS_PER_SUBMIT 256
+
 typedef struct vk_state {
     int dev;
     VkDevice device;
@@ -100,10 +139,18 @@ typedef struct vk_state {
     VkDescriptorSetLayout set_layout;
     VkPipelineLayout layout;
     VkDescriptorPool desc_pool;
-    VkDescriptorSet set;
-    VkPipeline direct; /* created on first use: compiling it costs (LLVM on lavapipe) */
-    vk_buf *allocs;    /* lumen_device_alloc's buffers */
+    VkPipelineCache cache; /* loaded from / saved to lumen's cache folder */
+    bool cache_dirty;      /* a pipeline was compiled since the cache was loaded */
+    vk_pipeline *pipes;    /* compiled on first use: compiling costs (LLVM on lavapipe) */
+    int n_pipes, cap_pipes;
+    int pipes_compiled; /* this context's compilations (the cache test reads the log) */
+    /* the command buffer being recorded (vk_rec_*) */
+    bool recording;
+    int sets_used, dispatches;
+    vk_buf *allocs; /* lumen_device_alloc's buffers */
     int n_allocs, cap_allocs;
+    vk_scratch_buf *scratch;
+    int n_scratch, cap_scratch;
     uint64_t used; /* bytes of buffers alive, for the context's memory limit */
 } vk_state;
 
@@ -116,8 +163,87 @@ const vk_buf *vk_find(const vk_state *st, const void *p, size_t bytes);
 /* A VkResult as a lumen status with a message. */
 lumen_status vk_fail(VkResult r, const char *what);
 
-bool vk_direct_supports(lumen_context *ctx, const lumen_op *op);
-lumen_status vk_direct_run(lumen_context *ctx, const lumen_op *op, lumen_run_info *info);
-void vk_direct_destroy(vk_state *st);
+/* ---- scratch pool (vk_scratch.c) -------------------------------------------------------- */
+
+/* A pooled buffer of at least `bytes` for the running op; returned by vk_scratch_release_all
+ * once its submission has finished. */
+lumen_status vk_scratch(lumen_context *ctx, vk_state *st, size_t bytes, vk_buf **out);
+void vk_scratch_release_all(vk_state *st);
+/* Frees the pooled buffers not in use (memory limit reached, context destroyed). */
+void vk_scratch_trim(vk_state *st);
+
+/* ---- views (vk_view.c) ------------------------------------------------------------------ */
+
+/* A view as a shader addresses it: a whole buffer, the element offset of the data pointer
+ * and the strides in elements (std430 layout, as shaders/common.glsl's View). */
+typedef struct vk_pview {
+    int32_t off, sn, sc, sh, sw;
+} vk_pview;
+
+typedef struct vk_view {
+    VkBuffer buf;
+    vk_pview pv;
+    const lumen_image *img;
+    vk_buf *tmp;      /* host views: the pooled staging copy */
+    char *host_first; /* host views: the first byte the view touches */
+    size_t bytes;
+} vk_view;
+
+/* Whether the module can bind v: element offsets in 32-bit ints, within the device's storage
+ * range, and a device-resident view inside one of this context's buffers, aligned. */
+bool vk_view_fits(lumen_context *ctx, const lumen_image *v);
+/* Binds v for a shader: device views in place, host views through a staging copy (outputs
+ * too, so that the bytes between a window's rows are copied back as they were). */
+lumen_status vk_view_bind(lumen_context *ctx, vk_state *st, const lumen_image *v, vk_view *out);
+/* After the submission: copies a host output's staging copy back. */
+void vk_view_finish(const vk_view *v);
+/* Copies n floats into a scratch buffer (taps, weights). */
+lumen_status vk_upload_floats(lumen_context *ctx, vk_state *st, const float *p, size_t n,
+                              VkBuffer *out);
+
+/* ---- recording and pipelines (vk_record.c) ---------------------------------------------- */
+
+/* A shader and its specialisation constants (ids 0 .. n_spec-1, 32-bit ints). */
+typedef struct vk_kernel {
+    const uint32_t *code;
+    size_t code_bytes;
+    int32_t spec[VK_MAX_SPEC];
+    int n_spec;
+} vk_kernel;
+#define VK_KERNEL(spv, ...)                                                                        \
+    ((vk_kernel){.code = spv,                                                                      \
+                 .code_bytes = sizeof spv,                                                         \
+                 .spec = {__VA_ARGS__},                                                            \
+                 .n_spec = (int)(sizeof((int32_t[]){__VA_ARGS__}) / sizeof(int32_t))})
+
+/* One op = one command buffer = one submission: begin, dispatches (each after a barrier on the
+ * previous one's writes), submit and wait. A recording that runs out of descriptor sets is
+ * submitted and continued transparently. */
+lumen_status vk_rec_begin(vk_state *st);
+lumen_status vk_rec_dispatch(vk_state *st, const vk_kernel *k, const VkBuffer *bufs, int n_bufs,
+                             const void *push, uint32_t push_bytes, uint32_t gx, uint32_t gy,
+                             uint32_t gz);
+lumen_status vk_rec_submit(vk_state *st);
+/* Loads the on-disk pipeline cache into st->cache; saves it when pipelines were compiled. */
+void vk_pipeline_cache_load(vk_state *st);
+void vk_pipeline_cache_save(vk_state *st);
+void vk_pipelines_destroy(vk_state *st);
+
+/* ---- ops: one file each ----------------------------------------------------------------- */
+
+typedef struct vk_op_impl {
+    bool (*supports)(lumen_context *ctx, const lumen_op *op);
+    lumen_status (*run)(lumen_context *ctx, const lumen_op *op, lumen_run_info *info);
+} vk_op_impl;
+
+extern const vk_op_impl vk_op_direct, vk_op_separable, vk_op_fft, vk_op_gauss_fast, vk_op_conv2d,
+    vk_op_conv_transpose2d;
+
+/* Whether a grid fits the device's workgroup counts. */
+bool vk_grid_fits(const vk_state *st, uint64_t gx, uint64_t gy, uint64_t gz);
+static inline uint32_t vk_groups(int64_t n, int per)
+{
+    return (uint32_t)((n + per - 1) / per);
+}
 
 #endif

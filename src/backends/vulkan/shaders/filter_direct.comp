@@ -1,73 +1,69 @@
-// The direct filter on f32 (LUMEN_OP_FILTER_DIRECT): one invocation per output pixel, x and y
-// over the image, z over batch x channels, so a whole NCHW view runs in one dispatch. Views
-// are whole storage buffers addressed by element offsets and signed strides from the push
-// constants (padded windows, negative strides and batches with gaps need nothing special).
-// The border rule is src/core/semantics.h's lumen_border_index, restated for GLSL.
+// The direct filter (LUMEN_OP_FILTER_DIRECT) on u8/u16/f32 in and out: one invocation per
+// output pixel, x and y over the image, z over batch x channels, so a whole NCHW (or NHWC:
+// strides) view runs in one dispatch. A workgroup first loads its 16x16 tile plus the
+// kernel's reach (border rule applied once per loaded pixel) into shared memory, then every
+// invocation sums its window from there; kernels wider or taller than MAX_TILE_K read the
+// source directly (the FFT takes over long before that pays).
 #version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
 
 layout(local_size_x = 16, local_size_y = 16, local_size_z = 1) in;
+layout(constant_id = 0) const int SRC_DT = DT_F32;
+layout(constant_id = 1) const int DST_DT = DT_F32;
+layout(constant_id = 2) const int TILED = 1;
 
-layout(std430, set = 0, binding = 0) readonly buffer Src { float src[]; };
-layout(std430, set = 0, binding = 1) buffer Dst { float dst[]; };
+layout(std430, set = 0, binding = 0) readonly buffer Src { uint src[]; };
+layout(std430, set = 0, binding = 1) buffer Dst { uint dst[]; };
 layout(std430, set = 0, binding = 2) readonly buffer Taps { float taps[]; };
 
-// Must match vk_push in direct.c (a _Static_assert there checks its size).
+// Must match vk_direct_push in direct.c.
 layout(push_constant) uniform Push {
-    int n, c, h, w;
-    int src_off, src_sn, src_sc, src_sh, src_sw;
-    int dst_off, dst_sn, dst_sc, dst_sh, dst_sw;
+    int c, h, w;
+    View s, d;
     int kw, kh, ax, ay;
     int border;
     float border_value;
 } pc;
 
-// lumen_border values (include/lumen.h; direct.c asserts them).
-const int BORDER_REFLECT = 0;
-const int BORDER_CONSTANT = 1;
-const int BORDER_REPLICATE = 2;
-const int BORDER_REFLECT101 = 3;
-const int BORDER_WRAP = 4;
+DEFINE_LOAD(load_src, src)
+DEFINE_STORE(store_dst, dst)
 
-int mod_pos(int a, int m)
-{
-    int r = a % m;
-    return r < 0 ? r + m : r;
-}
+const int MAX_TILE_K = 33;
+const int TILE = 16 + MAX_TILE_K - 1;
+shared float tile[TILE * TILE];
 
-// i mapped into [0, n) by the border mode; -1 means "the constant value". Exact for any
-// offset, so kernels larger than the image need no special case.
-int border_index(int i, int n)
+float src_at(int base, int y, int x)
 {
-    if (i >= 0 && i < n) return i;
-    if (pc.border == BORDER_CONSTANT) return -1;
-    if (pc.border == BORDER_REPLICATE) return i < 0 ? 0 : n - 1;
-    if (pc.border == BORDER_REFLECT) {
-        int p = mod_pos(i, 2 * n);
-        return p < n ? p : 2 * n - 1 - p;
-    }
-    if (pc.border == BORDER_REFLECT101) {
-        if (n == 1) return 0;
-        int p = mod_pos(i, 2 * n - 2);
-        return p < n ? p : 2 * n - 2 - p;
-    }
-    return mod_pos(i, n); // wrap
+    int sy = border_index(y, pc.h, pc.border), sx = border_index(x, pc.w, pc.border);
+    if (sy < 0 || sx < 0) return pc.border_value;
+    return load_src(SRC_DT, base + sy * pc.s.sh + sx * pc.s.sw);
 }
 
 void main()
 {
     int x = int(gl_GlobalInvocationID.x), y = int(gl_GlobalInvocationID.y);
-    int z = int(gl_GlobalInvocationID.z);
-    if (x >= pc.w || y >= pc.h || z >= pc.n * pc.c) return;
+    int z = int(gl_WorkGroupID.z);
     int b = z / pc.c, ch = z % pc.c;
-    int base = pc.src_off + b * pc.src_sn + ch * pc.src_sc;
+    int base = pc.s.off + b * pc.s.sn + ch * pc.s.sc;
     float acc = 0.0;
-    for (int i = 0; i < pc.kh; i++) {
-        int sy = border_index(y + i - pc.ay, pc.h);
-        for (int t = 0; t < pc.kw; t++) {
-            int sx = border_index(x + t - pc.ax, pc.w);
-            float v = sy < 0 || sx < 0 ? pc.border_value : src[base + sy * pc.src_sh + sx * pc.src_sw];
-            acc += taps[i * pc.kw + t] * v;
-        }
+    if (TILED != 0) {
+        // the tile's top-left source pixel, and its size for this kernel
+        int x0 = int(gl_WorkGroupID.x) * 16 - pc.ax, y0 = int(gl_WorkGroupID.y) * 16 - pc.ay;
+        int tw = 16 + pc.kw - 1, th = 16 + pc.kh - 1;
+        for (int i = int(gl_LocalInvocationIndex); i < tw * th; i += 256)
+            tile[i] = src_at(base, y0 + i / tw, x0 + i % tw);
+        barrier();
+        if (x >= pc.w || y >= pc.h) return;
+        int lx = int(gl_LocalInvocationID.x), ly = int(gl_LocalInvocationID.y);
+        for (int i = 0; i < pc.kh; i++)
+            for (int t = 0; t < pc.kw; t++)
+                acc += taps[i * pc.kw + t] * tile[(ly + i) * tw + lx + t];
+    } else {
+        if (x >= pc.w || y >= pc.h) return;
+        for (int i = 0; i < pc.kh; i++)
+            for (int t = 0; t < pc.kw; t++)
+                acc += taps[i * pc.kw + t] * src_at(base, y + i - pc.ay, x + t - pc.ax);
     }
-    dst[pc.dst_off + b * pc.dst_sn + ch * pc.dst_sc + y * pc.dst_sh + x * pc.dst_sw] = acc;
+    store_dst(DST_DT, view_index(pc.d, b, ch, y, x), acc);
 }

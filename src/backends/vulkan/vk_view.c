@@ -1,0 +1,153 @@
+/*
+ * Views and scratch memory (docs/vulkan.md, "Memory"). A device-resident view is bound in
+ * place: its data pointer is a mapped address inside one of the context's buffers. A host view
+ * is staged through a pooled scratch buffer: its whole byte range (a window's gaps too) is
+ * copied in, and for the output copied back after the submission, so the bytes between a
+ * window's rows come back as they were. Scratch buffers (staging, taps, intermediates) are
+ * pooled per context: after the first calls of a given size no op allocates device memory.
+ */
+#include "vk_internal.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- scratch pool ---------------------------------------------------------------------- */
+
+/* Pool buffers grow in powers of two from 64 KiB so that calls of similar sizes share them. */
+static size_t pool_size(size_t bytes, uint64_t max_range)
+{
+    size_t s = 64 << 10;
+    while (s < bytes && s < SIZE_MAX / 2)
+        s *= 2;
+    return s > max_range && bytes <= max_range ? (size_t)max_range : s;
+}
+
+lumen_status vk_scratch(lumen_context *ctx, vk_state *st, size_t bytes, vk_buf **out)
+{
+    int best = -1;
+    for (int i = 0; i < st->n_scratch; i++) {
+        const vk_scratch_buf *s = &st->scratch[i];
+        if (!s->busy && s->b.size >= bytes && (best < 0 || s->b.size < st->scratch[best].b.size))
+            best = i;
+    }
+    if (best < 0) {
+        if (st->n_scratch == st->cap_scratch) {
+            int cap = st->cap_scratch ? 2 * st->cap_scratch : 16;
+            vk_scratch_buf *a = realloc(st->scratch, (size_t)cap * sizeof *a);
+            if (!a) return vk_host->set_error(LUMEN_ERR_OUT_OF_MEMORY, "vulkan: scratch table");
+            st->scratch = a, st->cap_scratch = cap;
+        }
+        const vk_device *d = vk_device_at(st->dev);
+        vk_buf b;
+        lumen_status s = vk_buf_create(ctx, st, pool_size(bytes, d->max_storage_range), &b);
+        if (s == LUMEN_ERR_OUT_OF_MEMORY) { /* idle pool buffers first, then the exact size */
+            vk_scratch_trim(st);
+            s = vk_buf_create(ctx, st, bytes, &b);
+        }
+        if (s) return s;
+        best = st->n_scratch++;
+        st->scratch[best] = (vk_scratch_buf){.b = b};
+    }
+    st->scratch[best].busy = true;
+    *out = &st->scratch[best].b;
+    return LUMEN_OK;
+}
+
+void vk_scratch_release_all(vk_state *st)
+{
+    for (int i = 0; i < st->n_scratch; i++)
+        st->scratch[i].busy = false;
+}
+
+void vk_scratch_trim(vk_state *st)
+{
+    int kept = 0;
+    for (int i = 0; i < st->n_scratch; i++) {
+        if (st->scratch[i].busy)
+            st->scratch[kept++] = st->scratch[i];
+        else
+            vk_buf_destroy(st, &st->scratch[i].b);
+    }
+    st->n_scratch = kept;
+}
+
+/* ---- views ----------------------------------------------------------------------------- */
+
+static bool fits_i32(int64_t v)
+{
+    return v >= INT32_MIN && v <= INT32_MAX;
+}
+
+/* Elements below the data pointer (lo >= 0) and above it that the view touches. */
+static void span(const lumen_image *v, int64_t *lo, int64_t *hi)
+{
+    lumen_view_offsets(v, lo, hi); /* core/semantics.h: *lo <= 0 there */
+    *lo = -*lo;
+}
+
+bool vk_view_fits(lumen_context *ctx, const lumen_image *v)
+{
+    vk_state *st = vk_host->state(ctx);
+    const vk_device *d = st ? vk_device_at(st->dev) : NULL;
+    if (!d) return false;
+    int64_t lo, hi;
+    span(v, &lo, &hi);
+    const int64_t es = (int64_t)lumen_dtype_bytes(v->dtype);
+    /* shaders index elements with 32-bit ints (u8: bytes) and words with e / (4 / es) */
+    const int64_t elems = lo + hi + 1;
+    if (!fits_i32(elems * es) || !fits_i32(v->stride_n) || !fits_i32(v->stride_c) ||
+        !fits_i32(v->stride_h) || !fits_i32(v->stride_w))
+        return false;
+    if ((uint64_t)(elems * es) > d->max_storage_range) return false;
+    if (!v->device) return true;
+    const char *first = (const char *)v->data - lo * es;
+    const vk_buf *b = vk_find(st, first, (size_t)(elems * es));
+    return b && ((const char *)v->data - b->map) % es == 0 &&
+           fits_i32(((const char *)v->data - b->map) / es);
+}
+
+lumen_status vk_view_bind(lumen_context *ctx, vk_state *st, const lumen_image *v, vk_view *out)
+{
+    int64_t lo, hi;
+    span(v, &lo, &hi);
+    const int64_t es = (int64_t)lumen_dtype_bytes(v->dtype);
+    char *first = (char *)v->data - lo * es;
+    memset(out, 0, sizeof *out);
+    out->img = v;
+    out->bytes = (size_t)((lo + hi + 1) * es);
+    out->pv = (vk_pview){.sn = (int32_t)v->stride_n,
+                         .sc = (int32_t)v->stride_c,
+                         .sh = (int32_t)v->stride_h,
+                         .sw = (int32_t)v->stride_w};
+    if (v->device) {
+        const vk_buf *b = vk_find(st, first, out->bytes);
+        if (!b) return vk_host->set_error(LUMEN_ERR_UNSUPPORTED, "vulkan: view not in a buffer");
+        out->buf = b->buf;
+        out->pv.off = (int32_t)(((char *)v->data - b->map) / es);
+        return LUMEN_OK;
+    }
+    lumen_status s = vk_scratch(ctx, st, out->bytes, &out->tmp);
+    if (s) return s;
+    memcpy(out->tmp->map, first, out->bytes);
+    out->buf = out->tmp->buf;
+    out->pv.off = (int32_t)lo;
+    out->host_first = first;
+    return LUMEN_OK;
+}
+
+void vk_view_finish(const vk_view *v)
+{
+    if (v->host_first) memcpy(v->host_first, v->tmp->map, v->bytes);
+}
+
+lumen_status vk_upload_floats(lumen_context *ctx, vk_state *st, const float *p, size_t n,
+                              VkBuffer *out)
+{
+    vk_buf *b;
+    lumen_status s = vk_scratch(ctx, st, n * sizeof(float), &b);
+    if (s) return s;
+    memcpy(b->map, p, n * sizeof(float));
+    *out = b->buf;
+    return LUMEN_OK;
+}
