@@ -764,7 +764,7 @@ int main(void)
     /* Before the first lumen call: the device list is built once. Fallbacks are counted here,
      * so the runtime's one warning line per fallback would only drown the output. */
     setenv("LUMEN_MODULE_PATH", LUMEN_MOCK_MODULE, 1);
-    setenv("LUMEN_LOG", "error", 1);
+    if (!getenv("XB_LOG")) setenv("LUMEN_LOG", "error", 1); /* XB_LOG=1: keep $LUMEN_LOG */
     fill_kernels();
     struct CMUnitTest tests[ROWS + 1];
     tests[0] = (struct CMUnitTest){"devices present", test_devices_present, NULL, NULL, NULL};

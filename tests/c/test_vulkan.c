@@ -187,7 +187,10 @@ static void test_direct_host_window(void **state)
 
 /* An op the module lacks (the separable filter): strict mode fails and leaves dst alone;
  * without strict mode the CPU runs it and run_info says so. */
-static void test_strict_refuses(void **state)
+/* The memory cap: an op whose buffers pass the context's limit runs out of device memory,
+ * which is an error in strict mode (dst untouched) and a CPU fallback otherwise; without the
+ * cap the same op runs on the device. */
+static void test_memory_cap(void **state)
 {
     (void)state;
     REQUIRE_VULKAN();
@@ -199,15 +202,22 @@ static void test_strict_refuses(void **state)
     lumen_filter_options o = lumen_filter_options_default();
     o.method = LUMEN_METHOD_SEPARABLE;
     lumen_context *strict = context("vulkan:0", 1, 1);
+    assert_int_equal(lumen_context_set_memory_limit(strict, 64), LUMEN_OK);
     assert_int_equal(lumen_sep_filter2d(strict, &s, &d, kx, 3, kx, 3, &o, NULL),
-                     LUMEN_ERR_UNSUPPORTED);
+                     LUMEN_ERR_OUT_OF_MEMORY);
+    assert_non_null(strstr(lumen_last_error(), "memory limit"));
     for (int i = 0; i < H * W; i++)
         assert_true(dst[i] == -1.0f);
     lumen_context *lenient = context("vulkan:0", 0, 1);
+    assert_int_equal(lumen_context_set_memory_limit(lenient, 64), LUMEN_OK);
     lumen_run_info info;
     assert_int_equal(lumen_sep_filter2d(lenient, &s, &d, kx, 3, kx, 3, &o, &info), LUMEN_OK);
     assert_string_equal(info.device, "cpu");
     assert_int_equal(info.method, LUMEN_METHOD_SEPARABLE);
+    assert_int_equal(lumen_context_set_memory_limit(strict, 0), LUMEN_OK);
+    assert_int_equal(lumen_sep_filter2d(strict, &s, &d, kx, 3, kx, 3, &o, &info), LUMEN_OK);
+    assert_string_equal(info.device, "vulkan:0");
+    assert_string_equal(info.algo, "vulkan:separable");
     lumen_context_destroy(strict);
     lumen_context_destroy(lenient);
 }
@@ -218,7 +228,7 @@ int main(void)
         cmocka_unit_test(test_listing),
         cmocka_unit_test(test_direct_device_views),
         cmocka_unit_test(test_direct_host_window),
-        cmocka_unit_test(test_strict_refuses),
+        cmocka_unit_test(test_memory_cap),
     };
     return cmocka_run_group_tests(tests, find_device, NULL);
 }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- the on-disk pipeline cache ------------------------------------------------------- */
@@ -125,10 +126,16 @@ static lumen_status compile(vk_state *st, const vk_kernel *k, VkPipeline *out)
                   .pName = "main",
                   .pSpecializationInfo = k->n_spec ? &si : NULL},
         .layout = st->layout};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     r = vkf.vkCreateComputePipelines(st->device, st->cache, 1, &pci, NULL, out);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
     vkf.vkDestroyShaderModule(st->device, sm, NULL);
     if (r) return vk_fail(r, "vkCreateComputePipelines");
     st->pipes_compiled++;
+    vk_host->log(LUMEN_LOG_DEBUG, "vulkan: pipeline %d of this context made in %.1f ms",
+                 st->pipes_compiled,
+                 (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6);
     st->cache_dirty = true;
     return LUMEN_OK;
 }
