@@ -157,6 +157,9 @@ typedef struct lumen_device_info {
 
 LUMEN_API int lumen_device_count(void);
 LUMEN_API lumen_status lumen_device_get_info(int index, lumen_device_info *out);
+/* The driver behind device `index`, as its backend describes it ("Vulkan 1.3.230, llvmpipe
+ * Mesa 22.3.6 (LLVM 15.0.6)"), into buf; "" where the backend has nothing to say (the CPU). */
+LUMEN_API lumen_status lumen_device_get_driver(int index, char *buf, size_t size);
 /* The spec that names device `index` ("cpu", "cuda:0"), as lumen_device_find takes it. */
 LUMEN_API lumen_status lumen_device_spec(int index, char *buf, size_t size);
 /* "cpu", "discrete", "integrated", "software". */

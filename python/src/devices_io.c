@@ -3,12 +3,14 @@
 
 static PyObject *info_dict(const lumen_device_info *d)
 {
-    return Py_BuildValue("{s:i,s:s,s:s,s:s,s:K,s:K,s:s,s:O,s:O}", "index", d->index, "name",
+    char driver[256] = "";
+    lumen_device_get_driver(d->index, driver, sizeof driver);
+    return Py_BuildValue("{s:i,s:s,s:s,s:s,s:K,s:K,s:s,s:s,s:O,s:O}", "index", d->index, "name",
                          d->name, "backend", d->backend, "kind", lumen_device_kind_name(d->kind),
                          "memory_total", (unsigned long long)d->memory_total, "memory_free",
                          (unsigned long long)d->memory_free, "compute_capability",
-                         d->compute_capability, "fp16", d->fp16 ? Py_True : Py_False, "bf16",
-                         d->bf16 ? Py_True : Py_False);
+                         d->compute_capability, "driver", driver, "fp16",
+                         d->fp16 ? Py_True : Py_False, "bf16", d->bf16 ? Py_True : Py_False);
 }
 
 PyObject *lumenpy_devices(PyObject *self, PyObject *unused)

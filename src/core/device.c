@@ -45,6 +45,20 @@ lumen_status lumen_device_get_info(int index, lumen_device_info *out)
                            lumen_device_count() - 1);
 }
 
+lumen_status lumen_device_get_driver(int index, char *buf, size_t size)
+{
+    lumen_clear_error();
+    if (!buf || !size) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "buf: NULL or empty");
+    int local;
+    const lumen_backend *be = lumen_device_backend(index, &local);
+    if (!be)
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "device: index %d is not in 0..%d",
+                               index, lumen_device_count() - 1);
+    buf[0] = '\0';
+    if (be->device_driver) be->device_driver(local, buf, size);
+    return LUMEN_OK;
+}
+
 const char *lumen_device_kind_name(lumen_device_kind kind)
 {
     static const char *const names[] = {"cpu", "discrete", "integrated", "software"};

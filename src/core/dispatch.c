@@ -196,12 +196,15 @@ lumen_status lumen_run_filter(lumen_context *ctx, const lumen_filter_job *job, l
     return lumen_run(ctx, &op, info);
 }
 
-/* Estimated seconds of method m: the device's model for what it runs, else the CPU's. */
+/* Estimated seconds of method m: the device's model for what it runs, else the CPU's (the
+ * fallback would run it there); in strict mode a method the device lacks is not a choice. */
 static double method_cost(lumen_context *ctx, const lumen_filter_job *job, lumen_method m)
 {
     const lumen_filter_job j = job_for(job, m);
     const lumen_op op = lumen_op_filter(filter_kind(m), &j);
-    const lumen_backend *be = ctx->be->supports(ctx, &op) ? ctx->be : &lumen_cpu_backend;
+    const bool on_device = ctx->be->supports(ctx, &op);
+    if (!on_device && ctx->strict && ctx->be != &lumen_cpu_backend) return -1;
+    const lumen_backend *be = on_device ? ctx->be : &lumen_cpu_backend;
     return be->cost ? be->cost(ctx, &op) : (double)m;
 }
 

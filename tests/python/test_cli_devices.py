@@ -97,3 +97,23 @@ def test_unknown_device_is_an_error(lumen_bin, job):
     r = filt(lumen_bin, job, "f32", env={"LUMEN_DEVICE": "opencl"})
     assert r.returncode == 2 and "LUMEN_DEVICE='opencl'" in r.stderr
     assert not (job / "out.npy").exists()
+
+
+def test_vulkan_device_from_the_cli(lumen_bin, job):
+    """Where the Vulkan module finds a device (lavapipe in CI), `lumen info` names it with its
+    driver, and `--device vulkan:0 --strict` runs a filter there with the CPU's answer."""
+    info = json.loads(run_cli(lumen_bin, "info", "--json").stdout)
+    vk = [d for d in info["devices"] if d["backend"] == "vulkan"]
+    if not vk:
+        pytest.skip("no Vulkan device here (make test installs lavapipe)")
+    assert vk[0]["driver"].startswith("Vulkan 1."), vk[0]
+    text = run_cli(lumen_bin, "info").stdout
+    assert "vulkan:0" in text and "driver: Vulkan" in text, text
+    want = filt(lumen_bin, job, "u8")
+    expected = np.load(job / "out.npy")
+    assert want.returncode == 0
+    r = filt(lumen_bin, job, "u8", "--device", "vulkan:0", "--strict")
+    assert r.returncode == 0, r.stderr
+    assert "device vulkan:0" in r.stderr and not warnings(r.stderr), r.stderr
+    # one level off where the device's f32 sum lands on the other side of a .5
+    assert np.abs(np.load(job / "out.npy").astype(int) - expected).max() <= 1

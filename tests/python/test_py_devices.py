@@ -97,3 +97,34 @@ def test_conv_transpose2d_falls_back_with_one_warning(child):
 def test_strict_raises(child):
     out, _ = child
     assert "strict" in out["strict"] and "mock:0" in out["strict"]
+
+
+def vulkan_devices():
+    return [d for d in lumen.devices() if d["backend"] == "vulkan"]
+
+
+@pytest.mark.skipif(not vulkan_devices(), reason="no Vulkan device here (make test installs "
+                    "lavapipe, a Vulkan driver on the CPU)")
+def test_vulkan_context():
+    """`lumen.Context(device="vulkan")` runs the filters on the first Vulkan device, strict (no
+    CPU fallback), with the CPU's answers; lumen.devices() names its driver."""
+    import numpy as np
+    ctx = lumen.Context(device="vulkan", strict=True)
+    assert ctx.device.startswith("vulkan:"), ctx.device
+    cpu = lumen.Context(device="cpu")
+    rng = np.random.default_rng(3)
+    img = rng.random((2, 19, 23, 3)).astype(np.float32)  # a batch of interleaved images
+    for name, call in [
+        ("direct", lambda c: lumen.filter2d(img, rng2.random((5, 5)), method="direct",
+                                            context=c)),
+        ("separable", lambda c: lumen.gaussian_blur(img, sigma=1.5, context=c)),
+        ("box", lambda c: lumen.box_blur(img, 7, context=c)),
+    ]:
+        rng2 = np.random.default_rng(4)
+        want = call(cpu)
+        rng2 = np.random.default_rng(4)
+        got = call(ctx)
+        run = lumen.last_run()
+        assert run["device"] == ctx.device and run["algo"].startswith("vulkan:"), (name, run)
+        assert np.abs(got - want).max() <= 1e-5 * max(1.0, np.abs(want).max()), name
+    assert vulkan_devices()[0]["driver"].startswith("Vulkan 1.")

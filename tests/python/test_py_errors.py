@@ -476,7 +476,8 @@ def test_bad_context(kw, exc, names):
 
 
 DEVICE_KEYS = {"index": int, "name": str, "backend": str, "kind": str, "memory_total": int,
-               "memory_free": int, "compute_capability": str, "fp16": bool, "bf16": bool}
+               "memory_free": int, "compute_capability": str, "driver": str, "fp16": bool,
+               "bf16": bool}
 
 
 def test_devices():
@@ -493,8 +494,12 @@ def test_devices():
         assert d["kind"] in ("discrete", "integrated", "cpu", "software")
         assert d["memory_total"] > 0 and 0 <= d["memory_free"] <= d["memory_total"]
     cpu = cpus[0]
-    assert cpu["compute_capability"] == ""
+    assert cpu["compute_capability"] == "" and cpu["driver"] == ""
     assert cpu["backend"] == "cpu"
+    # a Vulkan device names its API version and driver (lavapipe: "Vulkan 1.3..., llvmpipe")
+    for d in devs:
+        if d["backend"] == "vulkan":
+            assert d["driver"].startswith("Vulkan 1."), d
     # the memory is the machine's, in bytes
     phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     assert 2**20 <= cpu["memory_total"] <= 2 * phys, (cpu["memory_total"], phys)

@@ -77,6 +77,10 @@ static void print_json_device(const lumen_device_info *d)
            lumen_device_kind_name(d->kind), (unsigned long long)d->memory_total,
            (unsigned long long)d->memory_free);
     cli_json_string(stdout, d->compute_capability);
+    char driver[256] = "";
+    lumen_device_get_driver(d->index, driver, sizeof driver);
+    fputs(", \"driver\": ", stdout);
+    cli_json_string(stdout, driver);
     printf(", \"fp16\": %s, \"bf16\": %s}", d->fp16 ? "true" : "false", d->bf16 ? "true" : "false");
 }
 
@@ -122,11 +126,16 @@ static void print_text_devices(const lumen_context *ctx)
     for (int i = 0; i < lumen_device_count(); i++) {
         lumen_device_info d;
         if (lumen_device_get_info(i, &d)) continue;
-        printf("  %d  %-6s %s  (%s", i, d.backend, d.name, lumen_device_kind_name(d.kind));
+        char spec[32] = "";
+        lumen_device_spec(i, spec, sizeof spec);
+        printf("  %d  %-8s %s  (%s", i, spec, d.name, lumen_device_kind_name(d.kind));
         if (d.compute_capability[0]) printf(", compute %s", d.compute_capability);
         printf(", %.1f GiB, %.1f free)%s\n", (double)d.memory_total / (1 << 30),
                (double)d.memory_free / (1 << 30),
                i == lumen_context_device(ctx) ? "  <- in use" : "");
+        char driver[256] = "";
+        if (lumen_device_get_driver(i, driver, sizeof driver) == LUMEN_OK && driver[0])
+            printf("     driver: %s\n", driver);
     }
 }
 

@@ -133,6 +133,9 @@ static bool describe(VkPhysicalDevice phys, vk_device *d)
     /* names longer than lumen's 127 characters are cut */
     memcpy(d->name, props.deviceName, sizeof d->name - 1);
     d->name[sizeof d->name - 1] = '\0';
+    static const char *const types[] = {"other", "integrated GPU", "discrete GPU", "virtual GPU",
+                                        "cpu"};
+    d->type = (unsigned)props.deviceType < 5 ? types[props.deviceType] : "other";
     switch (props.deviceType) {
     case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: d->kind = LUMEN_DEVICE_DISCRETE_GPU; break;
     case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: d->kind = LUMEN_DEVICE_INTEGRATED_GPU; break;
@@ -273,7 +276,7 @@ static void vk_driver(int i, char *buf, size_t size)
 {
     const vk_device *d = vk_device_at(i);
     if (d)
-        snprintf(buf, size, "Vulkan %s, %s", d->api, d->driver);
+        snprintf(buf, size, "Vulkan %s, %s, device type %s", d->api, d->driver, d->type);
     else if (size)
         buf[0] = '\0';
 }
@@ -564,6 +567,7 @@ static const lumen_backend vk_backend = {
     .name = "vulkan",
     .supports = vk_supports,
     .run = vk_run,
+    .cost = vk_cost,
     .device_count = vk_count,
     .device_info = vk_info,
     .state_create = vk_state_create,

@@ -84,6 +84,7 @@ typedef struct vk_device {
     char name[128];
     char driver[96]; /* "Mesa 22.3.6 (llvmpipe), Vulkan 1.3.230": lumen info shows it */
     char api[16];    /* "1.3.230" */
+    const char *type; /* Vulkan's device type: "discrete GPU" ... "cpu" (lavapipe) */
     lumen_device_kind kind;
     uint64_t memory;       /* bytes of its device-local heaps */
     uint32_t queue_family; /* one with compute */
@@ -238,6 +239,9 @@ typedef struct vk_op_impl {
 
 extern const vk_op_impl vk_op_direct, vk_op_separable, vk_op_fft, vk_op_gauss_fast, vk_op_conv2d,
     vk_op_conv_transpose2d;
+
+/* Estimated seconds of a filter op on the context's device (cost.c); < 0: not estimable. */
+double vk_cost(lumen_context *ctx, const lumen_op *op);
 
 /* Whether a grid fits the device's workgroup counts. */
 bool vk_grid_fits(const vk_state *st, uint64_t gx, uint64_t gy, uint64_t gz);
