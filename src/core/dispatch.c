@@ -196,29 +196,43 @@ lumen_status lumen_run_filter(lumen_context *ctx, const lumen_filter_job *job, l
     return lumen_run(ctx, &op, info);
 }
 
-/* Estimated seconds of method m: the device's model for what it runs, else the CPU's (the
- * fallback would run it there); in strict mode a method the device lacks is not a choice. */
-static double method_cost(lumen_context *ctx, const lumen_filter_job *job, lumen_method m)
+/* Estimated seconds of method m: the device's model where the device runs it (device_only),
+ * else the CPU's, since the fallback would run it there; < 0: not a choice. */
+static double method_cost(lumen_context *ctx, const lumen_filter_job *job, lumen_method m,
+                          bool device_only)
 {
     const lumen_filter_job j = job_for(job, m);
     const lumen_op op = lumen_op_filter(filter_kind(m), &j);
     const bool on_device = ctx->be->supports(ctx, &op);
-    if (!on_device && ctx->strict && ctx->be != &lumen_cpu_backend) return -1;
+    if (device_only && !on_device) return -1;
     const lumen_backend *be = on_device ? ctx->be : &lumen_cpu_backend;
     return be->cost ? be->cost(ctx, &op) : (double)m;
 }
 
-lumen_method lumen_choose_method(lumen_context *ctx, const lumen_filter_job *job, unsigned allowed)
+/* The cheapest allowed method by method_cost; AUTO when none is estimable. */
+static lumen_method cheapest(lumen_context *ctx, const lumen_filter_job *job, unsigned allowed,
+                             bool device_only)
 {
     lumen_method best = LUMEN_METHOD_AUTO;
     double best_cost = INFINITY;
     for (int m = LUMEN_METHOD_DIRECT; m <= LUMEN_METHOD_FFT; m++) {
         if (!(allowed & (1u << m))) continue;
-        double c = method_cost(ctx, job, (lumen_method)m);
+        double c = method_cost(ctx, job, (lumen_method)m, device_only);
         lumen_log(LUMEN_LOG_DEBUG, "cost of %s for a %dx%d kernel: %.3g ms",
                   lumen_method_name((lumen_method)m), job->kw, job->kh, c * 1e3);
         if (c >= 0 && c < best_cost) best_cost = c, best = (lumen_method)m;
     }
+    return best;
+}
+
+/* On a device, auto chooses among the methods the device runs (so it runs there, in strict
+ * mode or not, rather than on the CPU because the CPU's FFT looked cheaper); only when the
+ * device runs none of them do the CPU's costs decide. */
+lumen_method lumen_choose_method(lumen_context *ctx, const lumen_filter_job *job, unsigned allowed)
+{
+    lumen_method best = LUMEN_METHOD_AUTO;
+    if (ctx->be != &lumen_cpu_backend) best = cheapest(ctx, job, allowed, true);
+    if (best == LUMEN_METHOD_AUTO) best = cheapest(ctx, job, allowed, false);
     if (best == LUMEN_METHOD_AUTO) /* nothing estimable: the first allowed one */
         for (int m = LUMEN_METHOD_FFT; m >= LUMEN_METHOD_DIRECT; m--)
             if (allowed & (1u << m)) best = (lumen_method)m;
