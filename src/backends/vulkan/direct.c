@@ -16,26 +16,32 @@ static const uint32_t filter_direct_spv[] = {
 
 /* The shader's push constants, in its order (std430: 4-byte scalars, no padding). */
 typedef struct vk_direct_push {
-    int32_t c, h, w;
+    int32_t c, h, hs, w;
     vk_pview s, d;
     int32_t kw, kh, ax, ay;
     int32_t border;
     float border_value;
 } vk_direct_push;
-_Static_assert(sizeof(vk_direct_push) == 76, "vk_direct_push: the shader's push constants");
+_Static_assert(sizeof(vk_direct_push) == 80, "vk_direct_push: the shader's push constants");
+
+/* Whether j runs as one submission: its views in one binding each, its grid in the limits. */
+static bool direct_fits(lumen_context *ctx, const lumen_filter_job *j)
+{
+    const lumen_image *d = j->dst;
+    return vk_view_fits_range(ctx, j->src) && vk_view_fits_range(ctx, d) &&
+           vk_grid_fits(vk_host->state(ctx), vk_groups(d->w, GROUP), vk_groups(d->h, GROUP),
+                        (uint64_t)d->n * (uint64_t)d->c);
+}
 
 static bool direct_supports(lumen_context *ctx, const lumen_op *op)
 {
     const lumen_filter_job *j = op->job;
-    const lumen_image *s = j->src;
-    return j->taps == LUMEN_TAPS_2D && j->kernel &&
-           vk_grid_fits(vk_host->state(ctx), vk_groups(s->w, GROUP), vk_groups(s->h, GROUP),
-                        (uint64_t)s->n * (uint64_t)s->c);
+    return j->taps == LUMEN_TAPS_2D && j->kernel && vk_filter_fits_in_pieces(ctx, j, direct_fits);
 }
 
-static lumen_status direct_run(lumen_context *ctx, const lumen_op *op, lumen_run_info *info)
+static lumen_status direct_piece(lumen_context *ctx, const lumen_filter_job *j,
+                                 lumen_run_info *info)
 {
-    const lumen_filter_job *j = op->job;
     vk_state *st = vk_host->state(ctx);
     const lumen_image *s = j->src, *d = j->dst;
     vk_view src, dst;
@@ -45,7 +51,8 @@ static lumen_status direct_run(lumen_context *ctx, const lumen_op *op, lumen_run
         (status = vk_upload_floats(ctx, st, j->kernel, (size_t)j->kw * (size_t)j->kh, &taps)))
         return status;
     const vk_direct_push pc = {.c = (int32_t)s->c,
-                               .h = (int32_t)s->h,
+                               .h = (int32_t)d->h,
+                               .hs = (int32_t)s->h,
                                .w = (int32_t)s->w,
                                .s = src.pv,
                                .d = dst.pv,
@@ -59,8 +66,8 @@ static lumen_status direct_run(lumen_context *ctx, const lumen_op *op, lumen_run
     const vk_kernel k = VK_KERNEL(filter_direct_spv, s->dtype, d->dtype, tiled);
     const VkBuffer bufs[] = {src.buf, dst.buf, taps};
     if ((status = vk_rec_begin(st)) ||
-        (status = vk_rec_dispatch(st, &k, bufs, 3, &pc, sizeof pc, vk_groups(s->w, GROUP),
-                                  vk_groups(s->h, GROUP), (uint32_t)(s->n * s->c))) ||
+        (status = vk_rec_dispatch(st, &k, bufs, 3, &pc, sizeof pc, vk_groups(d->w, GROUP),
+                                  vk_groups(d->h, GROUP), (uint32_t)(d->n * d->c))) ||
         (status = vk_rec_submit(st)))
         return status;
     vk_view_finish(&dst);
@@ -70,4 +77,9 @@ static lumen_status direct_run(lumen_context *ctx, const lumen_op *op, lumen_run
     return LUMEN_OK;
 }
 
-const vk_op_impl vk_op_direct = {direct_supports, direct_run};
+static lumen_status direct_run(lumen_context *ctx, const lumen_op *op, lumen_run_info *info)
+{
+    return vk_filter_in_pieces(ctx, op->job, direct_fits, direct_piece, info);
+}
+
+const vk_op_impl vk_op_direct = {direct_supports, direct_run, .pieces = true};

@@ -2,4 +2,4 @@
  * runs it on the CPU. */
 #include "vk_internal.h"
 
-const vk_op_impl vk_op_gauss_fast = {NULL, NULL};
+const vk_op_impl vk_op_gauss_fast = {.supports = NULL};

@@ -545,7 +545,8 @@ static bool vk_supports(lumen_context *ctx, const lumen_op *op)
     if (!impl || !impl->supports || !vk_host->state(ctx)) return false;
     const lumen_image *const *v = lumen_op_views(op);
     for (int i = 0; i < op->n_views; i++)
-        if (!vk_view_fits(ctx, v[i])) return false;
+        if (!(impl->pieces ? vk_view_fits(ctx, v[i]) : vk_view_fits_range(ctx, v[i])))
+            return false;
     return impl->supports(ctx, op);
 }
 

@@ -29,13 +29,13 @@ typedef struct vk_rows_push {
 _Static_assert(sizeof(vk_rows_push) == 48, "vk_rows_push: filter_rows.comp's push constants");
 
 typedef struct vk_cols_push {
-    int32_t c, h, w;
+    int32_t c, h, hs, w;
     vk_pview d;
     int32_t kw, kh, ay;
     int32_t border;
     float outside, scale;
 } vk_cols_push;
-_Static_assert(sizeof(vk_cols_push) == 56, "vk_cols_push: filter_cols.comp's push constants");
+_Static_assert(sizeof(vk_cols_push) == 60, "vk_cols_push: filter_cols.comp's push constants");
 
 /* The intermediate: one f32 per pixel of every plane, in one binding. */
 static uint64_t tmp_bytes(const lumen_image *s)
@@ -43,20 +43,28 @@ static uint64_t tmp_bytes(const lumen_image *s)
     return (uint64_t)s->n * (uint64_t)s->c * (uint64_t)s->h * (uint64_t)s->w * sizeof(float);
 }
 
+/* Whether j runs as one submission: views and the intermediate in one binding each, grids in
+ * the limits. */
+static bool separable_fits(lumen_context *ctx, const lumen_filter_job *j)
+{
+    const lumen_image *s = j->src;
+    vk_state *st = vk_host->state(ctx);
+    const uint64_t planes = (uint64_t)s->n * (uint64_t)s->c;
+    return vk_view_fits_range(ctx, s) && vk_view_fits_range(ctx, j->dst) &&
+           tmp_bytes(s) <= vk_device_at(st->dev)->max_storage_range && tmp_bytes(s) < INT32_MAX &&
+           vk_grid_fits(st, vk_groups(s->w, GROUP_X), vk_groups(s->h, GROUP_Y), planes);
+}
+
 static bool separable_supports(lumen_context *ctx, const lumen_op *op)
 {
     const lumen_filter_job *j = op->job;
-    const lumen_image *s = j->src;
-    vk_state *st = vk_host->state(ctx);
     return j->taps == LUMEN_TAPS_SEPARABLE && j->kx && j->ky &&
-           tmp_bytes(s) <= vk_device_at(st->dev)->max_storage_range && tmp_bytes(s) < INT32_MAX &&
-           vk_grid_fits(st, vk_groups(s->w, GROUP_X), vk_groups(s->h, GROUP_Y),
-                        (uint64_t)s->n * (uint64_t)s->c);
+           vk_filter_fits_in_pieces(ctx, j, separable_fits);
 }
 
-static lumen_status separable_run(lumen_context *ctx, const lumen_op *op, lumen_run_info *info)
+static lumen_status separable_piece(lumen_context *ctx, const lumen_filter_job *j,
+                                    lumen_run_info *info)
 {
-    const lumen_filter_job *j = op->job;
     vk_state *st = vk_host->state(ctx);
     const lumen_image *s = j->src, *d = j->dst;
     vk_view src, dst;
@@ -87,7 +95,8 @@ static lumen_status separable_run(lumen_context *ctx, const lumen_op *op, lumen_
                              .border = (int32_t)j->border,
                              .border_value = j->border_value};
     const vk_cols_push cp = {.c = (int32_t)s->c,
-                             .h = (int32_t)s->h,
+                             .h = (int32_t)d->h,
+                             .hs = (int32_t)s->h,
                              .w = (int32_t)s->w,
                              .d = dst.pv,
                              .kw = j->kw,
@@ -99,11 +108,12 @@ static lumen_status separable_run(lumen_context *ctx, const lumen_op *op, lumen_
     const vk_kernel rows = VK_KERNEL(filter_rows_spv, s->dtype, tiled);
     const vk_kernel cols = VK_KERNEL(filter_cols_spv, d->dtype);
     const VkBuffer rb[] = {src.buf, tmp->buf, taps}, cb[] = {tmp->buf, dst.buf, taps};
-    const uint32_t gx = vk_groups(s->w, GROUP_X), gy = vk_groups(s->h, GROUP_Y);
-    const uint32_t gz = (uint32_t)(s->n * s->c);
+    const uint32_t gx = vk_groups(s->w, GROUP_X), gz = (uint32_t)(s->n * s->c);
     if ((status = vk_rec_begin(st)) ||
-        (status = vk_rec_dispatch(st, &rows, rb, 3, &rp, sizeof rp, gx, gy, gz)) ||
-        (status = vk_rec_dispatch(st, &cols, cb, 3, &cp, sizeof cp, gx, gy, gz)) ||
+        (status = vk_rec_dispatch(st, &rows, rb, 3, &rp, sizeof rp, gx, vk_groups(s->h, GROUP_Y),
+                                  gz)) ||
+        (status = vk_rec_dispatch(st, &cols, cb, 3, &cp, sizeof cp, gx, vk_groups(d->h, GROUP_Y),
+                                  gz)) ||
         (status = vk_rec_submit(st)))
         return status;
     vk_view_finish(&dst);
@@ -113,4 +123,9 @@ static lumen_status separable_run(lumen_context *ctx, const lumen_op *op, lumen_
     return LUMEN_OK;
 }
 
-const vk_op_impl vk_op_separable = {separable_supports, separable_run};
+static lumen_status separable_run(lumen_context *ctx, const lumen_op *op, lumen_run_info *info)
+{
+    return vk_filter_in_pieces(ctx, op->job, separable_fits, separable_piece, info);
+}
+
+const vk_op_impl vk_op_separable = {separable_supports, separable_run, .pieces = true};

@@ -190,8 +190,9 @@ typedef struct vk_view {
     size_t bytes;
 } vk_view;
 
-/* Whether the module can bind v: element offsets in 32-bit ints, within the device's storage
- * range, and a device-resident view inside one of this context's buffers, aligned. */
+/* Whether the module can bind v, whole or in pieces: strides in 32-bit ints, and a
+ * device-resident view inside one of this context's buffers, aligned (vk_view_fits_range:
+ * whether its staging copy fits one binding too). */
 bool vk_view_fits(lumen_context *ctx, const lumen_image *v);
 /* Binds v for a shader: device views in place, host views through a staging copy (outputs
  * too, so that the bytes between a window's rows are copied back as they were). */
@@ -235,10 +236,27 @@ void vk_pipelines_destroy(vk_state *st);
 typedef struct vk_op_impl {
     bool (*supports)(lumen_context *ctx, const lumen_op *op);
     lumen_status (*run)(lumen_context *ctx, const lumen_op *op, lumen_run_info *info);
+    /* run() splits host views larger than one binding itself (vk_pieces.c); otherwise
+     * module.c refuses them, and the CPU runs the op */
+    bool pieces;
 } vk_op_impl;
 
 extern const vk_op_impl vk_op_direct, vk_op_separable, vk_op_fft, vk_op_gauss_fast, vk_op_conv2d,
     vk_op_conv_transpose2d;
+
+/* ---- filters on images larger than a binding (vk_pieces.c) ----------------------------- */
+
+/* Whether a filter job fits the device as one submission (views, intermediates). */
+typedef bool (*vk_piece_fits)(lumen_context *ctx, const lumen_filter_job *j);
+typedef lumen_status (*vk_piece_run)(lumen_context *ctx, const lumen_filter_job *j,
+                                     lumen_run_info *info);
+/* Whether j fits as a whole or in pieces (images, planes, row bands). */
+bool vk_filter_fits_in_pieces(lumen_context *ctx, const lumen_filter_job *j, vk_piece_fits fits);
+/* Runs j whole when it fits, else piece by piece (one submission each). */
+lumen_status vk_filter_in_pieces(lumen_context *ctx, const lumen_filter_job *j,
+                                 vk_piece_fits fits, vk_piece_run run, lumen_run_info *info);
+/* Whether a view's staging copy (host) or binding (device) fits one storage buffer. */
+bool vk_view_fits_range(lumen_context *ctx, const lumen_image *v);
 
 /* Estimated seconds of a filter op on the context's device (cost.c); < 0: not estimable. */
 double vk_cost(lumen_context *ctx, const lumen_op *op);

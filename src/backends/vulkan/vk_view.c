@@ -89,22 +89,31 @@ static void span(const lumen_image *v, int64_t *lo, int64_t *hi)
 bool vk_view_fits(lumen_context *ctx, const lumen_image *v)
 {
     vk_state *st = vk_host->state(ctx);
-    const vk_device *d = st ? vk_device_at(st->dev) : NULL;
-    if (!d) return false;
+    if (!st) return false;
+    /* shaders index elements with 32-bit ints and strides */
+    if (!fits_i32(v->stride_n) || !fits_i32(v->stride_c) || !fits_i32(v->stride_h) ||
+        !fits_i32(v->stride_w))
+        return false;
+    if (!v->device) return true; /* staged whole, or in pieces (vk_pieces.c) */
     int64_t lo, hi;
     span(v, &lo, &hi);
     const int64_t es = (int64_t)lumen_dtype_bytes(v->dtype);
-    /* shaders index elements with 32-bit ints (u8: bytes) and words with e / (4 / es) */
-    const int64_t elems = lo + hi + 1;
-    if (!fits_i32(elems * es) || !fits_i32(v->stride_n) || !fits_i32(v->stride_c) ||
-        !fits_i32(v->stride_h) || !fits_i32(v->stride_w))
-        return false;
-    if ((uint64_t)(elems * es) > d->max_storage_range) return false;
-    if (!v->device) return true;
+    const int64_t bytes = (lo + hi + 1) * es;
     const char *first = (const char *)v->data - lo * es;
-    const vk_buf *b = vk_find(st, first, (size_t)(elems * es));
+    const vk_buf *b = fits_i32(bytes) ? vk_find(st, first, (size_t)bytes) : NULL;
     return b && ((const char *)v->data - b->map) % es == 0 &&
            fits_i32(((const char *)v->data - b->map) / es);
+}
+
+bool vk_view_fits_range(lumen_context *ctx, const lumen_image *v)
+{
+    vk_state *st = vk_host->state(ctx);
+    if (!st) return false;
+    if (v->device) return vk_view_fits(ctx, v); /* its buffer fits: vk_buf_create made it */
+    int64_t lo, hi;
+    span(v, &lo, &hi);
+    const int64_t bytes = (lo + hi + 1) * (int64_t)lumen_dtype_bytes(v->dtype);
+    return fits_i32(bytes) && (uint64_t)bytes <= vk_device_at(st->dev)->max_storage_range;
 }
 
 lumen_status vk_view_bind(lumen_context *ctx, vk_state *st, const lumen_image *v, vk_view *out)

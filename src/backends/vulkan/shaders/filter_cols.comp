@@ -14,9 +14,9 @@ layout(std430, set = 0, binding = 0) readonly buffer Tmp { float tmp[]; };
 layout(std430, set = 0, binding = 1) buffer Dst { uint dst[]; };
 layout(std430, set = 0, binding = 2) readonly buffer Taps { float taps[]; }; // kx then ky
 
-// Must match vk_cols_push in separable.c.
+// Must match vk_cols_push in separable.c. h: rows of dst; hs: rows of T (the source's).
 layout(push_constant) uniform Push {
-    int c, h, w;
+    int c, h, hs, w;
     View d;
     int kw, kh, ay;
     int border;
@@ -31,10 +31,10 @@ void main()
     int x = int(gl_GlobalInvocationID.x), y = int(gl_GlobalInvocationID.y);
     int z = int(gl_WorkGroupID.z);
     if (x >= pc.w || y >= pc.h) return;
-    int plane = z * pc.h * pc.w;
+    int plane = z * pc.hs * pc.w;
     float acc = 0.0;
     for (int i = 0; i < pc.kh; i++) {
-        int sy = border_index(y + i - pc.ay, pc.h, pc.border);
+        int sy = border_index(y + i - pc.ay, pc.hs, pc.border);
         acc += taps[pc.kw + i] * (sy < 0 ? pc.outside : tmp[plane + sy * pc.w + x]);
     }
     int b = z / pc.c, ch = z % pc.c;

@@ -18,8 +18,9 @@ layout(std430, set = 0, binding = 1) buffer Dst { uint dst[]; };
 layout(std430, set = 0, binding = 2) readonly buffer Taps { float taps[]; };
 
 // Must match vk_direct_push in direct.c.
+// h: rows of dst; hs: rows of src (a piece of a large image has its kernel's reach more).
 layout(push_constant) uniform Push {
-    int c, h, w;
+    int c, h, hs, w;
     View s, d;
     int kw, kh, ax, ay;
     int border;
@@ -35,7 +36,7 @@ shared float tile[TILE * TILE];
 
 float src_at(int base, int y, int x)
 {
-    int sy = border_index(y, pc.h, pc.border), sx = border_index(x, pc.w, pc.border);
+    int sy = border_index(y, pc.hs, pc.border), sx = border_index(x, pc.w, pc.border);
     if (sy < 0 || sx < 0) return pc.border_value;
     return load_src(SRC_DT, base + sy * pc.s.sh + sx * pc.s.sw);
 }
