@@ -81,9 +81,8 @@ static bool conv_supports(lumen_context *ctx, const lumen_op *op, bool transpose
     const conv_tile t = tile_for(d.kg);
     const int64_t bm = t.wm * t.tm, bn = t.wn * t.tn;
     const int64_t m = x->n * d.pm * d.qm, gx = (m + bm - 1) / bm, gy = (d.kg + bn - 1) / bn;
-    if ((uint64_t)(t.wm * t.wn) > dev->max_group_invocations ||
-        tile_shared(t) > dev->max_shared || !vk_grid_fits(st, (uint64_t)gx, (uint64_t)gy,
-                                                         (uint64_t)(p->groups * d.phases)))
+    if ((uint64_t)(t.wm * t.wn) > dev->max_group_invocations || tile_shared(t) > dev->max_shared ||
+        !vk_grid_fits(st, (uint64_t)gx, (uint64_t)gy, (uint64_t)(p->groups * d.phases)))
         return false;
     /* every index the shader forms stays in a 32-bit int: pixel and reduction counts, input
      * rows and columns before their bounds check, the transposed op's biased dividends */
@@ -147,9 +146,9 @@ static lumen_status conv_run(lumen_context *ctx, const lumen_op *op, lumen_run_i
     const VkBuffer bufs[] = {x.buf, w.buf, y.buf, bias};
     const int64_t m = j->x->n * d.pm * d.qm;
     if ((status = vk_rec_begin(st)) ||
-        (status = vk_rec_dispatch(st, &k, bufs, 4, &pc, sizeof pc, vk_groups(m, t.wm * t.tm),
-                                  vk_groups(d.kg, t.wn * t.tn),
-                                  (uint32_t)(p->groups * d.phases))) ||
+        (status =
+             vk_rec_dispatch(st, &k, bufs, 4, &pc, sizeof pc, vk_groups(m, t.wm * t.tm),
+                             vk_groups(d.kg, t.wn * t.tn), (uint32_t)(p->groups * d.phases))) ||
         (status = vk_rec_submit(st)))
         return status;
     vk_view_finish(&y);
