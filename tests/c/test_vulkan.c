@@ -3,7 +3,9 @@
  * every op on vulkan:0 against the reference. Here: the device listing (lavapipe is a software
  * device: named by its spec, never chosen by "auto"), the direct filter on device-resident
  * views (a batch of planar images in one buffer, every border mode, an off-centre anchor),
- * strict mode refusing an op the module lacks, and run_info.
+ * strict mode refusing an op the module lacks, run_info, and conv2d / conv_transpose2d against
+ * a float64 oracle within 1e-6 of TERMS (strides, padding, dilation, groups, depthwise, bias,
+ * batches, channel-last views, sums of thousands of terms).
  *
  * Without a Vulkan device every test prints "no Vulkan device: skipped" and skips.
  */
@@ -222,6 +224,197 @@ static void test_memory_cap(void **state)
     lumen_context_destroy(lenient);
 }
 
+/* ---- conv2d and conv_transpose2d ----------------------------------------------------------- */
+
+/* One conv case: shapes, parameters, layout of x and y (channel-last via strides), data. */
+typedef struct vk_conv_case {
+    const char *name;
+    int transpose;
+    int64_t n, c, h, w, k, r, s;
+    int sh, sw, ph, pw, dh, dw, groups, oph, opw;
+    int bias, nhwc;
+    double x_lo, w_lo; /* data uniform in [lo, 1): lo = 0 makes every term of a sum positive */
+} vk_conv_case;
+
+/* A case row: name, then transpose, n, c, h, w, k, r, s, stride h/w, pad h/w, dilation h/w,
+ * groups, output_pad h/w, bias, nhwc, x_lo, w_lo. */
+#define CC(name_, ...)                                                                             \
+    {                                                                                              \
+        name_, __VA_ARGS__                                                                         \
+    }
+
+static void fill(float *p, int64_t n, double lo, uint64_t seed)
+{
+    ts_rng r = ts_rng_make(seed);
+    for (int64_t i = 0; i < n; i++)
+        p[i] = (float)ts_rng_uniform(&r, lo, 1.0);
+}
+
+/* The float64 oracle of one output (PyTorch's semantics, conv_reference.c's loops written
+ * again) and its TERMS: the sum of |x*w| + |bias|, what the 1e-6 bound is relative to. */
+static void conv_oracle(const vk_conv_case *cc, const lumen_image *x, const lumen_image *w,
+                        const float *bias, int64_t b, int64_t k, int64_t oy, int64_t ox,
+                        double *val, double *terms)
+{
+    const int64_t cg = cc->c / cc->groups, kg = cc->k / cc->groups, g = k / kg;
+    double acc = bias ? bias[k] : 0.0, t = bias ? fabs(bias[k]) : 0.0;
+    for (int64_t c = g * cg; c < (g + 1) * cg; c++)
+        for (int64_t r = 0; r < cc->r; r++)
+            for (int64_t s = 0; s < cc->s; s++) {
+                int64_t iy, ix;
+                double wv;
+                if (cc->transpose) {
+                    const int64_t ty = oy + cc->ph - r * cc->dh, tx = ox + cc->pw - s * cc->dw;
+                    if (ty < 0 || tx < 0 || ty % cc->sh || tx % cc->sw) continue;
+                    iy = ty / cc->sh, ix = tx / cc->sw;
+                    wv = ts_get(w, c, k - g * kg, r, s);
+                } else {
+                    iy = oy * cc->sh - cc->ph + r * cc->dh, ix = ox * cc->sw - cc->pw + s * cc->dw;
+                    wv = ts_get(w, k, c - g * cg, r, s);
+                }
+                if (iy < 0 || iy >= cc->h || ix < 0 || ix >= cc->w) continue;
+                const double term = ts_get(x, b, c, iy, ix) * wv;
+                acc += term;
+                t += fabs(term);
+            }
+    *val = acc;
+    *terms = t;
+}
+
+static lumen_image tensor(float *p, const vk_conv_case *cc, int64_t n, int64_t c, int64_t h,
+                          int64_t w)
+{
+    return cc->nhwc ? lumen_image_nhwc(p, LUMEN_F32, n, h, w, c)
+                    : lumen_image_nchw(p, LUMEN_F32, n, c, h, w);
+}
+
+/* Runs one case on vulkan:0 (strict: it must run there) and holds every output to
+ * TS_CONV_REL of its TERMS; returns the worst error / TERMS. */
+static double run_conv_case(lumen_context *ctx, const vk_conv_case *cc)
+{
+    lumen_conv2d_params p = lumen_conv2d_params_default();
+    p.stride_h = cc->sh, p.stride_w = cc->sw, p.pad_h = cc->ph, p.pad_w = cc->pw;
+    p.dilation_h = cc->dh, p.dilation_w = cc->dw, p.groups = cc->groups;
+    p.output_pad_h = cc->oph, p.output_pad_w = cc->opw;
+    const int64_t wn = cc->transpose ? cc->c : cc->k,
+                  wc = cc->transpose ? cc->k / cc->groups : cc->c / cc->groups;
+    const int64_t xs = cc->n * cc->c * cc->h * cc->w, ws = wn * wc * cc->r * cc->s;
+    float *xd = malloc((size_t)xs * sizeof *xd), *wd = malloc((size_t)ws * sizeof *wd);
+    float *bias = malloc((size_t)cc->k * sizeof *bias);
+    assert_non_null(xd);
+    assert_non_null(wd);
+    assert_non_null(bias);
+    fill(xd, xs, cc->x_lo, 11), fill(wd, ws, cc->w_lo, 12), fill(bias, cc->k, -1.0, 13);
+    lumen_image x = tensor(xd, cc, cc->n, cc->c, cc->h, cc->w);
+    lumen_image w = lumen_image_nchw(wd, LUMEN_F32, wn, wc, cc->r, cc->s);
+    int64_t oh = 0, ow = 0;
+    assert_int_equal(cc->transpose ? lumen_conv_transpose2d_output_size(&x, &w, &p, &oh, &ow)
+                                   : lumen_conv2d_output_size(&x, &w, &p, &oh, &ow),
+                     LUMEN_OK);
+    const int64_t ys = cc->n * cc->k * oh * ow;
+    float *yd = malloc((size_t)ys * sizeof *yd);
+    assert_non_null(yd);
+    for (int64_t i = 0; i < ys; i++)
+        yd[i] = NAN;
+    lumen_image y = tensor(yd, cc, cc->n, cc->k, oh, ow);
+    const float *b = cc->bias ? bias : NULL;
+    lumen_run_info info;
+    memset(&info, 0, sizeof info);
+    const lumen_status st = cc->transpose ? lumen_conv_transpose2d(ctx, &x, &w, b, &p, &y, &info)
+                                          : lumen_conv2d(ctx, &x, &w, b, &p, &y, &info);
+    if (st != LUMEN_OK) fail_msg("%s: %s", cc->name, lumen_last_error());
+    assert_string_equal(info.device, "vulkan:0");
+    assert_int_equal(info.method, LUMEN_METHOD_DIRECT);
+    assert_string_equal(info.isa, "vulkan");
+    assert_string_equal(info.algo, cc->transpose ? "vulkan:conv-transpose" : "vulkan:conv-gemm");
+    double worst = 0;
+    for (int64_t bi = 0; bi < cc->n; bi++)
+        for (int64_t k = 0; k < cc->k; k++)
+            for (int64_t oy = 0; oy < oh; oy++)
+                for (int64_t ox = 0; ox < ow; ox++) {
+                    double want, terms;
+                    conv_oracle(cc, &x, &w, b, bi, k, oy, ox, &want, &terms);
+                    const double got = ts_get(&y, bi, k, oy, ox), err = fabs(got - want);
+                    if (!(err <= TS_CONV_REL * terms + TS_CONV_ABS))
+                        fail_msg("%s: y[%lld, %lld, %lld, %lld] = %.9g, want %.9g (terms %g)",
+                                 cc->name, (long long)bi, (long long)k, (long long)oy,
+                                 (long long)ox, got, want, terms);
+                    if (terms > 0 && err / terms > worst) worst = err / terms;
+                }
+    print_message("%-48s %lldx%lld -> %lldx%lld, C*R*S/g %lld: max error %.2e of TERMS\n", cc->name,
+                  (long long)cc->h, (long long)cc->w, (long long)oh, (long long)ow,
+                  (long long)(cc->c / cc->groups * cc->r * cc->s), worst);
+    free(xd), free(wd), free(bias), free(yd);
+    return worst;
+}
+
+static void run_conv_cases(const vk_conv_case *cases, size_t count)
+{
+    lumen_context *ctx = context("vulkan:0", 1, 1);
+    for (size_t i = 0; i < count; i++)
+        run_conv_case(ctx, &cases[i]);
+    lumen_context_destroy(ctx);
+}
+
+/* conv2d against a float64 oracle: strides, padding, dilation, groups, depthwise, bias,
+ * batches, channel-last views, and sums long enough (C*R*S in the thousands, every term
+ * positive) that plain f32 accumulation would not stay within 1e-6 of TERMS. */
+static void test_conv2d(void **state)
+{
+    (void)state;
+    REQUIRE_VULKAN();
+    static const vk_conv_case cases[] = {
+        CC("conv2d stride 2 pad 1 bias", 0, 2, 4, 11, 9, 6, 3, 3, 2, 2, 1, 1, 1, 1, 1, 0, 0, 1, 0,
+           -1, -1),
+        CC("conv2d dilation 2 pad 2 groups 2 bias nhwc", 0, 2, 4, 10, 12, 6, 3, 3, 1, 1, 2, 2, 2, 2,
+           2, 0, 0, 1, 1, -1, -1),
+        CC("conv2d stride(1,3) pad(0,2) dil(3,1) 2x4", 0, 1, 3, 13, 14, 5, 2, 4, 1, 3, 0, 2, 3, 1,
+           1, 0, 0, 0, 0, -1, -1),
+        CC("conv2d depthwise 3x3 pad 1 bias", 0, 2, 5, 9, 7, 5, 3, 3, 1, 1, 1, 1, 1, 1, 5, 0, 0, 1,
+           0, -1, -1),
+        CC("conv2d depthwise x3 5x5 stride 2 nhwc", 0, 2, 4, 12, 11, 12, 5, 5, 2, 2, 2, 2, 1, 1, 4,
+           0, 0, 0, 1, -1, -1),
+        CC("conv2d groups 4 (kg 12) 1x1", 0, 1, 8, 6, 5, 48, 1, 1, 1, 1, 0, 0, 1, 1, 4, 0, 0, 1, 0,
+           -1, -1),
+        CC("conv2d 1x1 k 70 (partial 64-tiles)", 0, 2, 9, 7, 10, 70, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0,
+           0, 1, 0, -1, -1),
+        CC("conv2d C64 K32 3x3 20x20 bias", 0, 1, 64, 20, 20, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0,
+           1, 0, -1, -1),
+        CC("conv2d C64 K32 3x3 20x20 positive", 0, 1, 64, 20, 20, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0,
+           0, 1, 0, 0, 0),
+        CC("conv2d C256 K64 3x3 10x10 positive nhwc", 0, 1, 256, 10, 10, 64, 3, 3, 1, 1, 1, 1, 1, 1,
+           1, 0, 0, 1, 1, 0, 0),
+        CC("conv2d C128 K20 5x5 8x8 positive", 0, 1, 128, 8, 8, 20, 5, 5, 1, 1, 2, 2, 1, 1, 1, 0, 0,
+           0, 0, 0, 0),
+    };
+    run_conv_cases(cases, sizeof cases / sizeof cases[0]);
+}
+
+/* conv_transpose2d: strides with output padding, dilation, groups, a stride larger than the
+ * kernel (output phases no tap reaches: bias only), channel-last views, long sums. */
+static void test_conv_transpose2d(void **state)
+{
+    (void)state;
+    REQUIRE_VULKAN();
+    static const vk_conv_case cases[] = {
+        CC("conv_transpose2d stride 2 pad 1 outpad 1 bias", 1, 2, 4, 5, 6, 3, 3, 3, 2, 2, 1, 1, 1,
+           1, 1, 1, 1, 1, 0, -1, -1),
+        CC("conv_transpose2d stride 2 dil 2 outpad 1 groups 2 nhwc", 1, 2, 4, 6, 5, 6, 3, 3, 2, 2,
+           1, 0, 2, 2, 2, 1, 1, 1, 1, -1, -1),
+        CC("conv_transpose2d stride(3,2) 2x1 kernel bias", 1, 1, 3, 4, 5, 2, 2, 1, 3, 2, 0, 0, 1, 1,
+           1, 2, 1, 1, 0, -1, -1),
+        CC("conv_transpose2d dil(1,3) pad(2,1) 3x3 groups 3", 1, 2, 6, 7, 6, 3, 3, 3, 1, 1, 2, 1, 1,
+           3, 3, 0, 0, 0, 0, -1, -1),
+        CC("conv_transpose2d depthwise 4x4 stride 2 pad 1", 1, 1, 5, 6, 6, 5, 4, 4, 2, 2, 1, 1, 1,
+           1, 5, 0, 0, 1, 0, -1, -1),
+        CC("conv_transpose2d C64 K32 4x4 stride 2 positive", 1, 1, 64, 10, 10, 32, 4, 4, 2, 2, 1, 1,
+           1, 1, 1, 0, 0, 1, 0, 0, 0),
+        CC("conv_transpose2d C256 K16 3x3 positive nhwc", 1, 1, 256, 8, 8, 16, 3, 3, 1, 1, 1, 1, 1,
+           1, 1, 0, 0, 1, 1, 0, 0),
+    };
+    run_conv_cases(cases, sizeof cases / sizeof cases[0]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -229,6 +422,8 @@ int main(void)
         cmocka_unit_test(test_direct_device_views),
         cmocka_unit_test(test_direct_host_window),
         cmocka_unit_test(test_memory_cap),
+        cmocka_unit_test(test_conv2d),
+        cmocka_unit_test(test_conv_transpose2d),
     };
     return cmocka_run_group_tests(tests, find_device, NULL);
 }
