@@ -9,6 +9,7 @@
  *
  * Without a Vulkan device every test prints "no Vulkan device: skipped" and skips.
  */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include "test_support.h"
 
 #include <math.h>
@@ -415,6 +416,91 @@ static void test_conv_transpose2d(void **state)
     run_conv_cases(cases, sizeof cases / sizeof cases[0]);
 }
 
+/* ---- images larger than one binding: pieces (vk_pieces.c) ------------------------------ */
+
+/* A context whose bindings are capped at 8 KiB ($LUMEN_VULKAN_MAX_BINDING is read when the
+ * context is made), so that small images are split into images, planes and row bands. */
+static lumen_context *capped_context(void)
+{
+    setenv("LUMEN_VULKAN_MAX_BINDING", "8192", 1);
+    lumen_context *ctx = context("vulkan:0", 0, 1);
+    unsetenv("LUMEN_VULKAN_MAX_BINDING");
+    return ctx;
+}
+
+/* The device's answer on a view too large for one binding against the CPU's scalar reference,
+ * for every border: interleaved f32 (one image: row bands; wrap cannot be banded and falls
+ * back) and planar u8 (two images of three planes: planes fit, every border runs on the
+ * device). Direct 5x5 with an off-centre anchor and separable 7x3. */
+static void run_pieces_case(lumen_context *ctx, lumen_context *ref, lumen_dtype dt, bool planar,
+                            lumen_method method, lumen_border border)
+{
+    enum { PN = 2, PC = 3, PH = 41, PW = 37 };
+    const int64_t n = planar ? PN : 1, count = n * PC * PH * PW;
+    const size_t es = lumen_dtype_size(dt);
+    unsigned char *src = malloc((size_t)count * es), *got = malloc((size_t)count * es),
+                  *want = malloc((size_t)count * es);
+    assert_non_null(src), assert_non_null(got), assert_non_null(want);
+    uint64_t x = 12345 + (uint64_t)border * 7 + (uint64_t)method;
+    for (int64_t i = 0; i < count; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        const double v = (double)(x >> 40) / (double)(1ull << 24);
+        if (dt == LUMEN_F32)
+            ((float *)src)[i] = (float)(v * 2 - 0.5);
+        else
+            src[i] = (unsigned char)(v * 255);
+    }
+    lumen_image s = planar ? lumen_image_nchw(src, dt, n, PC, PH, PW)
+                           : lumen_image_nhwc(src, dt, n, PH, PW, PC);
+    lumen_image dg = s, dw = s;
+    dg.data = got, dw.data = want;
+    float k2[5 * 5], kx[7] = {0.1f, -0.2f, 0.3f, 0.4f, 0.3f, -0.2f, 0.1f}, ky[3] = {0.25f, 0.5f, 0.3f};
+    for (int i = 0; i < 25; i++)
+        k2[i] = (float)((i * 7) % 11) / 11.0f - 0.3f;
+    lumen_filter_options o = lumen_filter_options_default();
+    o.method = method, o.border = border, o.border_value = 0.75f, o.anchor_x = 1, o.anchor_y = 3;
+    lumen_run_info info;
+    lumen_status st, sr;
+    if (method == LUMEN_METHOD_DIRECT) {
+        st = lumen_filter2d(ctx, &s, &dg, k2, 5, 5, &o, &info);
+        sr = lumen_filter2d(ref, &s, &dw, k2, 5, 5, &o, NULL);
+    } else {
+        o.anchor_x = 5, o.anchor_y = 0;
+        st = lumen_sep_filter2d(ctx, &s, &dg, kx, 7, ky, 3, &o, &info);
+        sr = lumen_sep_filter2d(ref, &s, &dw, kx, 7, ky, 3, &o, NULL);
+    }
+    assert_int_equal(st, LUMEN_OK);
+    assert_int_equal(sr, LUMEN_OK);
+    const bool banded_wrap = !planar && border == LUMEN_BORDER_WRAP;
+    if (strcmp(info.device, banded_wrap ? "cpu" : "vulkan:0"))
+        fail_msg("%s %s border %d ran on %s", planar ? "planar" : "interleaved",
+                 lumen_method_name(method), (int)border, info.device);
+    for (int64_t i = 0; i < count; i++) {
+        const double g = dt == LUMEN_F32 ? ((float *)got)[i] : got[i];
+        const double w = dt == LUMEN_F32 ? ((float *)want)[i] : want[i];
+        if (fabs(g - w) > (dt == LUMEN_F32 ? 1e-4 : 1.0))
+            fail_msg("%s %s border %d: element %lld is %g, the reference %g",
+                     planar ? "planar" : "interleaved", lumen_method_name(method), (int)border,
+                     (long long)i, g, w);
+    }
+    free(src), free(got), free(want);
+}
+
+static void test_pieces(void **state)
+{
+    (void)state;
+    REQUIRE_VULKAN();
+    lumen_context *ctx = capped_context(), *ref = context("cpu", 0, 0);
+    for (int b = 0; b <= LUMEN_BORDER_WRAP; b++)
+        for (int m = 0; m < 2; m++) {
+            const lumen_method method = m ? LUMEN_METHOD_SEPARABLE : LUMEN_METHOD_DIRECT;
+            run_pieces_case(ctx, ref, LUMEN_F32, false, method, (lumen_border)b);
+            run_pieces_case(ctx, ref, LUMEN_U8, true, method, (lumen_border)b);
+        }
+    lumen_context_destroy(ctx);
+    lumen_context_destroy(ref);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -422,6 +508,7 @@ int main(void)
         cmocka_unit_test(test_direct_device_views),
         cmocka_unit_test(test_direct_host_window),
         cmocka_unit_test(test_memory_cap),
+        cmocka_unit_test(test_pieces),
         cmocka_unit_test(test_conv2d),
         cmocka_unit_test(test_conv_transpose2d),
     };

@@ -399,6 +399,10 @@ static lumen_status vk_state_create(int device, void **out)
     vk_state *st = calloc(1, sizeof *st);
     if (!st) return vk_host->set_error(LUMEN_ERR_OUT_OF_MEMORY, "vulkan: context state");
     st->dev = device;
+    st->max_range = d->max_storage_range;
+    const char *cap = getenv("LUMEN_VULKAN_MAX_BINDING");
+    if (cap && strtoull(cap, NULL, 10) >= 4096 && strtoull(cap, NULL, 10) < st->max_range)
+        st->max_range = strtoull(cap, NULL, 10);
     lumen_status s = state_init(st, d);
     if (s) {
         vk_state_destroy(st);
@@ -419,7 +423,7 @@ lumen_status vk_buf_create(lumen_context *ctx, vk_state *st, size_t bytes, vk_bu
         return vk_host->set_error(LUMEN_ERR_OUT_OF_MEMORY,
                                   "vulkan: %zu bytes would pass the memory limit of %llu", size,
                                   (unsigned long long)limit);
-    if (size > d->max_storage_range)
+    if (size > st->max_range)
         return vk_host->set_error(LUMEN_ERR_OUT_OF_MEMORY,
                                   "vulkan: %zu bytes pass the device's storage-buffer range", size);
     memset(out, 0, sizeof *out);

@@ -51,7 +51,7 @@ static bool separable_fits(lumen_context *ctx, const lumen_filter_job *j)
     vk_state *st = vk_host->state(ctx);
     const uint64_t planes = (uint64_t)s->n * (uint64_t)s->c;
     return vk_view_fits_range(ctx, s) && vk_view_fits_range(ctx, j->dst) &&
-           tmp_bytes(s) <= vk_device_at(st->dev)->max_storage_range && tmp_bytes(s) < INT32_MAX &&
+           tmp_bytes(s) <= st->max_range && tmp_bytes(s) < INT32_MAX &&
            vk_grid_fits(st, vk_groups(s->w, GROUP_X), vk_groups(s->h, GROUP_Y), planes);
 }
 

@@ -153,6 +153,10 @@ typedef struct vk_state {
     vk_scratch_buf *scratch;
     int n_scratch, cap_scratch;
     uint64_t used; /* bytes of buffers alive, for the context's memory limit */
+    /* bytes one binding may cover: the device's maxStorageBufferRange, or less where
+     * $LUMEN_VULKAN_MAX_BINDING says so when the context is made (tests reach the pieces of
+     * vk_pieces.c with small images that way) */
+    uint64_t max_range;
 } vk_state;
 
 /* A buffer of at least `bytes`, counted against the memory limit; LUMEN_ERR_OUT_OF_MEMORY (no

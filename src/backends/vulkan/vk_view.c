@@ -38,9 +38,8 @@ lumen_status vk_scratch(lumen_context *ctx, vk_state *st, size_t bytes, vk_buf *
             if (!a) return vk_host->set_error(LUMEN_ERR_OUT_OF_MEMORY, "vulkan: scratch table");
             st->scratch = a, st->cap_scratch = cap;
         }
-        const vk_device *d = vk_device_at(st->dev);
         vk_buf b;
-        lumen_status s = vk_buf_create(ctx, st, pool_size(bytes, d->max_storage_range), &b);
+        lumen_status s = vk_buf_create(ctx, st, pool_size(bytes, st->max_range), &b);
         if (s == LUMEN_ERR_OUT_OF_MEMORY) { /* idle pool buffers first, then the exact size */
             vk_scratch_trim(st);
             s = vk_buf_create(ctx, st, bytes, &b);
@@ -113,7 +112,7 @@ bool vk_view_fits_range(lumen_context *ctx, const lumen_image *v)
     int64_t lo, hi;
     span(v, &lo, &hi);
     const int64_t bytes = (lo + hi + 1) * (int64_t)lumen_dtype_bytes(v->dtype);
-    return fits_i32(bytes) && (uint64_t)bytes <= vk_device_at(st->dev)->max_storage_range;
+    return fits_i32(bytes) && (uint64_t)bytes <= st->max_range;
 }
 
 lumen_status vk_view_bind(lumen_context *ctx, vk_state *st, const lumen_image *v, vk_view *out)
