@@ -95,23 +95,31 @@ static bool is_module_name(const char *name)
     return !strncmp(name, "liblumen_", 9) && n > 12 && !strcmp(name + n - 3, ".so");
 }
 
-/* A file is loaded; a folder is searched for liblumen_*.so. */
+static int module_name_filter(const struct dirent *e)
+{
+    return is_module_name(e->d_name);
+}
+
+/* A file is loaded; a folder is searched for liblumen_*.so, in name order: the device list is
+ * the same on every run, and liblumen_cuda.so comes before liblumen_vulkan.so, so a GPU that
+ * both drive is cuda:N before vulkan:M and "auto" takes it through CUDA. */
 static void load_from(const char *path)
 {
-    DIR *d = opendir(path);
-    if (!d) {
+    struct dirent **names = NULL;
+    const int n = scandir(path, &names, module_name_filter, alphasort);
+    if (n < 0) {
         struct stat st;
         if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) load_module(path);
         else lumen_log(LUMEN_LOG_DEBUG, "module path %s: not there", path);
         return;
     }
-    for (struct dirent *e; (e = readdir(d));) {
-        if (!is_module_name(e->d_name)) continue;
+    for (int i = 0; i < n; i++) {
         char file[PATH_MAX];
-        if (snprintf(file, sizeof file, "%s/%s", path, e->d_name) < (int)sizeof file)
+        if (snprintf(file, sizeof file, "%s/%s", path, names[i]->d_name) < (int)sizeof file)
             load_module(file);
+        free(names[i]);
     }
-    closedir(d);
+    free(names);
 }
 
 /* The folder of the executable or shared object this code is linked into. */

@@ -175,8 +175,9 @@ void cli_print_common_help(unsigned which)
               "                    kept in ~/.cache/lumen for later runs\n",
               stdout);
     fputs("  --no-simd         run the scalar reference path only (for tests and timings)\n"
-          "  --device D        auto|cpu|cuda|cuda:N: where to run (default: $LUMEN_DEVICE, else\n"
-          "                    auto: a discrete GPU, else an integrated one, else the CPU)\n"
+          "  --device D        auto|cpu|cuda[:N]|vulkan[:N]: where to run (default: $LUMEN_DEVICE,\n"
+          "                    else auto: a discrete GPU, else an integrated one, else the CPU;\n"
+          "                    never a software device such as lavapipe: name it)\n"
           "  --strict          fail instead of running on the CPU what the device cannot run\n"
           "                    (default: $LUMEN_STRICT; without it the CPU reruns such an op and\n"
           "                    one warning line says so)\n",
@@ -537,4 +538,19 @@ int cli_arg_select(const char *name, const char *value, int n,
         }
     }
     return 0;
+}
+
+void cli_note_software_device(const lumen_context *ctx)
+{
+    static int noted; /* once per run: every case makes its own context */
+    lumen_device_info d;
+    char spec[32] = "";
+    const int i = lumen_context_device(ctx);
+    if (noted || lumen_device_get_info(i, &d) || d.kind != LUMEN_DEVICE_SOFTWARE) return;
+    noted = 1;
+    lumen_device_spec(i, spec, sizeof spec);
+    fprintf(stderr,
+            "lumen bench: note: %s (%s) is a software device, a driver that runs on the CPU: "
+            "its times check the harness and say nothing about a GPU's speed\n",
+            spec, d.name);
 }

@@ -101,6 +101,10 @@ int cli_common_threads(const cli_common *co);
  * CLI_EXIT_USAGE or CLI_EXIT_FAIL on failure. */
 int cli_context_create(const cli_common *co, lumen_context **out);
 
+/* For the benchmarks: a note on stderr when the context's device is a software one (lavapipe:
+ * a Vulkan driver on the CPU), whose times say nothing about a GPU. */
+void cli_note_software_device(const lumen_context *ctx);
+
 /* Value parsers: 0 on success, else CLI_EXIT_USAGE after "lumen: --name: expected ..., got 'v'". */
 int cli_arg_int(const char *name, const char *value, long lo, long hi, int *out);
 /* Marks in selected[0..n) the items a comma-separated list picks (item i is picked by a token

@@ -238,6 +238,7 @@ static int time_on_fresh_context(const bench_state *st, const bench_buffers *b,
     lumen_context *ctx = NULL;
     int rc = cli_context_create(&st->common, &ctx);
     if (rc) return rc;
+    cli_note_software_device(ctx);
     int n = r->c->batch;
     lumen_image src = lumen_image_nhwc(b->in, LUMEN_F32, n, st->h, st->w, 1);
     lumen_image dst = lumen_image_nhwc(b->out, LUMEN_F32, n, st->h, st->w, 1);

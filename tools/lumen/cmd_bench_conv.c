@@ -337,6 +337,7 @@ static int time_on_fresh_context(const conv_state *st, const conv_tensors *t, do
     lumen_context *ctx = NULL;
     int rc = cli_context_create(&st->common, &ctx);
     if (rc) return rc;
+    cli_note_software_device(ctx);
     r->status = time_case(ctx, t, st->repeat, ms, r);
     if (r->status == LUMEN_ERR_UNSUPPORTED) /* reported as skipped, not a failure */
         snprintf(r->skipped, sizeof r->skipped, "%s", lumen_last_error());
