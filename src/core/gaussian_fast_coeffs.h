@@ -57,9 +57,9 @@ typedef struct lumen_gf_iir {
 /* One axis of the filter: the exact kernel (fir) or the recursion, and its pad. */
 typedef struct lumen_gf_axis_design {
     bool fir;
-    int taps;          /* fir: OpenCV's kernel size lrint(8 sigma + 1) | 1 (<= 19) */
-    lumen_gf_iir iir;  /* !fir */
-    int64_t pad;       /* samples of border extension on each side */
+    int taps;         /* fir: OpenCV's kernel size lrint(8 sigma + 1) | 1 (<= 19) */
+    lumen_gf_iir iir; /* !fir */
+    int64_t pad;      /* samples of border extension on each side */
 } lumen_gf_axis_design;
 
 /* Period of the border extension of n samples (0: not periodic). */
@@ -86,8 +86,7 @@ static inline float lumen_gf_round(double complex v, float *im)
  * poles, so the f32 filter sums to 1 (Deriche's own normalisation omits the doubly counted
  * h(0); Farneback & Westin).
  */
-static inline void lumen_gf_design_iir(double sigma, int64_t period, bool periodic,
-                                       lumen_gf_iir *c)
+static inline void lumen_gf_design_iir(double sigma, int64_t period, bool periodic, lumen_gf_iir *c)
 {
     const double complex alpha[2] = {0.8398646116180554 + 1.8674149134551790 * I,
                                      -0.3401391750903449 - 0.1299150239479813 * I};
@@ -110,8 +109,8 @@ static inline void lumen_gf_design_iir(double sigma, int64_t period, bool period
         c->br[k] = lumen_gf_round(p[k] * a, &c->bi[k]);
         c->gr[k] = lumen_gf_round(a / (1.0 - p[k]), &c->gi[k]);
         c->hr[k] = lumen_gf_round(p[k] * a / (1.0 - p[k]), &c->hi[k]);
-        c->qr[k] = lumen_gf_round(periodic ? 1.0 / (1.0 - cpow(p[k], (double)period)) : 1.0,
-                                  &c->qi[k]);
+        c->qr[k] =
+            lumen_gf_round(periodic ? 1.0 / (1.0 - cpow(p[k], (double)period)) : 1.0, &c->qi[k]);
     }
 }
 

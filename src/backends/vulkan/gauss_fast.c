@@ -117,10 +117,9 @@ static vk_pview planar(const lumen_image *s)
 
 /* One pass along `axis` (0: rows, 1: columns) from (in, iv) to (out, ov). A recursive axis
  * keeps its anticausal part in out when that is f32, else in aux (planar f32). */
-static lumen_status record_pass(vk_state *st, const lumen_gauss_job *j, const gf_axis *a,
-                                int axis, VkBuffer in, vk_pview iv, lumen_dtype in_dt,
-                                VkBuffer out, vk_pview ov, lumen_dtype out_dt, VkBuffer aux,
-                                VkBuffer coef)
+static lumen_status record_pass(vk_state *st, const lumen_gauss_job *j, const gf_axis *a, int axis,
+                                VkBuffer in, vk_pview iv, lumen_dtype in_dt, VkBuffer out,
+                                vk_pview ov, lumen_dtype out_dt, VkBuffer aux, VkBuffer coef)
 {
     const lumen_image *s = j->src;
     const uint32_t planes = (uint32_t)(s->n * s->c);
@@ -187,8 +186,8 @@ static lumen_status gauss_run(lumen_context *ctx, const lumen_op *op, lumen_run_
     if ((status = vk_rec_begin(st)) ||
         (status = record_pass(st, j, &ax, 0, src.buf, src.pv, s->dtype, t->buf, tv, LUMEN_F32,
                               t->buf, cbuf)) ||
-        (status = record_pass(st, j, &ay, 1, t->buf, tv, LUMEN_F32, dst.buf, dst.pv, d->dtype,
-                              ubuf, cbuf)) ||
+        (status = record_pass(st, j, &ay, 1, t->buf, tv, LUMEN_F32, dst.buf, dst.pv, d->dtype, ubuf,
+                              cbuf)) ||
         (status = vk_rec_submit(st)))
         return status;
     vk_view_finish(&dst);
