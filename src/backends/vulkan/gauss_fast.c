@@ -6,9 +6,9 @@
  *   1. rows: src -> T, an f32 scratch of n x c x h x w (planar);
  *   2. columns: T -> dst, one invocation per column, so neighbouring invocations read and write
  *      neighbouring pixels.
- * A recursive axis runs one invocation per line (shaders/gauss_fast_iir.comp); its anticausal
- * part waits in the pass's output when that is f32 (T, or an f32 dst), else in a second scratch
- * plane U. An exact axis runs one invocation per pixel (shaders/gauss_fast_fir.comp).
+ * Both passes are shaders/gauss_fast_line.comp, one invocation per line. A recursive axis keeps
+ * its anticausal part in the pass's output while the causal part runs, when that output is f32
+ * (T, or an f32 dst), else in a second scratch plane U.
  */
 #include "vk_internal.h"
 
@@ -17,37 +17,24 @@
 #include <limits.h>
 #include <string.h>
 
-static const uint32_t gauss_fast_iir_spv[] = {
-#include <gauss_fast_iir.spv.inc>
-};
-static const uint32_t gauss_fast_fir_spv[] = {
-#include <gauss_fast_fir.spv.inc>
+static const uint32_t gauss_fast_line_spv[] = {
+#include <gauss_fast_line.spv.inc>
 };
 
-#define IIR_GROUP 64 /* local_size_x of gauss_fast_iir.comp */
-#define FIR_GROUP 16 /* local_size_x and _y of gauss_fast_fir.comp */
+#define GROUP 64 /* local_size_x of shaders/gauss_fast_line.comp */
 /* Coefficient floats of a recursive axis: lumen_gf_iir's six complex pairs, in its order
  * (pr[2], pi[2], ar[2], ai[2] ...), as the shader's cf() reads them. */
 #define IIR_COEFS 24
 
-/* The shaders' push constants, in their order (std430: 4-byte scalars, no padding). */
-typedef struct vk_gf_iir_push {
+/* The shader's push constants, in their order (std430: 4-byte scalars, no padding). */
+typedef struct vk_gf_push {
     int32_t c, h, w;
     vk_pview s, d, a;
     int32_t border;
     float border_value;
     int32_t pad, periodic, coef;
-} vk_gf_iir_push;
-_Static_assert(sizeof(vk_gf_iir_push) == 92, "vk_gf_iir_push: gauss_fast_iir.comp's push");
-
-typedef struct vk_gf_fir_push {
-    int32_t c, h, w;
-    vk_pview s, d;
-    int32_t border;
-    float border_value;
-    int32_t taps, coef;
-} vk_gf_fir_push;
-_Static_assert(sizeof(vk_gf_fir_push) == 68, "vk_gf_fir_push: gauss_fast_fir.comp's push");
+} vk_gf_push;
+_Static_assert(sizeof(vk_gf_push) == 92, "vk_gf_push: gauss_fast_line.comp's push");
 
 /* One axis: its design and where its coefficients (IIR_COEFS floats, or taps) start. */
 typedef struct gf_axis {
@@ -77,9 +64,8 @@ static bool gauss_supports(lumen_context *ctx, const lumen_op *op)
     const uint64_t planes = (uint64_t)s->n * (uint64_t)s->c;
     /* a bad sigma goes to the CPU, which reports it */
     return sigma_ok(j->sigma_x) && sigma_ok(j->sigma_y) && plane_fits(st, s) &&
-           vk_grid_fits(st, vk_groups(s->w, FIR_GROUP), vk_groups(s->h, FIR_GROUP), planes) &&
-           vk_grid_fits(st, vk_groups(s->h, IIR_GROUP), 1, planes) &&
-           vk_grid_fits(st, vk_groups(s->w, IIR_GROUP), 1, planes);
+           vk_grid_fits(st, vk_groups(s->h, GROUP), 1, planes) &&
+           vk_grid_fits(st, vk_groups(s->w, GROUP), 1, planes);
 }
 
 /* Flattens a recursive axis's coefficients in lumen_gf_iir's order (after `periodic`). */
@@ -116,44 +102,30 @@ static vk_pview planar(const lumen_image *s)
 }
 
 /* One pass along `axis` (0: rows, 1: columns) from (in, iv) to (out, ov). A recursive axis
- * keeps its anticausal part in out when that is f32, else in aux (planar f32). */
+ * keeps its anticausal part in out when that is f32, else in aux (planar f32); an exact axis
+ * needs no aux (AUX_IN_OUT = 1 only keeps its pipelines few). */
 static lumen_status record_pass(vk_state *st, const lumen_gauss_job *j, const gf_axis *a, int axis,
                                 VkBuffer in, vk_pview iv, lumen_dtype in_dt, VkBuffer out,
                                 vk_pview ov, lumen_dtype out_dt, VkBuffer aux, VkBuffer coef)
 {
     const lumen_image *s = j->src;
     const uint32_t planes = (uint32_t)(s->n * s->c);
-    if (a->d.fir) {
-        const vk_gf_fir_push pc = {.c = (int32_t)s->c,
-                                   .h = (int32_t)s->h,
-                                   .w = (int32_t)s->w,
-                                   .s = iv,
-                                   .d = ov,
-                                   .border = (int32_t)j->border,
-                                   .border_value = j->border_value,
-                                   .taps = a->d.taps,
-                                   .coef = a->coef};
-        const vk_kernel k = VK_KERNEL(gauss_fast_fir_spv, axis, in_dt, out_dt);
-        const VkBuffer bufs[] = {in, out, coef, coef};
-        return vk_rec_dispatch(st, &k, bufs, 4, &pc, sizeof pc, vk_groups(s->w, FIR_GROUP),
-                               vk_groups(s->h, FIR_GROUP), planes);
-    }
-    const bool aux_in_out = out_dt == LUMEN_F32;
-    const vk_gf_iir_push pc = {.c = (int32_t)s->c,
-                               .h = (int32_t)s->h,
-                               .w = (int32_t)s->w,
-                               .s = iv,
-                               .d = ov,
-                               .a = planar(s),
-                               .border = (int32_t)j->border,
-                               .border_value = j->border_value,
-                               .pad = (int32_t)a->d.pad,
-                               .periodic = a->d.iir.periodic,
-                               .coef = a->coef};
-    const vk_kernel k = VK_KERNEL(gauss_fast_iir_spv, axis, in_dt, out_dt, aux_in_out);
+    const bool aux_in_out = out_dt == LUMEN_F32 || a->d.fir;
+    const vk_gf_push pc = {.c = (int32_t)s->c,
+                           .h = (int32_t)s->h,
+                           .w = (int32_t)s->w,
+                           .s = iv,
+                           .d = ov,
+                           .a = planar(s),
+                           .border = (int32_t)j->border,
+                           .border_value = j->border_value,
+                           .pad = (int32_t)a->d.pad,
+                           .periodic = !a->d.fir && a->d.iir.periodic,
+                           .coef = a->coef};
+    const vk_kernel k = VK_KERNEL(gauss_fast_line_spv, axis, in_dt, out_dt, aux_in_out, a->d.fir);
     const VkBuffer bufs[] = {in, out, aux_in_out ? out : aux, coef};
     return vk_rec_dispatch(st, &k, bufs, 4, &pc, sizeof pc,
-                           vk_groups(axis == 0 ? s->h : s->w, IIR_GROUP), 1, planes);
+                           vk_groups(axis == 0 ? s->h : s->w, GROUP), 1, planes);
 }
 
 static lumen_status gauss_run(lumen_context *ctx, const lumen_op *op, lumen_run_info *info)

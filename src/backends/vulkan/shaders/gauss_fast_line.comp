@@ -1,14 +1,16 @@
-// The fast Gaussian's recursive axis (sigma >= 2; gauss_fast.c, docs/gaussian-fast.md):
-// Deriche's 4th-order filter as two complex one-pole sections in f32, one invocation per line
-// (AXIS 0: a row, x runs along it; AXIS 1: a column, so adjacent invocations touch adjacent
+// The fast Gaussian along one axis (gauss_fast.c, docs/gaussian-fast.md), one invocation per
+// line (AXIS 0: a row, x runs along it; AXIS 1: a column, so adjacent invocations touch adjacent
 // pixels), z over batch x channels. The line is extended by `pad` samples of the border rule on
-// each side (no copies: each padded sample reads the sample the rule names) and the recursion
+// each side (no copies: each padded sample reads the sample the rule names).
+//
+// FIR (sigma < 2): OpenCV's exact kernel, pad = taps / 2.
+// Otherwise Deriche's 4th-order filter as two complex one-pole sections in f32. The recursion
 // starts from a state that is exact for the extension beyond the pad: the steady state of the
-// outermost sample, or (periodic) zero and then q = 1 / (1 - p^period) after one period of
-// pad. The anticausal pass runs first and leaves its part in AUX (the output itself, when that
-// is f32, else a scratch plane); the causal pass adds it and stores. All as the CPU's
-// iir_generic (src/backends/cpu/gaussian_fast.c), with the coefficients it designs
-// (core/gaussian_fast_coeffs.h).
+// outermost sample, or (periodic) zero and then q = 1 / (1 - p^period) after one period of pad.
+// The anticausal pass runs first and leaves its part in AUX (the output itself when that is f32,
+// else a scratch plane); the causal pass adds it and stores. All as the CPU's iir_generic and
+// fir_generic (src/backends/cpu/gaussian_fast.c), with the coefficients it designs
+// (core/gaussian_fast_coeffs.h), so lavapipe matches the CPU's portable kernels bit for bit.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -18,13 +20,14 @@ layout(constant_id = 0) const int AXIS = 0;
 layout(constant_id = 1) const int IN_DT = DT_F32;
 layout(constant_id = 2) const int OUT_DT = DT_F32;
 layout(constant_id = 3) const int AUX_IN_OUT = 1; // the anticausal part is kept in Out (f32)
+layout(constant_id = 4) const int FIR = 0;        // the exact kernel (pc.pad = taps / 2) instead
 
 layout(std430, set = 0, binding = 0) readonly buffer In { uint src[]; };
 layout(std430, set = 0, binding = 1) buffer Out { uint dst[]; };
 layout(std430, set = 0, binding = 2) buffer Aux { float aux[]; };
 layout(std430, set = 0, binding = 3) readonly buffer Coef { float coef[]; };
 
-// Must match vk_gf_iir_push in gauss_fast.c.
+// Must match vk_gf_push in gauss_fast.c.
 layout(push_constant) uniform Push {
     int c, h, w;
     View s, d, a;
@@ -32,7 +35,7 @@ layout(push_constant) uniform Push {
     float border_value;
     int pad;
     int periodic;
-    int coef; // first of the axis's 24 coefficients (vk_gf_coef_layout in gauss_fast.c)
+    int coef; // first of the axis's coefficients: 24 (iir_coefs in gauss_fast.c) or the taps
 } pc;
 
 DEFINE_LOAD(load_src, src)
@@ -95,6 +98,24 @@ void main()
     int aux_step = AUX_IN_OUT != 0 ? out_step : AXIS == 0 ? pc.a.sw : pc.a.sh;
 
     const int n = n_samples, pad = pc.pad, len = n + 2 * pad;
+    if (FIR != 0) {
+        // OpenCV's taps in order, as the CPU's fir_generic: out[k] = sum_t tap[t] x[k + t];
+        // the outputs whose taps all lie inside the line skip the border rule
+        int lo = min(pad, n), hi = max(n - pad, lo);
+        for (int k = 0; k < n; k++) {
+            float acc = 0.0;
+            if (k >= lo && k < hi) {
+                int e = in_base + (k - pad) * in_step;
+                for (int t = 0; t <= 2 * pad; t++, e += in_step)
+                    acc += coef[pc.coef + t] * load_src(IN_DT, e);
+            } else {
+                for (int t = 0; t <= 2 * pad; t++)
+                    acc += coef[pc.coef + t] * x_at(k + t);
+            }
+            store_dst(OUT_DT, out_base + k * out_step, acc);
+        }
+        return;
+    }
     const bool periodic = pc.periodic != 0;
     vec2 p0 = cf(0, 0), p1 = cf(0, 1);
 
