@@ -15,7 +15,6 @@
 #include "gaussian_fast_coeffs.h"
 
 #include <limits.h>
-#include <string.h>
 
 static const uint32_t gauss_fast_line_spv[] = {
 #include <gauss_fast_line.spv.inc>
