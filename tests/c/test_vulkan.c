@@ -3,9 +3,11 @@
  * every op on vulkan:0 against the reference. Here: the device listing (lavapipe is a software
  * device: named by its spec, never chosen by "auto"), the direct filter on device-resident
  * views (a batch of planar images in one buffer, every border mode, an off-centre anchor),
- * strict mode refusing an op the module lacks, run_info, and conv2d / conv_transpose2d against
- * a float64 oracle within 1e-6 of TERMS (strides, padding, dilation, groups, depthwise, bias,
- * batches, channel-last views, sums of thousands of terms).
+ * the memory cap (strict error, fallback), images larger than one binding (pieces), run_info,
+ * conv2d / conv_transpose2d against a float64 oracle within 1e-6 of TERMS (strides, padding,
+ * dilation, groups, depthwise, bias, batches, channel-last views, sums of thousands of terms),
+ * and the fast Gaussian against the CPU's (every border, sigmas on both sides of 2 and periods
+ * on both sides of 5 sigma, u8/u16/f32, a batch of interleaved images, in place, NaN).
  *
  * Without a Vulkan device every test prints "no Vulkan device: skipped" and skips.
  */
@@ -501,6 +503,228 @@ static void test_pieces(void **state)
     lumen_context_destroy(ref);
 }
 
+/* ---- the fast Gaussian (LUMEN_OP_GAUSSIAN_FAST, src/backends/vulkan/gauss_fast.c) ---- */
+
+static const lumen_border all_borders[] = {LUMEN_BORDER_REFLECT, LUMEN_BORDER_CONSTANT,
+                                           LUMEN_BORDER_REPLICATE, LUMEN_BORDER_REFLECT101,
+                                           LUMEN_BORDER_WRAP};
+
+static lumen_gaussian_options fast_options(double sx, double sy, lumen_border b, float value)
+{
+    lumen_gaussian_options g = lumen_gaussian_options_default();
+    g.sigma_x = sx, g.sigma_y = sy, g.border = b, g.border_value = value;
+    g.precision = LUMEN_PRECISION_FAST;
+    return g;
+}
+
+/* The fast Gaussian on the device (strict), checking run_info. */
+static void gauss_fast_device(lumen_context *vk, const lumen_image *s, const lumen_image *d,
+                              const lumen_gaussian_options *g)
+{
+    lumen_run_info info;
+    memset(&info, 0, sizeof info);
+    if (lumen_gaussian_blur_ex(vk, s, d, g, &info) != LUMEN_OK)
+        fail_msg("sigma (%g, %g), border %d: %s", g->sigma_x, g->sigma_y, (int)g->border,
+                 lumen_last_error());
+    assert_int_equal(info.method, LUMEN_METHOD_RECURSIVE);
+    assert_string_equal(info.device, "vulkan:0");
+    assert_string_equal(info.isa, "vulkan");
+    assert_string_equal(info.algo, "vulkan:gauss-deriche");
+}
+
+/* The CPU's fast Gaussian with SIMD off (its portable kernels): the same design. */
+static void gauss_fast_cpu(const lumen_image *s, const lumen_image *d,
+                           const lumen_gaussian_options *g)
+{
+    lumen_context *cpu = context("cpu", 0, 0);
+    assert_int_equal(lumen_gaussian_blur_ex(cpu, s, d, g, NULL), LUMEN_OK);
+    lumen_context_destroy(cpu);
+}
+
+/* Largest |got - want| over every element of two views of one shape. */
+static double max_diff(const lumen_image *got, const lumen_image *want)
+{
+    double worst = 0;
+    for (int64_t b = 0; b < got->n; b++)
+        for (int64_t c = 0; c < got->c; c++)
+            for (int64_t y = 0; y < got->h; y++)
+                for (int64_t x = 0; x < got->w; x++) {
+                    const double e = fabs(ts_get(got, b, c, y, x) - ts_get(want, b, c, y, x));
+                    worst = e > worst || isnan(e) ? e : worst;
+                }
+    return worst;
+}
+
+/* The device against the CPU's fast Gaussian: the same f32 recursion (bit for bit on lavapipe),
+ * so far inside the contract's 1e-3 x range; a GPU's other rounding (FMA) stays near 1e-6.
+ * A wrong coefficient or start errs by 1e-3 or more. */
+#define DEV_REL 1e-4
+
+#define GH 30
+#define GW 40
+
+/*
+ * sigma 0.8 (exact kernel), 2.5, 7 and 40 (recursive), equal and mixed per axis, on 40 x 30:
+ * with 7 the column's wrap period (30) is below 5 sigma and the row's (40) above, with 40
+ * every periodic rule takes the closed-form start. Every border, u8 and f32, against the CPU's
+ * fast Gaussian (DEV_REL x range, and a rounding step for u8); f32 also against the
+ * exact blur (ksize round(8 sigma + 1) | 1), the contract itself.
+ */
+static void test_gauss_fast_matches_cpu(void **state)
+{
+    (void)state;
+    REQUIRE_VULKAN();
+    static const double sigmas[][2] = {{0.8, 0.8}, {2.5, 2.5}, {7, 7},
+                                       {40, 40},   {0.8, 7},   {40, 2.5}};
+    static const lumen_dtype dtypes[] = {LUMEN_U8, LUMEN_F32};
+    enum { COUNT = GH * GW };
+    float fsrc[COUNT], fgot[COUNT], fwant[COUNT], fexact[COUNT];
+    uint8_t usrc[COUNT], ugot[COUNT], uwant[COUNT];
+    ts_rng r = ts_rng_make(13);
+    for (int i = 0; i < COUNT; i++) {
+        usrc[i] = (uint8_t)(ts_rng_u32(&r) % 256);
+        /* a step edge plus noise: large errors at the borders would show */
+        fsrc[i] = (float)((i % GW < GW / 2 ? 0.0 : 1.0) + 0.5 * ts_rng_uniform(&r, 0, 1));
+    }
+    lumen_context *vk = context("vulkan:0", 1, 1);
+    double worst_cpu[2] = {0, 0}, worst_exact = 0;
+    for (size_t t = 0; t < sizeof dtypes / sizeof dtypes[0]; t++) {
+        const bool f32 = dtypes[t] == LUMEN_F32;
+        lumen_image s =
+            lumen_image_nchw(f32 ? (void *)fsrc : (void *)usrc, dtypes[t], 1, 1, GH, GW);
+        lumen_image d =
+            lumen_image_nchw(f32 ? (void *)fgot : (void *)ugot, dtypes[t], 1, 1, GH, GW);
+        lumen_image w =
+            lumen_image_nchw(f32 ? (void *)fwant : (void *)uwant, dtypes[t], 1, 1, GH, GW);
+        const float value = f32 ? 0.75f : 200.0f;
+        const double range = f32 ? 1.5 : 255.0; /* the data's, and the border value's */
+        for (size_t k = 0; k < sizeof sigmas / sizeof sigmas[0]; k++)
+            for (size_t b = 0; b < sizeof all_borders / sizeof all_borders[0]; b++) {
+                const lumen_gaussian_options g =
+                    fast_options(sigmas[k][0], sigmas[k][1], all_borders[b], value);
+                gauss_fast_device(vk, &s, &d, &g);
+                gauss_fast_cpu(&s, &w, &g);
+                const double e = max_diff(&d, &w), bound = DEV_REL * range + (f32 ? 1e-6 : 1.0);
+                if (!(e <= bound))
+                    fail_msg("%s sigma (%g, %g) border %d: |device - cpu| = %g > %g",
+                             f32 ? "f32" : "u8", sigmas[k][0], sigmas[k][1], (int)all_borders[b], e,
+                             bound);
+                worst_cpu[t] = e > worst_cpu[t] ? e : worst_cpu[t];
+                if (!f32) continue;
+                lumen_image x = lumen_image_nchw(fexact, LUMEN_F32, 1, 1, GH, GW);
+                lumen_context *cpu = context("cpu", 0, 1);
+                assert_int_equal(
+                    lumen_gaussian_blur(cpu, &s, &x, (int)lrint(sigmas[k][0] * 8 + 1) | 1,
+                                        (int)lrint(sigmas[k][1] * 8 + 1) | 1, sigmas[k][0],
+                                        sigmas[k][1], all_borders[b], value, NULL),
+                    LUMEN_OK);
+                lumen_context_destroy(cpu);
+                const double ex = max_diff(&d, &x) / range;
+                if (!(ex <= 1e-3))
+                    fail_msg("sigma (%g, %g) border %d: |device - exact| = %g x range",
+                             sigmas[k][0], sigmas[k][1], (int)all_borders[b], ex);
+                worst_exact = ex > worst_exact ? ex : worst_exact;
+            }
+    }
+    print_message("gauss fast: max |device - cpu| u8 %g, f32 %g (x range %g); "
+                  "max |device - exact| %g x range\n",
+                  worst_cpu[0], worst_cpu[1], worst_cpu[1] / 1.5, worst_exact);
+    lumen_context_destroy(vk);
+}
+
+#define GN 2
+#define GC 3
+#define BH 13
+#define BW 17
+
+/*
+ * A batch of interleaved images (n = 2, c = 3, NHWC strides), u16 host views and f32
+ * device-resident views and host views filtered in place, with one exact and one recursive axis and
+ * both recursive: every plane in one submission, each its own. Against the CPU.
+ */
+static void test_gauss_fast_batch(void **state)
+{
+    (void)state;
+    REQUIRE_VULKAN();
+    enum { COUNT = GN * GC * BH * BW };
+    static uint16_t usrc[COUNT], ugot[COUNT], uwant[COUNT];
+    static float fsrc[COUNT], fgot[COUNT], fwant[COUNT];
+    ts_rng r = ts_rng_make(5);
+    for (int i = 0; i < COUNT; i++)
+        usrc[i] = (uint16_t)(ts_rng_u32(&r) % 65536), fsrc[i] = (float)ts_rng_uniform(&r, -2, 2);
+    lumen_image views[6];
+    void *data[6] = {usrc, ugot, uwant, fsrc, fgot, fwant};
+    for (int i = 0; i < 6; i++) {
+        views[i] = lumen_image_nchw(data[i], i < 3 ? LUMEN_U16 : LUMEN_F32, GN, GC, BH, BW);
+        views[i].stride_w = GC, views[i].stride_c = 1, views[i].stride_h = BW * GC;
+        views[i].stride_n = BH * BW * GC;
+    }
+    lumen_context *vk = context("vulkan:0", 1, 1);
+    static const double sigmas[][2] = {{1.5, 3}, {3, 1.5}, {4, 6}};
+    for (size_t k = 0; k < sizeof sigmas / sizeof sigmas[0]; k++) {
+        const lumen_gaussian_options g =
+            fast_options(sigmas[k][0], sigmas[k][1], all_borders[k % 5], 1000.0f);
+        gauss_fast_device(vk, &views[0], &views[1], &g);
+        gauss_fast_cpu(&views[0], &views[2], &g);
+        if (max_diff(&views[1], &views[2]) > 1.0 + DEV_REL * 65535)
+            fail_msg("u16 sigma (%g, %g): %g", sigmas[k][0], sigmas[k][1],
+                     max_diff(&views[1], &views[2]));
+        /* f32 on device-resident views: out of place, then in place (dst = src) */
+        const size_t bytes = sizeof fsrc;
+        void *dsrc = NULL, *ddst = NULL;
+        assert_int_equal(lumen_device_alloc(vk, bytes, &dsrc), LUMEN_OK);
+        assert_int_equal(lumen_device_alloc(vk, bytes, &ddst), LUMEN_OK);
+        assert_int_equal(lumen_device_upload(vk, dsrc, fsrc, bytes), LUMEN_OK);
+        lumen_image ds = views[3], dd = views[4];
+        ds.data = dsrc, dd.data = ddst;
+        ds.device = dd.device = vk_index;
+        const lumen_gaussian_options gf =
+            fast_options(sigmas[k][0], sigmas[k][1], all_borders[(k + 1) % 5], -0.5f);
+        gauss_fast_device(vk, &ds, &dd, &gf);
+        gauss_fast_cpu(&views[3], &views[5], &gf);
+        assert_int_equal(lumen_device_download(vk, fgot, ddst, bytes), LUMEN_OK);
+        if (!(max_diff(&views[4], &views[5]) <= DEV_REL * 4.0 + 1e-6))
+            fail_msg("f32 sigma (%g, %g): %g", sigmas[k][0], sigmas[k][1],
+                     max_diff(&views[4], &views[5]));
+        /* host views in place (dst = src) */
+        memcpy(fgot, fsrc, bytes);
+        gauss_fast_device(vk, &views[4], &views[4], &gf);
+        if (!(max_diff(&views[4], &views[5]) <= DEV_REL * 4.0 + 1e-6))
+            fail_msg("f32 in place sigma (%g, %g): %g", sigmas[k][0], sigmas[k][1],
+                     max_diff(&views[4], &views[5]));
+        lumen_device_free(vk, dsrc);
+        lumen_device_free(vk, ddst);
+    }
+    lumen_context_destroy(vk);
+}
+
+/* docs/gaussian-fast.md: with both axes recursive a NaN turns its whole channel plane into NaN
+ * (as on the CPU); the other planes are untouched by it. */
+static void test_gauss_fast_nan(void **state)
+{
+    (void)state;
+    REQUIRE_VULKAN();
+    enum { COUNT = 2 * BH * BW };
+    float src[COUNT], got[COUNT], want[COUNT];
+    for (int i = 0; i < COUNT; i++)
+        src[i] = (float)(i % 7);
+    src[5 * BW + 3] = NAN;
+    lumen_image s = lumen_image_nchw(src, LUMEN_F32, 1, 2, BH, BW);
+    lumen_image d = lumen_image_nchw(got, LUMEN_F32, 1, 2, BH, BW);
+    lumen_image w = lumen_image_nchw(want, LUMEN_F32, 1, 2, BH, BW);
+    lumen_context *vk = context("vulkan:0", 1, 1);
+    const lumen_gaussian_options g = fast_options(3, 2.5, LUMEN_BORDER_REFLECT101, 0);
+    gauss_fast_device(vk, &s, &d, &g);
+    gauss_fast_cpu(&s, &w, &g);
+    for (int i = 0; i < BH * BW; i++)
+        if (!isnan(got[i]) || !isnan(want[i]))
+            fail_msg("plane 0, element %d: %g, want NaN", i, (double)got[i]);
+    for (int i = BH * BW; i < COUNT; i++)
+        if (!(fabsf(got[i] - want[i]) <= 1e-5f))
+            fail_msg("plane 1, element %d: %g, want %g", i, (double)got[i], (double)want[i]);
+    lumen_context_destroy(vk);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -511,6 +735,9 @@ int main(void)
         cmocka_unit_test(test_pieces),
         cmocka_unit_test(test_conv2d),
         cmocka_unit_test(test_conv_transpose2d),
+        cmocka_unit_test(test_gauss_fast_matches_cpu),
+        cmocka_unit_test(test_gauss_fast_batch),
+        cmocka_unit_test(test_gauss_fast_nan),
     };
     return cmocka_run_group_tests(tests, find_device, NULL);
 }

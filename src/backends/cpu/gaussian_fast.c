@@ -36,22 +36,11 @@
 #include "gaussian_fast_kernels.h"
 #include "rows.h"
 
-#include <complex.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Below this sigma the exact kernel runs (cheap, and Deriche's fit is least accurate there). */
-#define GF_FIR_SIGMA 2.0
-/* Pad of the recursive filter in sigmas when no exact start exists (see the header comment). */
-#define GF_PAD_SIGMAS 5.0
-/*
- * A larger sigma runs as this one: beyond it the poles round to 1 (the design
- * breaks down, e.g. NaN at 1e300). Measured exact to 1e-7 at 1e6 and 1e7; the
- * blur of a wider Gaussian differs from this one by about 2e-8 x side length
- * x range (replicate, the worst rule): within 1e-3 for sides up to 50000.
- */
-#define GF_SIGMA_MAX 1e7
+/* The design (sigma thresholds, pads, coefficients) is core/gaussian_fast_coeffs.h's. */
 /* Rows filtered together by the row pass (lanes of the transposed block). */
 #define GF_ROWS 16
 /* Small images run on fewer threads: a barrier costs more than filtering a few rows. */
@@ -138,52 +127,6 @@ const lumen_gf_kernels lumen_gf_kernels_generic = {
     .from_lanes = from_lanes_generic,
 };
 
-/* ---- filter design ------------------------------------------------------ */
-
-/*
- * Deriche (1993), 4th order: h(t) = sum_k 2 Re(alpha_k exp(-lambda_k t / sigma)),
- * his optimised constants to 10 digits (a0 + i a1, b0 + i w0, ... halved).
- */
-static const double complex GF_ALPHA[2] = {0.8398646116180554 + 1.8674149134551790 * I,
-                                           -0.3401391750903449 - 0.1299150239479813 * I};
-static const double complex GF_LAMBDA[2] = {1.7831906544515104 + 0.6318113174569493 * I,
-                                            1.7228297663338028 + 1.9969276832487770 * I};
-
-static float complex_round(double complex v, float *im)
-{
-    *im = (float)cimag(v);
-    return (float)creal(v);
-}
-
-/*
- * Coefficients for sigma. The poles are rounded to f32 first and the DC gain
- * is computed from the rounded poles, so the f32 filter sums to 1 (Deriche's
- * own normalisation omits the doubly counted h(0); Farneback & Westin).
- */
-static void design_iir(double sigma, int64_t period, bool periodic, lumen_gf_iir *c)
-{
-    double complex p[2];
-    double sum = 0.0, h0 = 0.0;
-    for (int k = 0; k < 2; k++) {
-        double complex e = cexp(-GF_LAMBDA[k] / sigma);
-        p[k] = (double)(float)creal(e) + (double)(float)cimag(e) * I;
-        sum += 2.0 * creal(GF_ALPHA[k] / (1.0 - p[k]));
-        h0 += 2.0 * creal(GF_ALPHA[k]);
-    }
-    const double dc = 2.0 * sum - h0; /* causal sum + anticausal sum (which lacks h(0)) */
-    c->periodic = periodic;
-    for (int k = 0; k < 2; k++) {
-        double complex a = 2.0 * GF_ALPHA[k] / dc;
-        c->pr[k] = complex_round(p[k], &c->pi[k]);
-        c->ar[k] = complex_round(a, &c->ai[k]);
-        c->br[k] = complex_round(p[k] * a, &c->bi[k]);
-        c->gr[k] = complex_round(a / (1.0 - p[k]), &c->gi[k]);
-        c->hr[k] = complex_round(p[k] * a / (1.0 - p[k]), &c->hi[k]);
-        c->qr[k] = complex_round(periodic ? 1.0 / (1.0 - cpow(p[k], (double)period)) : 1.0,
-                                 &c->qi[k]);
-    }
-}
-
 /* ---- planning ------------------------------------------------------------ */
 
 typedef struct gf_axis {
@@ -194,32 +137,18 @@ typedef struct gf_axis {
     int64_t n, pad, len; /* samples, pad on each side, n + 2 pad */
 } gf_axis;
 
-/* Period of the border extension of n samples (0: not periodic). */
-static int64_t border_period(lumen_border b, int64_t n)
-{
-    switch (b) {
-    case LUMEN_BORDER_WRAP: return n;
-    case LUMEN_BORDER_REFLECT: return 2 * n;
-    case LUMEN_BORDER_REFLECT101: return n > 1 ? 2 * n - 2 : 1;
-    default: return 0;
-    }
-}
-
+/* The method, pad and coefficients of an axis: core/gaussian_fast_coeffs.h (the Vulkan module
+ * runs the same design). */
 static lumen_status plan_axis(gf_axis *a, double sigma, int64_t n, lumen_border b)
 {
+    lumen_gf_axis_design d;
+    lumen_gf_design_axis(sigma, n, b, &d);
     a->n = n;
-    a->fir = sigma < GF_FIR_SIGMA;
-    if (a->fir) {
-        a->taps = lumen_gaussian_ksize_of(sigma, 0); /* lrint(8 sigma + 1) | 1 <= 19 */
-        lumen_gaussian_taps(a->taps, sigma, a->k); /* sigma > 0: checked by the caller */
-        a->pad = a->taps / 2;
-    } else {
-        const int64_t period = border_period(b, n);
-        const bool periodic = period > 0 && (double)period <= GF_PAD_SIGMAS * sigma;
-        /* not periodic: 5 sigma < period <= 2n, so the cast cannot overflow */
-        a->pad = periodic ? period : period > 0 ? (int64_t)ceil(GF_PAD_SIGMAS * sigma) : 1;
-        design_iir(sigma < GF_SIGMA_MAX ? sigma : GF_SIGMA_MAX, period, periodic, &a->iir);
-    }
+    a->fir = d.fir;
+    a->taps = d.taps;
+    a->iir = d.iir;
+    a->pad = d.pad;
+    if (a->fir) lumen_gaussian_taps(a->taps, sigma, a->k); /* sigma > 0: checked by the caller */
     a->len = n + 2 * a->pad;
     return LUMEN_OK;
 }

@@ -6,37 +6,13 @@
 #ifndef LUMEN_CPU_GAUSSIAN_FAST_KERNELS_H
 #define LUMEN_CPU_GAUSSIAN_FAST_KERNELS_H
 
+#include "gaussian_fast_coeffs.h" /* lumen_gf_iir, LUMEN_GF_FIR_MAX_TAPS */
+
 #include <stdbool.h>
 #include <stdint.h>
 
-/* The most taps of the exact kernel for sigma < 2: lrint(8 sigma + 1) | 1 <= 19. */
-#define LUMEN_GF_FIR_MAX_TAPS 19
 /* Floats of per-lane state an IIR kernel needs (its `state` argument holds m times this). */
 #define LUMEN_GF_STATE 4
-
-/*
- * Deriche's filter as two complex one-pole sections (pole p_k, weight a_k):
- *   causal      z_k[i] = p_k z_k[i-1] + a_k x[i]             y+[i] = Re(z_0 + z_1)
- *   anticausal  w_k[i] = p_k w_k[i+1] + p_k a_k x[i+1]       y-[i] = Re(w_0 + w_1)
- * and y = y+ + y-. First-order complex sections keep f32 accurate where a
- * 4th-order direct form loses all digits (sigma > ~10).
- *
- * The input holds `pad` samples of border extension on each side. Causal
- * start: periodic == false, the steady state of a constant input x[0]
- * (g_k = a_k / (1 - p_k) per unit); periodic == true, zero, and after the
- * left pad (one whole period of the extension) the state is multiplied by
- * q_k = 1 / (1 - p_k^period), which sums all earlier periods exactly.
- * Anticausal start mirrors this at the right end (h_k = p_k a_k / (1 - p_k)).
- */
-typedef struct lumen_gf_iir {
-    bool periodic;
-    float pr[2], pi[2]; /* p_k */
-    float ar[2], ai[2]; /* a_k */
-    float br[2], bi[2]; /* p_k a_k */
-    float gr[2], gi[2]; /* g_k */
-    float hr[2], hi[2]; /* h_k */
-    float qr[2], qi[2]; /* q_k */
-} lumen_gf_iir;
 
 /* Recursion state = (gr + i gi) * x per section, or zero when x is NULL (both ISAs). */
 static inline void lumen_gf_state_init(const float *gr, const float *gi, const float *x, float *s,
