@@ -225,8 +225,8 @@ static const lumen_border all_borders[] = {LUMEN_BORDER_REFLECT, LUMEN_BORDER_CO
 
 /* The float64 direct correlation of planar planes (n_planes of h x w) with a kh x kw kernel,
  * anchor (ax, ay): the oracle of the FFT tests. NaN and Inf propagate as IEEE sums do. */
-static void direct_f64(const float *src, int planes, int h, int w, const float *k, int kw,
-                       int kh, int ax, int ay, lumen_border b, float value, double *out)
+static void direct_f64(const float *src, int planes, int h, int w, const float *k, int kw, int kh,
+                       int ax, int ay, lumen_border b, float value, double *out)
 {
     for (int p = 0; p < planes; p++)
         for (int y = 0; y < h; y++)
@@ -313,8 +313,8 @@ static void test_fft_accuracy(void **state)
                 const double e = fabs(got[i] - want[i]) / scale;
                 worst = e > worst ? e : worst;
                 if (!(e <= 1e-5))
-                    fail_msg("%dx%d border %d, element %d: %.9g, want %.9g (%.2g of S x R)", kw,
-                             kh, (int)all_borders[b], i, (double)got[i], want[i], e);
+                    fail_msg("%dx%d border %d, element %d: %.9g, want %.9g (%.2g of S x R)", kw, kh,
+                             (int)all_borders[b], i, (double)got[i], want[i], e);
             }
         }
     }
@@ -424,8 +424,8 @@ static void test_fft_integer(void **state)
                 const double lo = ts_quantize(want[i] - tol, types[t]);
                 const double hi = ts_quantize(want[i] + tol, types[t]);
                 if (g < lo || g > hi)
-                    fail_msg("%s %dx%d element %d: %g, want %.9g", lumen_dtype_name(types[t]), n,
-                             n, i, g, want[i]);
+                    fail_msg("%s %dx%d element %d: %g, want %.9g", lumen_dtype_name(types[t]), n, n,
+                             i, g, want[i]);
             }
         }
     }

@@ -331,8 +331,9 @@ static lumen_status fft_run(lumen_context *ctx, const lumen_op *op, lumen_run_in
                    .limit = (float)(FLT_MAX / 64.0 / ((double)t.nh * t.nw * fmax(1.0, sum_k))),
                    .sum_k = sum_k,
                    .ties = j->dst->dtype != LUMEN_F32 && taps_dyadic(j)};
-    vk_host->log(LUMEN_LOG_DEBUG, "vulkan: fft: %dx%d transforms, %lldx%lld outputs per tile, "
-                                  "%lld tiles in groups of %lld",
+    vk_host->log(LUMEN_LOG_DEBUG,
+                 "vulkan: fft: %dx%d transforms, %lldx%lld outputs per tile, "
+                 "%lld tiles in groups of %lld",
                  t.nw, t.nh, (long long)t.tw, (long long)t.th, (long long)t.tiles, (long long)g);
     if ((s = vk_rec_begin(st)) ||
         (s = record(st, j, &t, &pc, g, src.buf, dst.buf, work->buf, consts->buf)) ||
