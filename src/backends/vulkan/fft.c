@@ -64,10 +64,19 @@ static int tier_of(int n)
     return 0;
 }
 
-/* Workgroup size for a tier: about one radix-4 butterfly per invocation. */
-static int group_size(const vk_device *d, int tier)
+/* Workgroup size for an n-point transform: one invocation per butterfly of its widest pass
+ * (n / its smallest radix), in multiples of 32, so that short rows do not leave most of a
+ * workgroup idle (idle invocations still cost on lavapipe, which runs them on the CPU). */
+static int group_size(const vk_device *d, int n)
 {
-    int wg = tier / 4 < 32 ? 32 : tier / 4 > 256 ? 256 : tier / 4;
+    int r = 5; /* the smallest radix of fft_common.glsl's plan: 4s, then 2, 3s, 5s */
+    for (int rest = n; rest > 1;) {
+        const int q = rest % 4 == 0 ? 4 : rest % 2 == 0 ? 2 : rest % 3 == 0 ? 3 : 5;
+        r = q < r ? q : r;
+        rest /= q;
+    }
+    int wg = (n / r + 31) / 32 * 32;
+    wg = wg > 256 ? 256 : wg;
     return wg > (int)d->max_group_invocations ? (int)d->max_group_invocations : wg;
 }
 
@@ -265,7 +274,7 @@ static lumen_status record(vk_state *st, const lumen_filter_job *j, const fft_ti
 {
     const vk_device *d = vk_device_at(st->dev);
     const int tw_ = tier_of(t->nw), th_ = tier_of(t->nh);
-    const int wgw = group_size(d, tw_), wgh = group_size(d, th_);
+    const int wgw = group_size(d, t->nw), wgh = group_size(d, t->nh);
     const int sdt = (int)j->src->dtype, ddt = (int)j->dst->dtype;
     const vk_kernel krows = VK_KERNEL(fft_rows_spv, tw_, wgw, sdt, 1);
     const vk_kernel kcols = VK_KERNEL(fft_cols_spv, th_, wgh, 1);
