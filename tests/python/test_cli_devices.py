@@ -117,3 +117,36 @@ def test_vulkan_device_from_the_cli(lumen_bin, job):
     assert "device vulkan:0" in r.stderr and not warnings(r.stderr), r.stderr
     # one level off where the device's f32 sum lands on the other side of a .5
     assert np.abs(np.load(job / "out.npy").astype(int) - expected).max() <= 1
+
+
+def test_vulkan_pipeline_cache_across_processes(lumen_bin, job, tmp_path):
+    """The Vulkan module's pipeline cache lives in lumen's cache folder, one file per device and
+    driver: the first process writes it (atomically: no temporary file is left), the next one
+    loads every byte of it, and a corrupt file costs compilations, never a wrong answer or a
+    failure. (lavapipe keeps only a header in its VkPipelineCache, so here the file carries no
+    compiled code: the debug log says "compiled" where a GPU driver says "from the pipeline
+    cache".)"""
+    info = json.loads(run_cli(lumen_bin, "info", "--json").stdout)
+    if not any(d["backend"] == "vulkan" for d in info["devices"]):
+        pytest.skip("no Vulkan device here (make test installs lavapipe)")
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "LUMEN_LOG": "debug"}
+    folder = tmp_path / "cache" / "lumen"
+
+    def run():
+        r = filt(lumen_bin, job, "f32", "--device", "vulkan:0", "--strict", env=env)
+        assert r.returncode == 0, r.stderr
+        return r.stderr, np.load(job / "out.npy")
+
+    first, want = run()
+    assert "pipeline cache: 0 bytes loaded" in first, first
+    files = sorted(folder.glob("vulkan-*.bin"))
+    assert len(files) == 1 and files[0].stat().st_size > 0, list(folder.iterdir())
+    assert not list(folder.glob("*.tmp")), list(folder.iterdir())
+    size = files[0].stat().st_size
+    second, got = run()
+    assert f"pipeline cache: {size} bytes loaded" in second, second
+    assert np.array_equal(got, want)
+    files[0].write_bytes(b"not a pipeline cache" * 3)
+    third, got = run()
+    assert np.array_equal(got, want), "a corrupt cache file changed the answer"
+    assert "compiled" in third or "from the pipeline cache" in third, third

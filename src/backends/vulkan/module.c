@@ -316,24 +316,21 @@ static lumen_status state_init(vk_state *st, const vk_device *d)
                                  .queueFamilyIndex = d->queue_family,
                                  .queueCount = 1,
                                  .pQueuePriorities = &prio};
-    /* A device that lists VK_KHR_portability_subset (MoltenVK) must have it enabled. */
-    const char *subset = "VK_KHR_portability_subset";
+    /* A device that lists VK_KHR_portability_subset (MoltenVK) must have it enabled; pipeline
+     * creation feedback, where offered, tells whether a pipeline came from the cache. */
+    const char *ext[2];
+    uint32_t n_ext = 0;
+    if (has_device_extension(d->phys, "VK_KHR_portability_subset"))
+        ext[n_ext++] = "VK_KHR_portability_subset";
+    if (has_device_extension(d->phys, "VK_EXT_pipeline_creation_feedback")) {
+        ext[n_ext++] = "VK_EXT_pipeline_creation_feedback";
+        st->feedback = true;
+    }
     VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
                               .queueCreateInfoCount = 1,
-                              .pQueueCreateInfos = &q};
-    uint32_t n_ext = 0;
-    if (vkf.vkEnumerateDeviceExtensionProperties(d->phys, NULL, &n_ext, NULL) == VK_SUCCESS &&
-        n_ext) {
-        VkExtensionProperties *ext = calloc(n_ext, sizeof *ext);
-        if (ext &&
-            vkf.vkEnumerateDeviceExtensionProperties(d->phys, NULL, &n_ext, ext) == VK_SUCCESS)
-            for (uint32_t i = 0; i < n_ext; i++)
-                if (!strcmp(ext[i].extensionName, subset)) {
-                    dci.enabledExtensionCount = 1;
-                    dci.ppEnabledExtensionNames = &subset;
-                }
-        free(ext);
-    }
+                              .pQueueCreateInfos = &q,
+                              .enabledExtensionCount = n_ext,
+                              .ppEnabledExtensionNames = n_ext ? ext : NULL};
     VkResult r = vkf.vkCreateDevice(d->phys, &dci, NULL, &st->device);
     if (r != VK_SUCCESS) {
         st->device = VK_NULL_HANDLE;

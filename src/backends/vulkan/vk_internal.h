@@ -144,7 +144,9 @@ typedef struct vk_state {
     bool cache_dirty;      /* a pipeline was compiled since the cache was loaded */
     vk_pipeline *pipes;    /* compiled on first use: compiling costs (LLVM on lavapipe) */
     int n_pipes, cap_pipes;
-    int pipes_compiled; /* this context's compilations (the cache test reads the log) */
+    int pipes_compiled;  /* this context's pipelines not found in the cache */
+    int pipes_cached;    /* ... and those the driver says came from the cache */
+    bool feedback;       /* VK_EXT_pipeline_creation_feedback enabled: cache hits are known */
     /* the command buffer being recorded (vk_rec_*) */
     bool recording;
     int sets_used, dispatches;
