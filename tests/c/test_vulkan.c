@@ -75,6 +75,14 @@ static void test_listing(void **state)
     assert_int_equal(i, vk_index);
     assert_int_equal(lumen_device_find("vulkan:0", &i), LUMEN_OK);
     assert_int_equal(i, vk_index);
+    /* the memory model: unified (mapped device memory), or staged as on a discrete GPU
+     * without ReBAR, which LUMEN_VULKAN_MEMORY=staged forces (the _staged CTest runs) */
+    char driver[256];
+    assert_int_equal(lumen_device_get_driver(vk_index, driver, sizeof driver), LUMEN_OK);
+    print_message("driver: %s\n", driver);
+    assert_non_null(strstr(driver, "Vulkan 1."));
+    const char *mode = getenv("LUMEN_VULKAN_MEMORY");
+    if (mode && !strcmp(mode, "staged")) assert_non_null(strstr(driver, "staged memory"));
     /* lavapipe (llvmpipe) runs on the CPU: a software device, which "auto" never picks */
     if (strstr(info.name, "llvmpipe")) assert_int_equal(info.kind, LUMEN_DEVICE_SOFTWARE);
     if (info.kind == LUMEN_DEVICE_SOFTWARE) {

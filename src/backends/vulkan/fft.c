@@ -261,7 +261,7 @@ static lumen_status work_buffer(lumen_context *ctx, vk_state *st, const fft_tili
 {
     for (;;) {
         const size_t bytes = (size_t)(flag_words(t) * 4 + (uint64_t)*g * slot_bytes(t));
-        lumen_status s = vk_scratch(ctx, st, bytes, out);
+        lumen_status s = vk_scratch(ctx, st, bytes, VK_MEM_DEVICE, out);
         if (s != LUMEN_ERR_OUT_OF_MEMORY || *g == 1) return s;
         *g = (*g + 1) / 2;
     }
@@ -313,11 +313,10 @@ static lumen_status fft_run(lumen_context *ctx, const lumen_op *op, lumen_run_in
     int64_t g = group_tiles(st, &t);
     lumen_status s;
     if ((s = vk_view_bind(ctx, st, j->src, &src)) || (s = vk_view_bind(ctx, st, j->dst, &dst)) ||
-        (s = vk_scratch(ctx, st, consts_floats(j, &t) * sizeof(float), &consts)) ||
+        (s = vk_scratch(ctx, st, consts_floats(j, &t) * sizeof(float), VK_MEM_HOST, &consts)) ||
         (s = work_buffer(ctx, st, &t, &g, &work)))
         return s;
     fill_consts(j, &t, (float *)consts->map);
-    memset(work->map, 0, (size_t)flag_words(&t) * 4); /* the tiles' largest |x| */
     fft_push pc = {.s = src.pv,
                    .d = dst.pv,
                    .c = (int32_t)j->src->c,
@@ -344,8 +343,10 @@ static lumen_status fft_run(lumen_context *ctx, const lumen_op *op, lumen_run_in
                  "vulkan: fft: %dx%d transforms, %lldx%lld outputs per tile, "
                  "%lld tiles in groups of %lld",
                  t.nw, t.nh, (long long)t.tw, (long long)t.th, (long long)t.tiles, (long long)g);
-    if ((s = vk_rec_begin(st)) ||
-        (s = record(st, j, &t, &pc, g, src.buf, dst.buf, work->buf, consts->buf)) ||
+    if ((s = vk_rec_begin(st))) return s;
+    /* the tiles' largest |x| start at 0 (device memory: the host may not reach it) */
+    vk_rec_fill(st, work->buf, 0, (size_t)flag_words(&t) * 4, 0);
+    if ((s = record(st, j, &t, &pc, g, src.buf, dst.buf, work->buf, consts->buf)) ||
         (s = vk_rec_submit(st)))
         return s;
     vk_view_finish(&dst);

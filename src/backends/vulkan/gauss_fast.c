@@ -148,8 +148,8 @@ static lumen_status gauss_run(lumen_context *ctx, const lumen_op *op, lumen_run_
     VkBuffer cbuf;
     lumen_status status;
     if ((status = vk_view_bind(ctx, st, s, &src)) || (status = vk_view_bind(ctx, st, d, &dst)) ||
-        (status = vk_scratch(ctx, st, plane, &t)) ||
-        (d->dtype != LUMEN_F32 && !ay.d.fir && (status = vk_scratch(ctx, st, plane, &u))) ||
+        (status = vk_scratch(ctx, st, plane, VK_MEM_DEVICE, &t)) ||
+        (d->dtype != LUMEN_F32 && !ay.d.fir && (status = vk_scratch(ctx, st, plane, VK_MEM_DEVICE, &u))) ||
         (status = vk_upload_floats(ctx, st, coef, (size_t)used, &cbuf)))
         return status;
     const vk_pview tv = planar(s);

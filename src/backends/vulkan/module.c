@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define VK_MAX_DEVICES 16
 
@@ -120,6 +121,42 @@ static void describe_driver(VkPhysicalDevice phys, uint32_t api, vk_device *d)
     d->bf16 = has_device_extension(phys, "VK_KHR_shader_bfloat16");
 }
 
+/* The memory types of buffers (docs/vulkan.md, "Memory"): device buffers in a device-local
+ * type of the largest device-local heap (the VRAM, not a 256 MiB BAR window), host-visible
+ * staging in a coherent type (cached where offered: downloads read it). Device memory is
+ * "unified" when that type is host-visible and coherent too (lavapipe, integrated GPUs,
+ * ReBAR): then device buffers are mapped and nothing is ever copied.
+ * $LUMEN_VULKAN_MEMORY=staged treats every device as discrete (tests reach the staging paths
+ * on lavapipe that way). */
+static bool choose_memory(const VkPhysicalDeviceMemoryProperties *mem, vk_device *d)
+{
+    const VkMemoryPropertyFlags local = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,
+                                host = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                       VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    int dev = -1, stage = -1;
+    for (uint32_t t = 0; t < mem->memoryTypeCount; t++) {
+        const VkMemoryPropertyFlags f = mem->memoryTypes[t].propertyFlags;
+        const VkDeviceSize heap = mem->memoryHeaps[mem->memoryTypes[t].heapIndex].size;
+        if ((f & local) &&
+            (dev < 0 || heap > mem->memoryHeaps[mem->memoryTypes[dev].heapIndex].size ||
+             (heap == mem->memoryHeaps[mem->memoryTypes[dev].heapIndex].size &&
+              (f & host) == host && (mem->memoryTypes[dev].propertyFlags & host) != host)))
+            dev = (int)t;
+        if ((f & host) == host &&
+            (stage < 0 || ((f & VK_MEMORY_PROPERTY_HOST_CACHED_BIT) &&
+                           !(mem->memoryTypes[stage].propertyFlags & VK_MEMORY_PROPERTY_HOST_CACHED_BIT))))
+            stage = (int)t;
+    }
+    if (stage < 0) return false; /* no way to reach the host */
+    if (dev < 0) dev = stage;    /* no device-local memory: all of it is the host's */
+    d->mem_device = (uint32_t)dev, d->mem_host = (uint32_t)stage;
+    const char *mode = getenv("LUMEN_VULKAN_MEMORY");
+    d->unified = (mem->memoryTypes[dev].propertyFlags & host) == host &&
+                 !(mode && !strcmp(mode, "staged"));
+    if (d->memory == 0) d->memory = mem->memoryHeaps[mem->memoryTypes[dev].heapIndex].size;
+    return true;
+}
+
 /* Fills devices[i] from a physical device; false when it has no compute queue or no
  * host-visible coherent memory (this first step needs both). */
 static bool describe(VkPhysicalDevice phys, vk_device *d)
@@ -167,24 +204,7 @@ static bool describe(VkPhysicalDevice phys, vk_device *d)
     for (uint32_t i = 0; i < nq && !have_queue; i++)
         if (q[i].queueFlags & VK_QUEUE_COMPUTE_BIT) d->queue_family = i, have_queue = true;
 
-    /* Host-visible + coherent, device-local too when the device offers it (ReBAR, unified
-     * memory, lavapipe): views are mapped for their whole life (docs/vulkan.md, "Memory"). */
-    const VkMemoryPropertyFlags need =
-        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-    int best = -1;
-    for (uint32_t t = 0; t < mem.memoryTypeCount; t++) {
-        VkMemoryPropertyFlags f = mem.memoryTypes[t].propertyFlags;
-        if ((f & need) != need) continue;
-        if (best < 0 || (f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)) {
-            if (best < 0 ||
-                !(mem.memoryTypes[best].propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT))
-                best = (int)t;
-        }
-    }
-    d->mem_type = best < 0 ? 0 : (uint32_t)best;
-    if (d->memory == 0 && best >= 0)
-        d->memory = mem.memoryHeaps[mem.memoryTypes[best].heapIndex].size;
-    return have_queue && best >= 0;
+    return have_queue && choose_memory(&mem, d);
 }
 
 static void probe(void)
@@ -276,7 +296,8 @@ static void vk_driver(int i, char *buf, size_t size)
 {
     const vk_device *d = vk_device_at(i);
     if (d)
-        snprintf(buf, size, "Vulkan %s, %s, device type %s", d->api, d->driver, d->type);
+        snprintf(buf, size, "Vulkan %s, %s, device type %s, %s memory", d->api, d->driver,
+                 d->type, d->unified ? "unified" : "staged");
     else if (size)
         buf[0] = '\0';
 }
@@ -411,7 +432,15 @@ static lumen_status vk_state_create(int device, void **out)
 
 /* ---- memory ---------------------------------------------------------------------------- */
 
-lumen_status vk_buf_create(lumen_context *ctx, vk_state *st, size_t bytes, vk_buf *out)
+/* An address range with no memory behind it, the identity of an unmapped buffer. */
+static char *reserve(size_t size)
+{
+    void *p = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+lumen_status vk_buf_create(lumen_context *ctx, vk_state *st, size_t bytes, vk_mem_kind kind,
+                           bool addressed, vk_buf *out)
 {
     const vk_device *d = vk_device_at(st->dev);
     size_t size = bytes < 4 ? 4 : (bytes + 3) / 4 * 4; /* storage buffers hold whole words */
@@ -424,6 +453,9 @@ lumen_status vk_buf_create(lumen_context *ctx, vk_state *st, size_t bytes, vk_bu
         return vk_host->set_error(LUMEN_ERR_OUT_OF_MEMORY,
                                   "vulkan: %zu bytes pass the device's storage-buffer range", size);
     memset(out, 0, sizeof *out);
+    out->kind = kind;
+    const uint32_t type = kind == VK_MEM_HOST ? d->mem_host : d->mem_device;
+    const bool mapped = kind == VK_MEM_HOST || d->unified;
     VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
                               .size = size,
                               .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
@@ -434,22 +466,28 @@ lumen_status vk_buf_create(lumen_context *ctx, vk_state *st, size_t bytes, vk_bu
     if (r) return vk_fail(r, "vkCreateBuffer");
     VkMemoryRequirements req;
     vkf.vkGetBufferMemoryRequirements(st->device, out->buf, &req);
-    if (!(req.memoryTypeBits & (1u << d->mem_type))) {
+    if (!(req.memoryTypeBits & (1u << type))) {
         vk_buf_destroy(st, out);
         return vk_host->set_error(LUMEN_ERR_UNSUPPORTED,
-                                  "vulkan: storage buffers cannot live in host-visible memory");
+                                  "vulkan: storage buffers cannot live in memory type %u", type);
     }
     VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
                                 .allocationSize = req.size,
-                                .memoryTypeIndex = d->mem_type};
+                                .memoryTypeIndex = type};
     void *map = NULL;
     if ((r = vkf.vkAllocateMemory(st->device, &mai, NULL, &out->mem)) ||
         (r = vkf.vkBindBufferMemory(st->device, out->buf, out->mem, 0)) ||
-        (r = vkf.vkMapMemory(st->device, out->mem, 0, VK_WHOLE_SIZE, 0, &map))) {
+        (mapped && (r = vkf.vkMapMemory(st->device, out->mem, 0, VK_WHOLE_SIZE, 0, &map)))) {
         vk_buf_destroy(st, out);
         return vk_fail(r, "device memory");
     }
     out->map = map;
+    out->addr = map;
+    if (!mapped && addressed && !(out->addr = reserve(size))) {
+        vk_buf_destroy(st, out);
+        return vk_host->set_error(LUMEN_ERR_OUT_OF_MEMORY, "vulkan: no address range left");
+    }
+    out->reserved = !mapped && addressed;
     out->size = size;
     st->used += size;
     return LUMEN_OK;
@@ -460,6 +498,7 @@ void vk_buf_destroy(vk_state *st, vk_buf *b)
     /* freeing the memory unmaps it */
     if (b->buf) vkf.vkDestroyBuffer(st->device, b->buf, NULL);
     if (b->mem) vkf.vkFreeMemory(st->device, b->mem, NULL);
+    if (b->reserved) munmap(b->addr, b->size);
     st->used -= b->size;
     memset(b, 0, sizeof *b);
 }
@@ -469,7 +508,7 @@ const vk_buf *vk_find(const vk_state *st, const void *p, size_t bytes)
     const char *c = p;
     for (int i = 0; i < st->n_allocs; i++) {
         const vk_buf *b = &st->allocs[i];
-        if (c >= b->map && c <= b->map + b->size && bytes <= (size_t)(b->map + b->size - c))
+        if (c >= b->addr && c <= b->addr + b->size && bytes <= (size_t)(b->addr + b->size - c))
             return b;
     }
     return NULL;
@@ -485,14 +524,14 @@ static lumen_status vk_alloc(lumen_context *ctx, size_t bytes, void **out)
         st->allocs = a, st->cap_allocs = cap;
     }
     vk_buf b;
-    lumen_status s = vk_buf_create(ctx, st, bytes, &b);
+    lumen_status s = vk_buf_create(ctx, st, bytes, VK_MEM_DEVICE, true, &b);
     if (s == LUMEN_ERR_OUT_OF_MEMORY && st->n_scratch) { /* the idle scratch pool goes first */
         vk_scratch_trim(st);
-        s = vk_buf_create(ctx, st, bytes, &b);
+        s = vk_buf_create(ctx, st, bytes, VK_MEM_DEVICE, true, &b);
     }
     if (s) return s;
     st->allocs[st->n_allocs++] = b;
-    *out = b.map;
+    *out = b.addr;
     return LUMEN_OK;
 }
 
@@ -501,20 +540,45 @@ static void vk_release(lumen_context *ctx, void *p)
     vk_state *st = vk_host->state(ctx);
     if (!p || !st) return;
     for (int i = 0; i < st->n_allocs; i++)
-        if (st->allocs[i].map == p) {
+        if (st->allocs[i].addr == p) {
             vk_buf_destroy(st, &st->allocs[i]);
             st->allocs[i] = st->allocs[--st->n_allocs];
             return;
         }
 }
 
-/* Device memory is mapped and coherent, and every op has finished when run() returns, so
- * copies are plain memcpy with no queue work to order them against. */
-static lumen_status vk_copy(lumen_context *ctx, void *dst, const void *src, size_t bytes)
+/* Every op has finished when run() returns, so mapped memory is copied with memcpy, with no
+ * queue work to order it against; unmapped memory goes through a staging buffer. */
+static lumen_status device_copy(lumen_context *ctx, void *host, const void *dev, size_t bytes,
+                                bool to_device)
 {
-    (void)ctx;
-    memcpy(dst, src, bytes);
-    return LUMEN_OK;
+    vk_state *st = vk_host->state(ctx);
+    const vk_buf *b = vk_find(st, dev, bytes);
+    if (!b)
+        return vk_host->set_error(LUMEN_ERR_INVALID_ARGUMENT,
+                                  "vulkan: %zu bytes at %p are not in one device buffer", bytes,
+                                  dev);
+    const size_t off = (size_t)((const char *)dev - b->addr);
+    if (b->map) {
+        if (to_device)
+            memcpy(b->map + off, host, bytes);
+        else
+            memcpy(host, b->map + off, bytes);
+        return LUMEN_OK;
+    }
+    lumen_status s = vk_copy_through_staging(ctx, st, b, off, host, bytes, to_device);
+    vk_scratch_release_all(st);
+    return s;
+}
+
+static lumen_status vk_upload(lumen_context *ctx, void *dst, const void *src, size_t bytes)
+{
+    return device_copy(ctx, (void *)src, dst, bytes, true);
+}
+
+static lumen_status vk_download(lumen_context *ctx, void *dst, const void *src, size_t bytes)
+{
+    return device_copy(ctx, dst, src, bytes, false);
 }
 
 static lumen_status vk_synchronize(lumen_context *ctx)
@@ -576,8 +640,8 @@ static const lumen_backend vk_backend = {
     .state_destroy = vk_state_destroy,
     .alloc = vk_alloc,
     .release = vk_release,
-    .upload = vk_copy,
-    .download = vk_copy,
+    .upload = vk_upload,
+    .download = vk_download,
     .synchronize = vk_synchronize,
     .device_driver = vk_driver,
 };

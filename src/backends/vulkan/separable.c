@@ -78,7 +78,7 @@ static lumen_status separable_piece(lumen_context *ctx, const lumen_filter_job *
     free(k);
     if (status || (status = vk_view_bind(ctx, st, s, &src)) ||
         (status = vk_view_bind(ctx, st, d, &dst)) ||
-        (status = vk_scratch(ctx, st, (size_t)tmp_bytes(s), &tmp)))
+        (status = vk_scratch(ctx, st, (size_t)tmp_bytes(s), VK_MEM_DEVICE, &tmp)))
         return status;
 
     /* a row of the constant border, filtered by the row pass */

@@ -59,7 +59,10 @@
     X(vkResetDescriptorPool)                                                                       \
     X(vkCreatePipelineCache)                                                                       \
     X(vkDestroyPipelineCache)                                                                      \
-    X(vkGetPipelineCacheData)
+    X(vkGetPipelineCacheData)                                                                      \
+    X(vkCmdFillBuffer)                                                                             \
+    X(vkCmdCopyBuffer)                                                                             \
+    X(vkUnmapMemory)
 
 typedef struct vk_fns {
 #define VK_FN_MEMBER(f) PFN_##f f;
@@ -88,7 +91,9 @@ typedef struct vk_device {
     lumen_device_kind kind;
     uint64_t memory;       /* bytes of its device-local heaps */
     uint32_t queue_family; /* one with compute */
-    uint32_t mem_type;     /* host-visible + coherent (device-local too where offered) */
+    uint32_t mem_device;   /* device-local, on the largest device-local heap */
+    uint32_t mem_host;     /* host-visible + coherent (cached where offered): staging */
+    bool unified;          /* mem_device is host-visible + coherent too (lavapipe, UMA, ReBAR) */
     uint32_t max_groups[3];
     uint32_t max_group_invocations;
     uint32_t max_shared;        /* bytes of shared memory per workgroup */
@@ -100,14 +105,23 @@ typedef struct vk_device {
 
 const vk_device *vk_device_at(int i);
 
-/* A buffer of host-visible memory, mapped for its whole life: a device-resident view's data
- * pointer is its mapped address, so upload and download are memcpy and a view is found back
- * from its pointer (vk_find). */
+/* Where a buffer lives (docs/vulkan.md, "Memory"): VK_MEM_DEVICE for device-resident views
+ * and intermediates (device-local; mapped only on unified memory), VK_MEM_HOST for the staging
+ * copies of host views and for constants (host-visible, always mapped; shaders read and write
+ * it in place, over the bus on a discrete GPU: each byte once, which a copy would move too). */
+typedef enum vk_mem_kind { VK_MEM_DEVICE = 0, VK_MEM_HOST = 1 } vk_mem_kind;
+
+/* A buffer. `addr` is its identity for lumen: a device-resident view's data pointer lies in
+ * [addr, addr + size) (vk_find). It is the mapped address where the memory is mapped, else an
+ * address range reserved (PROT_NONE, no memory behind it) so that buffers never overlap. */
 typedef struct vk_buf {
     VkBuffer buf;
     VkDeviceMemory mem;
-    char *map;
+    char *map; /* NULL: not host-visible (a discrete GPU's VRAM) */
+    char *addr;
     size_t size;
+    vk_mem_kind kind;
+    bool reserved; /* addr is an mmap reservation (munmap it) */
 } vk_buf;
 
 /* A pooled scratch buffer: staging copies of host views, taps, intermediates. Kept across
@@ -161,9 +175,11 @@ typedef struct vk_state {
     uint64_t max_range;
 } vk_state;
 
-/* A buffer of at least `bytes`, counted against the memory limit; LUMEN_ERR_OUT_OF_MEMORY (no
- * message kept by the caller when it falls back) when it cannot be had. */
-lumen_status vk_buf_create(lumen_context *ctx, vk_state *st, size_t bytes, vk_buf *out);
+/* A buffer of at least `bytes` of the kind, counted against the memory limit;
+ * LUMEN_ERR_OUT_OF_MEMORY (no message kept by the caller when it falls back) when it cannot be
+ * had. `addressed`: it needs an address even when not mapped (lumen_device_alloc's). */
+lumen_status vk_buf_create(lumen_context *ctx, vk_state *st, size_t bytes, vk_mem_kind kind,
+                           bool addressed, vk_buf *out);
 void vk_buf_destroy(vk_state *st, vk_buf *b);
 /* The device buffer holding [p, p + bytes), or NULL. */
 const vk_buf *vk_find(const vk_state *st, const void *p, size_t bytes);
@@ -174,7 +190,8 @@ lumen_status vk_fail(VkResult r, const char *what);
 
 /* A pooled buffer of at least `bytes` for the running op; returned by vk_scratch_release_all
  * once its submission has finished. */
-lumen_status vk_scratch(lumen_context *ctx, vk_state *st, size_t bytes, vk_buf **out);
+lumen_status vk_scratch(lumen_context *ctx, vk_state *st, size_t bytes, vk_mem_kind kind,
+                        vk_buf **out);
 void vk_scratch_release_all(vk_state *st);
 /* Frees the pooled buffers not in use (memory limit reached, context destroyed). */
 void vk_scratch_trim(vk_state *st);
@@ -232,6 +249,13 @@ lumen_status vk_rec_dispatch(vk_state *st, const vk_kernel *k, const VkBuffer *b
                              const void *push, uint32_t push_bytes, uint32_t gx, uint32_t gy,
                              uint32_t gz);
 lumen_status vk_rec_submit(vk_state *st);
+/* Records a fill of [offset, offset + bytes) of b with a 32-bit value, visible to the next
+ * dispatch (device memory the host cannot write: counters, flags). */
+void vk_rec_fill(vk_state *st, VkBuffer b, size_t offset, size_t bytes, uint32_t value);
+/* Copies between a device buffer and host memory through a staging buffer (one submission
+ * per staging-sized chunk): upload and download of unmapped memory. */
+lumen_status vk_copy_through_staging(lumen_context *ctx, vk_state *st, const vk_buf *b,
+                                     size_t offset, void *host, size_t bytes, bool to_device);
 /* Loads the on-disk pipeline cache into st->cache; saves it when pipelines were compiled. */
 void vk_pipeline_cache_load(vk_state *st);
 void vk_pipeline_cache_save(vk_state *st);

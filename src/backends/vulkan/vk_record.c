@@ -287,3 +287,45 @@ bool vk_grid_fits(const vk_state *st, uint64_t gx, uint64_t gy, uint64_t gz)
     return gx >= 1 && gy >= 1 && gz >= 1 && gx <= d->max_groups[0] && gy <= d->max_groups[1] &&
            gz <= d->max_groups[2];
 }
+
+void vk_rec_fill(vk_state *st, VkBuffer b, size_t offset, size_t bytes, uint32_t value)
+{
+    vkf.vkCmdFillBuffer(st->cmd, b, offset, (bytes + 3) / 4 * 4, value);
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                          .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
+                          .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
+    vkf.vkCmdPipelineBarrier(st->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
+}
+
+/* Staging chunks of at most 64 MiB: a download of a large buffer needs no buffer as large. */
+#define STAGING_CHUNK ((size_t)64 << 20)
+
+lumen_status vk_copy_through_staging(lumen_context *ctx, vk_state *st, const vk_buf *b,
+                                     size_t offset, void *host, size_t bytes, bool to_device)
+{
+    const size_t chunk = bytes < STAGING_CHUNK ? bytes : STAGING_CHUNK;
+    vk_buf *stage;
+    lumen_status s = vk_scratch(ctx, st, chunk, VK_MEM_HOST, &stage);
+    for (size_t done = 0; !s && done < bytes; done += chunk) {
+        const size_t n = bytes - done < chunk ? bytes - done : chunk;
+        /* whole words: buffer copies of any size are fine, fills are not; keep it simple */
+        VkBufferCopy region = {.srcOffset = to_device ? 0 : offset + done,
+                               .dstOffset = to_device ? offset + done : 0,
+                               .size = n};
+        if (to_device) memcpy(stage->map, (const char *)host + done, n);
+        if ((s = vk_rec_begin(st))) break;
+        vkf.vkCmdCopyBuffer(st->cmd, to_device ? stage->buf : b->buf,
+                            to_device ? b->buf : stage->buf, 1, &region);
+        VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                              .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
+                              .dstAccessMask = VK_ACCESS_HOST_READ_BIT |
+                                               VK_ACCESS_SHADER_READ_BIT};
+        vkf.vkCmdPipelineBarrier(st->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                                 VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                                 0, 1, &mb, 0, NULL, 0, NULL);
+        if ((s = vk_rec_submit(st))) break;
+        if (!to_device) memcpy((char *)host + done, stage->map, n);
+    }
+    return s;
+}

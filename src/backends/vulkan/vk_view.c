@@ -23,12 +23,14 @@ static size_t pool_size(size_t bytes, uint64_t max_range)
     return s > max_range && bytes <= max_range ? (size_t)max_range : s;
 }
 
-lumen_status vk_scratch(lumen_context *ctx, vk_state *st, size_t bytes, vk_buf **out)
+lumen_status vk_scratch(lumen_context *ctx, vk_state *st, size_t bytes, vk_mem_kind kind,
+                        vk_buf **out)
 {
     int best = -1;
     for (int i = 0; i < st->n_scratch; i++) {
         const vk_scratch_buf *s = &st->scratch[i];
-        if (!s->busy && s->b.size >= bytes && (best < 0 || s->b.size < st->scratch[best].b.size))
+        if (!s->busy && s->b.kind == kind && s->b.size >= bytes &&
+            (best < 0 || s->b.size < st->scratch[best].b.size))
             best = i;
     }
     if (best < 0) {
@@ -39,10 +41,10 @@ lumen_status vk_scratch(lumen_context *ctx, vk_state *st, size_t bytes, vk_buf *
             st->scratch = a, st->cap_scratch = cap;
         }
         vk_buf b;
-        lumen_status s = vk_buf_create(ctx, st, pool_size(bytes, st->max_range), &b);
+        lumen_status s = vk_buf_create(ctx, st, pool_size(bytes, st->max_range), kind, false, &b);
         if (s == LUMEN_ERR_OUT_OF_MEMORY) { /* idle pool buffers first, then the exact size */
             vk_scratch_trim(st);
-            s = vk_buf_create(ctx, st, bytes, &b);
+            s = vk_buf_create(ctx, st, bytes, kind, false, &b);
         }
         if (s) return s;
         best = st->n_scratch++;
@@ -100,8 +102,8 @@ bool vk_view_fits(lumen_context *ctx, const lumen_image *v)
     const int64_t bytes = (lo + hi + 1) * es;
     const char *first = (const char *)v->data - lo * es;
     const vk_buf *b = fits_i32(bytes) ? vk_find(st, first, (size_t)bytes) : NULL;
-    return b && ((const char *)v->data - b->map) % es == 0 &&
-           fits_i32(((const char *)v->data - b->map) / es);
+    return b && ((const char *)v->data - b->addr) % es == 0 &&
+           fits_i32(((const char *)v->data - b->addr) / es);
 }
 
 bool vk_view_fits_range(lumen_context *ctx, const lumen_image *v)
@@ -132,10 +134,10 @@ lumen_status vk_view_bind(lumen_context *ctx, vk_state *st, const lumen_image *v
         const vk_buf *b = vk_find(st, first, out->bytes);
         if (!b) return vk_host->set_error(LUMEN_ERR_UNSUPPORTED, "vulkan: view not in a buffer");
         out->buf = b->buf;
-        out->pv.off = (int32_t)(((char *)v->data - b->map) / es);
+        out->pv.off = (int32_t)(((char *)v->data - b->addr) / es);
         return LUMEN_OK;
     }
-    lumen_status s = vk_scratch(ctx, st, out->bytes, &out->tmp);
+    lumen_status s = vk_scratch(ctx, st, out->bytes, VK_MEM_HOST, &out->tmp);
     if (s) return s;
     memcpy(out->tmp->map, first, out->bytes);
     out->buf = out->tmp->buf;
@@ -153,7 +155,7 @@ lumen_status vk_upload_floats(lumen_context *ctx, vk_state *st, const float *p, 
                               VkBuffer *out)
 {
     vk_buf *b;
-    lumen_status s = vk_scratch(ctx, st, n * sizeof(float), &b);
+    lumen_status s = vk_scratch(ctx, st, n * sizeof(float), VK_MEM_HOST, &b);
     if (s) return s;
     memcpy(b->map, p, n * sizeof(float));
     *out = b->buf;
