@@ -477,9 +477,18 @@ def check_case(case, libs, ctx):
     return [{"case": case.name, "what": w, "max_abs_diff": e, "tol": t} for w, e, t in got]
 
 
+DEVICE = "cpu"  # --device: where lumen runs (the peers run where they run)
+
+
+def lumen_context(threads):
+    """A fresh lumen context on --device, strict: a timing of the CPU fallback would be
+    reported as the device's."""
+    return lumen.Context(threads=threads, device=DEVICE, strict=DEVICE != "cpu")
+
+
 def check_all(cases, libs, threads):
     """Runs check_case for every case; aborts loudly at the first disagreement."""
-    ctx, results = lumen.Context(threads=threads), []
+    ctx, results = lumen_context(threads), []
     for case in cases:
         for r in check_case(case, libs, ctx):
             if not r["max_abs_diff"] <= r["tol"]:  # also catches NaN
@@ -520,7 +529,7 @@ class Runner:
         if case.batch > 1:
             img, out = batch_of(img, case.batch), np.zeros((case.batch,) + img.shape + (1,),
                                                            np.float32)
-        ctx = lumen.Context(threads=self.args.threads)  # fresh: the cold call pays it all
+        ctx = lumen_context(self.args.threads)  # fresh: the cold call pays it all
         try:
             r = time_calls(lumen_fn(case, img, out, ctx), self.args.repeat)
         except lumen.UnsupportedError as e:
@@ -771,7 +780,7 @@ def run_conv_case(case, args, libs):
     n = args.batch or case.n
     x, w = conv_tensors(case, n)
     out = np.zeros((n, case.k) + case.out_hw(), np.float32)  # touched: no page faults timed
-    ctx = lumen.Context(threads=args.threads)  # fresh: the cold call pays its one-time costs
+    ctx = lumen_context(args.threads)  # fresh: the cold call pays its one-time costs
     fns = {"lumen": lumen_conv_fn(case, x, w, out, ctx)}
     if "torch" in libs:
         fns["torch"] = torch_conv_fn(case, x, w)
@@ -898,7 +907,7 @@ def machine_info(args, libs):
         usable = len(os.sched_getaffinity(0))
     except AttributeError:
         usable = os.cpu_count()
-    ctx = lumen.Context(threads=args.threads)
+    ctx = lumen_context(args.threads)
     threads = {"lumen": ctx.threads}
     if "cv2" in libs:
         threads["cv2"] = cv2.getNumThreads()
@@ -910,7 +919,15 @@ def machine_info(args, libs):
     return {"cpu": cpu_model(), "cpus_online": os.cpu_count(), "cpus_usable": usable,
             "os": platform.platform(), "loadavg": os.getloadavg(),
             "versions": lib_versions(libs), "threads": threads,
-            "lumen_cpu_features": getattr(ctx, "cpu_features", "?")}
+            "lumen_cpu_features": getattr(ctx, "cpu_features", "?"),
+            "lumen_device": device_line(ctx)}
+
+
+def device_line(ctx):
+    """"vulkan:0 llvmpipe (...) (software; Vulkan 1.3 ...)": where lumen's figures come from."""
+    d = lumen.device_info(ctx.device)
+    line = f"{ctx.device} {d['name']} ({d['kind']}"
+    return line + (f"; {d['driver']})" if d.get("driver") else ")")
 
 
 # ---- printing ------------------------------------------------------------------------------
@@ -939,6 +956,7 @@ def print_header(machine, args):
     print(f"machine: {machine['cpu']}, {machine['cpus_usable']} usable of "
           f"{machine['cpus_online']} CPUs; {machine['os']}; load average "
           f"{machine['loadavg'][0]:.2f} at start")
+    print(f"lumen runs on: {machine['lumen_device']}")
     print("versions: " + ", ".join(f"{k} {val}" for k, val in v.items()))
     print("threads: " + ", ".join(f"{k} {val}" for k, val in t.items())
           + f"; lumen uses {machine['lumen_cpu_features']}")
@@ -1074,6 +1092,9 @@ def parse_args(argv):
                     help="skip a torch call that takes over S seconds (default 3)")
     ap.add_argument("--overhead-calls", type=int, default=20000, metavar="N",
                     help="calls per variant in the overhead case (default 20000)")
+    ap.add_argument("--device", default="cpu", metavar="D",
+                    help="where lumen runs: cpu (default), vulkan[:N], cuda[:N] (strict: no "
+                         "CPU fallback is timed as the device); the peers run on the CPU")
     args = ap.parse_args(argv)
     try:
         args.w, args.h = (int(v) for v in args.size.lower().split("x"))
@@ -1133,7 +1154,17 @@ def run_cases(args, libs, names):
 
 
 def main(argv=None):
+    global DEVICE
     args = parse_args(argv)
+    DEVICE = args.device
+    try:
+        lumen.Context(device=DEVICE)
+    except ValueError as e:
+        sys.exit(f"lumen.bench: --device: {e}")
+    if lumen.device_info(DEVICE)["kind"] == "software":
+        print(f"lumen.bench: note: {DEVICE} is a software device, a driver that runs on the "
+              "CPU: its times check the harness and say nothing about a GPU's speed",
+              file=sys.stderr)
     libs = peer_libs(args)
     set_threads(args, libs)
     machine = machine_info(args, libs)

@@ -122,3 +122,27 @@ def test_conv_bad_case_and_batch_are_usage_errors():
     for args, word in ((["--case", "l9_nope"], "l9_nope"), (["--batch", "-1"], "--batch")):
         out = run_bench(*args)
         assert out.returncode == 2 and word in out.stderr, (args, out.stderr)
+
+
+def test_bench_on_a_vulkan_device():
+    """--device vulkan:0 times lumen there (strict: a CPU fallback is never timed as the
+    device's), checks its results against the peers first, and says that a software device's
+    times say nothing about a GPU."""
+    import lumen
+    if not any(d["backend"] == "vulkan" for d in lumen.devices()):
+        pytest.skip("no Vulkan device here (make test installs lavapipe)")
+    out = run_bench("--device", "vulkan:0", "--size", "64x48", "--repeat", "1", "--case",
+                    "filter2d_k3,gaussian_s1,gaussian_fast_s30,dw_128x56x56_k3", "--batch", "1",
+                    "--no-torch", "--json")
+    assert out.returncode == 0, out.stderr
+    r = json.loads(out.stdout)
+    assert r["machine"]["lumen_device"].startswith("vulkan:0 "), r["machine"]
+    lu = [row["lumen"] for row in r["rows"]] + [row["lumen"] for row in r["conv_rows"]]
+    assert lu and all(x.get("device") == "vulkan:0" for x in lu), lu
+    if "software" in r["machine"]["lumen_device"]:
+        assert "software device" in out.stderr, out.stderr
+
+
+def test_bench_unknown_device_is_a_usage_error():
+    out = run_bench("--device", "nope:7", "--case", "filter2d_k3")
+    assert out.returncode != 0 and "--device" in out.stderr and "cpu" in out.stderr, out.stderr
