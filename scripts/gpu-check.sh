@@ -20,6 +20,10 @@
 #   8 C tests rest  ctest -E cuda: the rest of the C suite (with a GPU, device auto is the GPU)
 #   9 Python tests  the package's tests (tests/python/test_py_*.py, phos, CLI devices, *cuda*)
 #  10 benchmark     bench/gpu_bench.py: the markdown page and JSON to $OUT/ (else docs/)
+#  11 Vulkan        the Vulkan module on the GPU (docs/vulkan.md): lumen info lists a non-software
+#                   vulkan device, ctest -R vulkan on it, lumen bench --device vulkan:N beside
+#                   --device cuda:0 (issue 13's target: within 2x of CUDA); SKIP without the
+#                   module (no libvulkan-dev/glslc at build time) or without a Vulkan GPU driver
 #
 # Exit status: 0 all passed; 1 a step failed; 3 nothing failed but the benchmark missed a target.
 # A step that cannot run here (no GPU, no tests built) is SKIP and does not fail the run.
@@ -32,7 +36,7 @@
 #   GPU_CHECK_DEADLINE=S   seconds the whole run may take (default 540, under the run tool's 600)
 #   GPU_CHECK_QUICK=1      bench --quick; GPU_CHECK_BENCH_ARGS="..." more bench arguments
 #   GPU_CHECK_PYTEST="..." test files for step 9 (default above)
-#   GPU_CHECK_SKIP="..."   steps to leave out, by key: ctest-cuda ctest-rest pytest bench
+#   GPU_CHECK_SKIP="..."   steps to leave out, by key: ctest-cuda ctest-rest pytest bench vulkan
 #   GPU_CHECK_COMMIT=REV   the commit the page names (the run tool's copy has no .git)
 set -u
 set -o pipefail
@@ -557,6 +561,41 @@ else
     124) record benchmark FAIL "timed out after ${T}s (GPU_CHECK_QUICK=1 shortens it)" ;;
     *) record benchmark FAIL "gpu_bench exit $rc: a result mismatch or an error (FATAL/ERROR lines above)" ;;
   esac
+fi
+
+# ---- 11 Vulkan ------------------------------------------------------------------------------
+header 11 Vulkan
+VK_SPEC=""
+if [ -x "$BUILD/lumen" ]; then
+  # the first Vulkan device that is not a software one (lavapipe): the GPU
+  VK_SPEC=$("$BUILD/lumen" info --json 2>/dev/null | "$PY" -c '
+import json, sys
+devs = json.load(sys.stdin)["devices"]
+vk = [d for d in devs if d["backend"] == "vulkan"]
+gpu = [i for i, d in enumerate(vk) if d["kind"] != "software"]
+print(f"vulkan:{gpu[0]}" if gpu else "")' 2>/dev/null)
+fi
+if skipped vulkan; then
+  record Vulkan SKIP "GPU_CHECK_SKIP"
+elif [ ! -f "$BUILD/lumen-modules/liblumen_vulkan.so" ]; then
+  record Vulkan SKIP "no liblumen_vulkan.so: the build lacked libvulkan-dev or glslc"
+elif [ -z "$VK_SPEC" ]; then
+  LUMEN_LOG=debug "$BUILD/lumen" info 2>&1 | grep -i vulkan | head -10
+  record Vulkan SKIP "the module lists no Vulkan GPU (no ICD for it in this machine's loader)"
+elif [ "$(left)" -lt 60 ]; then
+  record Vulkan SKIP "out of time ($(left)s left)"
+else
+  T=$(budget 240 20)
+  echo "+ ctest -R vulkan (timeout ${T}s), then lumen bench --device $VK_SPEC and --device cuda:0"
+  (cd "$BUILD" && timeout "$T" ctest -R vulkan --output-on-failure --timeout 180) 2>&1 | tail -30
+  rc=${PIPESTATUS[0]}
+  for dev in "$VK_SPEC" cuda:0; do
+    [ "$dev" = cuda:0 ] && [ $LUMEN_HAS_CUDA = 0 ] && continue
+    timeout 120 "$BUILD/lumen" bench --device "$dev" --strict --repeat 5 \
+      --case filter2d_k3,filter2d_k15,filter2d_k61,gaussian_s3,gaussian_fast_s30 2>&1 | tail -8
+  done
+  if [ "$rc" = 0 ]; then record Vulkan PASS "$VK_SPEC: tests pass; bench tables above"
+  else record Vulkan FAIL "ctest -R vulkan exit $rc on $VK_SPEC"; fi
 fi
 
 # ---- summary --------------------------------------------------------------------------------
