@@ -1019,6 +1019,55 @@ static void test_fft_groups(void **state)
     lumen_context_destroy(ctx);
 }
 
+/* The device's FFT against FFTW's (the CPU's FFT method) on the same call: two independent
+ * transforms of the same overlap-save sums, 2 x 3 planes of 64x48 f32, kernels up to 31x31
+ * (lengths 36 to 96), every border. Their difference is the two transforms' rounding: within
+ * 1e-5 x sum|k| x max|x|, as each is of the direct sum. */
+static void test_fft_against_fftw(void **state)
+{
+    (void)state;
+    REQUIRE_VULKAN();
+    enum { COUNT = FN * FC * FH * FW };
+    float *src = malloc(COUNT * sizeof(float)), *vk = malloc(COUNT * sizeof(float)),
+          *fftw = malloc(COUNT * sizeof(float)), k[31 * 31];
+    assert_true(src && vk && fftw);
+    ts_rng rng = ts_rng_make(23);
+    for (int i = 0; i < COUNT; i++)
+        src[i] = (float)ts_rng_uniform(&rng, -1.0, 1.0);
+    lumen_context *dev = context("vulkan:0", 1, 1), *cpu = context("cpu", 1, 1);
+    const lumen_image s = lumen_image_nchw(src, LUMEN_F32, FN, FC, FH, FW);
+    lumen_image a = s, b = s;
+    a.data = vk, b.data = fftw;
+    static const int sizes[][2] = {{31, 31}, {21, 9}, {17, 25}};
+    double worst = 0.0;
+    for (size_t q = 0; q < sizeof sizes / sizeof sizes[0]; q++) {
+        const int kw = sizes[q][0], kh = sizes[q][1];
+        ts_random_kernel(k, kw * kh, 300 + q);
+        const double scale = abs_sum(k, kw * kh) * 1.0;
+        for (size_t bi = 0; bi < sizeof all_borders / sizeof all_borders[0]; bi++) {
+            lumen_filter_options o = lumen_filter_options_default();
+            o.border = all_borders[bi], o.border_value = 0.25f, o.method = LUMEN_METHOD_FFT;
+            lumen_run_info iv, ic;
+            assert_int_equal(lumen_filter2d(dev, &s, &a, k, kw, kh, &o, &iv), LUMEN_OK);
+            assert_int_equal(lumen_filter2d(cpu, &s, &b, k, kw, kh, &o, &ic), LUMEN_OK);
+            expect_fft_info(&iv);
+            assert_string_equal(ic.device, "cpu");
+            assert_int_equal(ic.method, LUMEN_METHOD_FFT);
+            for (int i = 0; i < COUNT; i++) {
+                const double e = fabs((double)vk[i] - (double)fftw[i]) / scale;
+                if (!(e <= 1e-5))
+                    fail_msg("%dx%d border %d: element %d: vulkan %.9g, FFTW %.9g", kw, kh,
+                             (int)all_borders[bi], i, vk[i], fftw[i]);
+                if (e > worst) worst = e;
+            }
+        }
+    }
+    print_message("fft vs FFTW: largest difference %.3g x sum|k| x max|x|\n", worst);
+    lumen_context_destroy(dev);
+    lumen_context_destroy(cpu);
+    free(src), free(vk), free(fftw);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1037,6 +1086,7 @@ int main(void)
         cmocka_unit_test(test_fft_integer),
         cmocka_unit_test(test_fft_separable_nhwc),
         cmocka_unit_test(test_fft_groups),
+        cmocka_unit_test(test_fft_against_fftw),
     };
     return cmocka_run_group_tests(tests, find_device, NULL);
 }
