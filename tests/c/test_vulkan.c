@@ -430,40 +430,62 @@ static void test_conv_transpose2d(void **state)
 
 /* ---- images larger than one binding: pieces (vk_pieces.c) ------------------------------ */
 
-/* A context whose bindings are capped at 8 KiB ($LUMEN_VULKAN_MAX_BINDING is read when the
- * context is made), so that small images are split into images, planes and row bands. */
-static lumen_context *capped_context(void)
+/* A context whose bindings are capped at `cap` bytes ($LUMEN_VULKAN_MAX_BINDING is read when
+ * the context is made), so that small images are split into images, planes and row bands. */
+static lumen_context *capped_context(const char *cap)
 {
-    setenv("LUMEN_VULKAN_MAX_BINDING", "8192", 1);
+    setenv("LUMEN_VULKAN_MAX_BINDING", cap, 1);
     lumen_context *ctx = context("vulkan:0", 0, 1);
     unsetenv("LUMEN_VULKAN_MAX_BINDING");
     return ctx;
 }
 
-/* The device's answer on a view too large for one binding against the CPU's scalar reference,
- * for every border: interleaved f32 (one image: row bands; wrap cannot be banded and falls
- * back) and planar u8 (two images of three planes: planes fit, every border runs on the
- * device). Direct 5x5 with an off-centre anchor and separable 7x3. */
-static void run_pieces_case(lumen_context *ctx, lumen_context *ref, lumen_dtype dt, bool planar,
-                            lumen_method method, lumen_border border)
+enum { PN = 2, PC = 3, PH = 41, PW = 37 };
+
+/* A 41x37 image of three channels, interleaved (one image) or planar (two), random data. */
+static lumen_image pieces_image(lumen_dtype dt, bool planar, unsigned char **buf, uint64_t seed)
 {
-    enum { PN = 2, PC = 3, PH = 41, PW = 37 };
     const int64_t n = planar ? PN : 1, count = n * PC * PH * PW;
-    const size_t es = lumen_dtype_size(dt);
-    unsigned char *src = malloc((size_t)count * es), *got = malloc((size_t)count * es),
-                  *want = malloc((size_t)count * es);
-    assert_non_null(src), assert_non_null(got), assert_non_null(want);
-    uint64_t x = 12345 + (uint64_t)border * 7 + (uint64_t)method;
+    *buf = malloc((size_t)count * lumen_dtype_size(dt));
+    assert_non_null(*buf);
+    uint64_t x = seed;
     for (int64_t i = 0; i < count; i++) {
         x = x * 6364136223846793005ull + 1442695040888963407ull;
         const double v = (double)(x >> 40) / (double)(1ull << 24);
         if (dt == LUMEN_F32)
-            ((float *)src)[i] = (float)(v * 2 - 0.5);
+            ((float *)*buf)[i] = (float)(v * 2 - 0.5);
         else
-            src[i] = (unsigned char)(v * 255);
+            (*buf)[i] = (unsigned char)(v * 255);
     }
-    lumen_image s = planar ? lumen_image_nchw(src, dt, n, PC, PH, PW)
-                           : lumen_image_nhwc(src, dt, n, PH, PW, PC);
+    return planar ? lumen_image_nchw(*buf, dt, n, PC, PH, PW)
+                  : lumen_image_nhwc(*buf, dt, n, PH, PW, PC);
+}
+
+static void expect_close(const lumen_image *got, const lumen_image *want, double tol,
+                         const char *what)
+{
+    const int64_t count = got->n * got->c * got->h * got->w;
+    for (int64_t i = 0; i < count; i++) {
+        const double g = got->dtype == LUMEN_F32 ? ((float *)got->data)[i]
+                                                 : ((unsigned char *)got->data)[i];
+        const double w = want->dtype == LUMEN_F32 ? ((float *)want->data)[i]
+                                                  : ((unsigned char *)want->data)[i];
+        if (!(fabs(g - w) <= tol))
+            fail_msg("%s: element %lld is %g, the reference %g", what, (long long)i, g, w);
+    }
+}
+
+/* The device's answer on a view too large for one binding against the CPU's scalar reference:
+ * direct 5x5 with an off-centre anchor, separable 7x3, the FFT of the 5x5 kernel. `expect`: the
+ * device run_info must name ("cpu" where no piece fits). */
+static void run_pieces_case(lumen_context *ctx, lumen_context *ref, lumen_dtype dt, bool planar,
+                            lumen_method method, lumen_border border, const char *expect)
+{
+    unsigned char *src, *got, *want;
+    const lumen_image s = pieces_image(dt, planar, &src, 12345 + (uint64_t)border * 7 + method);
+    const size_t bytes = (size_t)(s.n * PC * PH * PW) * lumen_dtype_size(dt);
+    got = malloc(bytes), want = malloc(bytes);
+    assert_true(got && want);
     lumen_image dg = s, dw = s;
     dg.data = got, dw.data = want;
     float k2[5 * 5], kx[7] = {0.1f, -0.2f, 0.3f, 0.4f, 0.3f, -0.2f, 0.1f}, ky[3] = {0.25f, 0.5f, 0.3f};
@@ -472,43 +494,74 @@ static void run_pieces_case(lumen_context *ctx, lumen_context *ref, lumen_dtype 
     lumen_filter_options o = lumen_filter_options_default();
     o.method = method, o.border = border, o.border_value = 0.75f, o.anchor_x = 1, o.anchor_y = 3;
     lumen_run_info info;
-    lumen_status st, sr;
-    if (method == LUMEN_METHOD_DIRECT) {
-        st = lumen_filter2d(ctx, &s, &dg, k2, 5, 5, &o, &info);
-        sr = lumen_filter2d(ref, &s, &dw, k2, 5, 5, &o, NULL);
+    if (method != LUMEN_METHOD_SEPARABLE) {
+        assert_int_equal(lumen_filter2d(ctx, &s, &dg, k2, 5, 5, &o, &info), LUMEN_OK);
+        o.method = LUMEN_METHOD_DIRECT; /* the reference of every method */
+        assert_int_equal(lumen_filter2d(ref, &s, &dw, k2, 5, 5, &o, NULL), LUMEN_OK);
     } else {
         o.anchor_x = 5, o.anchor_y = 0;
-        st = lumen_sep_filter2d(ctx, &s, &dg, kx, 7, ky, 3, &o, &info);
-        sr = lumen_sep_filter2d(ref, &s, &dw, kx, 7, ky, 3, &o, NULL);
+        assert_int_equal(lumen_sep_filter2d(ctx, &s, &dg, kx, 7, ky, 3, &o, &info), LUMEN_OK);
+        assert_int_equal(lumen_sep_filter2d(ref, &s, &dw, kx, 7, ky, 3, &o, NULL), LUMEN_OK);
     }
-    assert_int_equal(st, LUMEN_OK);
-    assert_int_equal(sr, LUMEN_OK);
-    const bool banded_wrap = !planar && border == LUMEN_BORDER_WRAP;
-    if (strcmp(info.device, banded_wrap ? "cpu" : "vulkan:0"))
-        fail_msg("%s %s border %d ran on %s", planar ? "planar" : "interleaved",
-                 lumen_method_name(method), (int)border, info.device);
-    for (int64_t i = 0; i < count; i++) {
-        const double g = dt == LUMEN_F32 ? ((float *)got)[i] : got[i];
-        const double w = dt == LUMEN_F32 ? ((float *)want)[i] : want[i];
-        if (fabs(g - w) > (dt == LUMEN_F32 ? 1e-4 : 1.0))
-            fail_msg("%s %s border %d: element %lld is %g, the reference %g",
-                     planar ? "planar" : "interleaved", lumen_method_name(method), (int)border,
-                     (long long)i, g, w);
-    }
+    char what[96];
+    snprintf(what, sizeof what, "%s %s %s border %d", planar ? "planar" : "interleaved",
+             lumen_dtype_name(dt), lumen_method_name(method), (int)border);
+    if (strcmp(info.device, expect)) fail_msg("%s ran on %s, not %s", what, info.device, expect);
+    expect_close(&dg, &dw, dt == LUMEN_F32 ? 1e-4 : 1.0, what);
     free(src), free(got), free(want);
 }
 
+/* 8 KiB bindings: an interleaved f32 image (18 KiB) runs in bands of all channels, or plane by
+ * plane (staged compactly) with wrap, whose rows cannot be banded; planar u8 runs plane by
+ * plane. 4 KiB: one f32 plane (6 KiB) no longer fits, so bands of single planes, and wrap
+ * falls back to the CPU. Every border, direct, separable and FFT. */
 static void test_pieces(void **state)
 {
     (void)state;
     REQUIRE_VULKAN();
-    lumen_context *ctx = capped_context(), *ref = context("cpu", 0, 0);
+    lumen_context *ctx8 = capped_context("8192"), *ctx4 = capped_context("4096");
+    lumen_context *ref = context("cpu", 0, 0);
+    static const lumen_method methods[] = {LUMEN_METHOD_DIRECT, LUMEN_METHOD_SEPARABLE,
+                                           LUMEN_METHOD_FFT};
     for (int b = 0; b <= LUMEN_BORDER_WRAP; b++)
-        for (int m = 0; m < 2; m++) {
-            const lumen_method method = m ? LUMEN_METHOD_SEPARABLE : LUMEN_METHOD_DIRECT;
-            run_pieces_case(ctx, ref, LUMEN_F32, false, method, (lumen_border)b);
-            run_pieces_case(ctx, ref, LUMEN_U8, true, method, (lumen_border)b);
+        for (int m = 0; m < 3; m++) {
+            const lumen_border border = (lumen_border)b;
+            run_pieces_case(ctx8, ref, LUMEN_F32, false, methods[m], border, "vulkan:0");
+            run_pieces_case(ctx8, ref, LUMEN_U8, true, methods[m], border, "vulkan:0");
+            run_pieces_case(ctx4, ref, LUMEN_F32, false, methods[m], border,
+                            border == LUMEN_BORDER_WRAP ? "cpu" : "vulkan:0");
         }
+    lumen_context_destroy(ctx8);
+    lumen_context_destroy(ctx4);
+    lumen_context_destroy(ref);
+}
+
+/* The fast Gaussian on an image larger than a binding runs plane by plane (each line of the
+ * recursion whole), with the answer of the CPU's portable path. */
+static void test_pieces_gauss_fast(void **state)
+{
+    (void)state;
+    REQUIRE_VULKAN();
+    lumen_context *ctx = capped_context("8192"), *ref = context("cpu", 0, 0);
+    for (int b = 0; b <= LUMEN_BORDER_WRAP; b++) {
+        unsigned char *src, *got, *want;
+        const lumen_image s = pieces_image(LUMEN_F32, false, &src, 777 + (uint64_t)b);
+        const size_t bytes = (size_t)(PC * PH * PW) * sizeof(float);
+        got = malloc(bytes), want = malloc(bytes);
+        assert_true(got && want);
+        lumen_image dg = s, dw = s;
+        dg.data = got, dw.data = want;
+        lumen_gaussian_options g = lumen_gaussian_options_default();
+        g.sigma_x = 3.0, g.sigma_y = 2.5, g.border = (lumen_border)b, g.border_value = 0.5f;
+        g.precision = LUMEN_PRECISION_FAST;
+        lumen_run_info info;
+        assert_int_equal(lumen_gaussian_blur_ex(ctx, &s, &dg, &g, &info), LUMEN_OK);
+        assert_int_equal(lumen_gaussian_blur_ex(ref, &s, &dw, &g, NULL), LUMEN_OK);
+        assert_string_equal(info.device, "vulkan:0");
+        assert_string_equal(info.algo, "vulkan:gauss-deriche");
+        expect_close(&dg, &dw, 1e-4 * 2.0, "gauss fast pieces"); /* range of the data: 2 */
+        free(src), free(got), free(want);
+    }
     lumen_context_destroy(ctx);
     lumen_context_destroy(ref);
 }
@@ -1076,6 +1129,7 @@ int main(void)
         cmocka_unit_test(test_direct_host_window),
         cmocka_unit_test(test_memory_cap),
         cmocka_unit_test(test_pieces),
+        cmocka_unit_test(test_pieces_gauss_fast),
         cmocka_unit_test(test_conv2d),
         cmocka_unit_test(test_conv_transpose2d),
         cmocka_unit_test(test_gauss_fast_matches_cpu),

@@ -47,7 +47,7 @@ static lumen_status direct_piece(lumen_context *ctx, const lumen_filter_job *j,
     vk_view src, dst;
     VkBuffer taps;
     lumen_status status;
-    if ((status = vk_view_bind(ctx, st, s, &src)) || (status = vk_view_bind(ctx, st, d, &dst)) ||
+    if ((status = vk_view_bind(ctx, st, s, false, &src)) || (status = vk_view_bind(ctx, st, d, true, &dst)) ||
         (status = vk_upload_floats(ctx, st, j->kernel, (size_t)j->kw * (size_t)j->kh, &taps)))
         return status;
     const vk_direct_push pc = {.c = (int32_t)s->c,

@@ -117,8 +117,9 @@ static int axis_candidates(int k, int64_t len, int nmax, int *out, int max)
     return count;
 }
 
-/* The tile sizes of least work: tiles x n log2 n, plus a per-point cost (loads, products). */
-static fft_tiling choose_tiling(const lumen_filter_job *j, int nmax)
+/* The tile sizes of least work: tiles x n log2 n, plus a per-point cost (loads, products),
+ * among those whose work slot (8 bytes a point) takes at most half a binding. */
+static fft_tiling choose_tiling(const lumen_filter_job *j, int nmax, uint64_t range)
 {
     const lumen_image *s = j->src;
     int ch[256], cw[256];
@@ -129,6 +130,7 @@ static fft_tiling choose_tiling(const lumen_filter_job *j, int nmax)
     for (int a = 0; a < nch; a++)
         for (int b = 0; b < ncw; b++) {
             const int nh = ch[a], nw = cw[b];
+            if ((uint64_t)nh * (uint64_t)nw * 8 > range / 2) continue;
             const int64_t th = nh - j->kh + 1, tw = nw - j->kw + 1;
             const int64_t ty = (s->h + th - 1) / th, tx = (s->w + tw - 1) / tw;
             const double n = (double)nh * nw, tiles = (double)(s->n * s->c) * (double)(ty * tx);
@@ -223,30 +225,37 @@ static bool fft_plan(lumen_context *ctx, const lumen_filter_job *j, fft_tiling *
     const int nmax = max_length(d);
     if (j->taps == LUMEN_TAPS_2D ? !j->kernel : !j->kx || !j->ky) return false;
     if (j->kw > nmax || j->kh > nmax || j->kw < 1 || j->kh < 1) return false;
-    *t = choose_tiling(j, nmax);
+    *t = choose_tiling(j, nmax, st->max_range);
     if (t->nh == 0) return false;
     /* the spectrum's sums (up to nh nw sum|k|) must stay finite; a non-finite tap would
      * spread over every output: the CPU runs such kernels */
     *sum_k = sum_abs_taps(j);
     if (!(*sum_k * (double)t->nh * t->nw <= FLT_MAX / 64.0)) return false;
-    const uint64_t range = d->max_storage_range;
+    const uint64_t range = st->max_range;
     return t->tiles <= INT32_MAX / 2 && flag_words(t) * 4 + slot_bytes(t) <= range &&
            consts_floats(j, t) * 4 <= range && vk_grid_fits(st, (uint64_t)t->nh, 1, 1) &&
            vk_grid_fits(st, (uint64_t)t->nw, 1, 1);
 }
 
-static bool fft_supports(lumen_context *ctx, const lumen_op *op)
+/* Whether j runs as one submission: a tiling, and its views in one binding each. */
+static bool fft_fits(lumen_context *ctx, const lumen_filter_job *j)
 {
     fft_tiling t;
     float sum_k;
-    return fft_plan(ctx, op->job, &t, &sum_k);
+    return vk_view_fits_range(ctx, j->src) && vk_view_fits_range(ctx, j->dst) &&
+           fft_plan(ctx, j, &t, &sum_k);
+}
+
+static bool fft_supports(lumen_context *ctx, const lumen_op *op)
+{
+    return vk_filter_fits_in_pieces(ctx, op->job, fft_fits);
 }
 
 /* Tiles per group: as many as fit the budget, the binding's range and the grid. */
 static int64_t group_tiles(const vk_state *st, const fft_tiling *t)
 {
     const vk_device *d = vk_device_at(st->dev);
-    uint64_t room = d->max_storage_range - flag_words(t) * 4;
+    uint64_t room = st->max_range - flag_words(t) * 4;
     if (room > WORK_BUDGET) room = WORK_BUDGET;
     int64_t g = (int64_t)(room / slot_bytes(t));
     const int64_t grid = d->max_groups[1] < MAX_GROUP ? d->max_groups[1] : MAX_GROUP;
@@ -300,9 +309,8 @@ static lumen_status record(vk_state *st, const lumen_filter_job *j, const fft_ti
     return LUMEN_OK;
 }
 
-static lumen_status fft_run(lumen_context *ctx, const lumen_op *op, lumen_run_info *info)
+static lumen_status fft_piece(lumen_context *ctx, const lumen_filter_job *j, lumen_run_info *info)
 {
-    const lumen_filter_job *j = op->job;
     vk_state *st = vk_host->state(ctx);
     fft_tiling t;
     float sum_k;
@@ -312,7 +320,7 @@ static lumen_status fft_run(lumen_context *ctx, const lumen_op *op, lumen_run_in
     vk_buf *consts, *work;
     int64_t g = group_tiles(st, &t);
     lumen_status s;
-    if ((s = vk_view_bind(ctx, st, j->src, &src)) || (s = vk_view_bind(ctx, st, j->dst, &dst)) ||
+    if ((s = vk_view_bind(ctx, st, j->src, false, &src)) || (s = vk_view_bind(ctx, st, j->dst, true, &dst)) ||
         (s = vk_scratch(ctx, st, consts_floats(j, &t) * sizeof(float), VK_MEM_HOST, &consts)) ||
         (s = work_buffer(ctx, st, &t, &g, &work)))
         return s;
@@ -356,4 +364,11 @@ static lumen_status fft_run(lumen_context *ctx, const lumen_op *op, lumen_run_in
     return LUMEN_OK;
 }
 
-const vk_op_impl vk_op_fft = {.supports = fft_supports, .run = fft_run};
+/* Images larger than a binding run in pieces (vk_pieces.c): planes and row bands with the
+ * kernel's reach, each tiled on its own with the image's borders. */
+static lumen_status fft_run(lumen_context *ctx, const lumen_op *op, lumen_run_info *info)
+{
+    return vk_filter_in_pieces(ctx, op->job, fft_fits, fft_piece, info);
+}
+
+const vk_op_impl vk_op_fft = {.supports = fft_supports, .run = fft_run, .pieces = true};

@@ -52,19 +52,30 @@ static bool sigma_ok(double s)
 static bool plane_fits(const vk_state *st, const lumen_image *s)
 {
     const uint64_t bytes = (uint64_t)s->n * (uint64_t)s->c * (uint64_t)s->h * (uint64_t)s->w * 4;
-    return bytes <= (uint64_t)INT32_MAX && bytes <= vk_device_at(st->dev)->max_storage_range;
+    return bytes <= (uint64_t)INT32_MAX && bytes <= st->max_range;
 }
 
-static bool gauss_supports(lumen_context *ctx, const lumen_op *op)
+/* Whether the op runs as one submission: its views and planes in one binding each, its grids
+ * in the limits. */
+static bool gauss_fits(lumen_context *ctx, const lumen_op *op)
 {
     const lumen_gauss_job *j = op->job;
     const lumen_image *s = j->src;
     const vk_state *st = vk_host->state(ctx);
     const uint64_t planes = (uint64_t)s->n * (uint64_t)s->c;
-    /* a bad sigma goes to the CPU, which reports it */
-    return sigma_ok(j->sigma_x) && sigma_ok(j->sigma_y) && plane_fits(st, s) &&
+    return vk_view_fits_range(ctx, s) && vk_view_fits_range(ctx, j->dst) && plane_fits(st, s) &&
            vk_grid_fits(st, vk_groups(s->h, GROUP), 1, planes) &&
            vk_grid_fits(st, vk_groups(s->w, GROUP), 1, planes);
+}
+
+/* Images larger than a binding run image by image, or plane by plane (vk_pieces.c): each
+ * line of the recursion stays whole. */
+static bool gauss_supports(lumen_context *ctx, const lumen_op *op)
+{
+    const lumen_gauss_job *j = op->job;
+    /* a bad sigma goes to the CPU, which reports it */
+    return sigma_ok(j->sigma_x) && sigma_ok(j->sigma_y) &&
+           vk_op_fits_in_planes(ctx, op, gauss_fits);
 }
 
 /* Flattens a recursive axis's coefficients in lumen_gf_iir's order (after `periodic`). */
@@ -127,7 +138,7 @@ static lumen_status record_pass(vk_state *st, const lumen_gauss_job *j, const gf
                            vk_groups(axis == 0 ? s->h : s->w, GROUP), 1, planes);
 }
 
-static lumen_status gauss_run(lumen_context *ctx, const lumen_op *op, lumen_run_info *info)
+static lumen_status gauss_piece(lumen_context *ctx, const lumen_op *op, lumen_run_info *info)
 {
     const lumen_gauss_job *j = op->job;
     vk_state *st = vk_host->state(ctx);
@@ -147,7 +158,7 @@ static lumen_status gauss_run(lumen_context *ctx, const lumen_op *op, lumen_run_
     vk_buf *t, *u = NULL;
     VkBuffer cbuf;
     lumen_status status;
-    if ((status = vk_view_bind(ctx, st, s, &src)) || (status = vk_view_bind(ctx, st, d, &dst)) ||
+    if ((status = vk_view_bind(ctx, st, s, false, &src)) || (status = vk_view_bind(ctx, st, d, true, &dst)) ||
         (status = vk_scratch(ctx, st, plane, VK_MEM_DEVICE, &t)) ||
         (d->dtype != LUMEN_F32 && !ay.d.fir && (status = vk_scratch(ctx, st, plane, VK_MEM_DEVICE, &u))) ||
         (status = vk_upload_floats(ctx, st, coef, (size_t)used, &cbuf)))
@@ -168,4 +179,10 @@ static lumen_status gauss_run(lumen_context *ctx, const lumen_op *op, lumen_run_
     return LUMEN_OK;
 }
 
-const vk_op_impl vk_op_gauss_fast = {.supports = gauss_supports, .run = gauss_run};
+static lumen_status gauss_run(lumen_context *ctx, const lumen_op *op, lumen_run_info *info)
+{
+    return vk_op_in_planes(ctx, op, gauss_fits, gauss_piece, info);
+}
+
+const vk_op_impl vk_op_gauss_fast = {.supports = gauss_supports, .run = gauss_run,
+                                     .pieces = true};

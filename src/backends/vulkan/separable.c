@@ -76,8 +76,8 @@ static lumen_status separable_piece(lumen_context *ctx, const lumen_filter_job *
     memcpy(k + j->kw, j->ky, (size_t)j->kh * sizeof *k);
     lumen_status status = vk_upload_floats(ctx, st, k, (size_t)j->kw + (size_t)j->kh, &taps);
     free(k);
-    if (status || (status = vk_view_bind(ctx, st, s, &src)) ||
-        (status = vk_view_bind(ctx, st, d, &dst)) ||
+    if (status || (status = vk_view_bind(ctx, st, s, false, &src)) ||
+        (status = vk_view_bind(ctx, st, d, true, &dst)) ||
         (status = vk_scratch(ctx, st, (size_t)tmp_bytes(s), VK_MEM_DEVICE, &tmp)))
         return status;
 

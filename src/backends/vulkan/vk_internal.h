@@ -211,15 +211,19 @@ typedef struct vk_view {
     vk_buf *tmp;      /* host views: the pooled staging copy */
     char *host_first; /* host views: the first byte the view touches */
     size_t bytes;
+    bool compact; /* staged as its elements alone (NCHW), not as its byte range */
 } vk_view;
 
 /* Whether the module can bind v, whole or in pieces: strides in 32-bit ints, and a
  * device-resident view inside one of this context's buffers, aligned (vk_view_fits_range:
  * whether its staging copy fits one binding too). */
 bool vk_view_fits(lumen_context *ctx, const lumen_image *v);
-/* Binds v for a shader: device views in place, host views through a staging copy (outputs
- * too, so that the bytes between a window's rows are copied back as they were). */
-lumen_status vk_view_bind(lumen_context *ctx, vk_state *st, const lumen_image *v, vk_view *out);
+/* Binds v for a shader: device views in place, host views through a staging copy: of their
+ * byte range (outputs too, so that the bytes between a window's rows are copied back as they
+ * were), or of their elements alone where the range is mostly other data or too large for a
+ * binding (one channel of an interleaved image: the pieces of vk_pieces.c). */
+lumen_status vk_view_bind(lumen_context *ctx, vk_state *st, const lumen_image *v, bool is_output,
+                          vk_view *out);
 /* After the submission: copies a host output's staging copy back. */
 void vk_view_finish(const vk_view *v);
 /* Copies n floats into a scratch buffer (taps, weights). */
@@ -285,6 +289,13 @@ bool vk_filter_fits_in_pieces(lumen_context *ctx, const lumen_filter_job *j, vk_
 /* Runs j whole when it fits, else piece by piece (one submission each). */
 lumen_status vk_filter_in_pieces(lumen_context *ctx, const lumen_filter_job *j,
                                  vk_piece_fits fits, vk_piece_run run, lumen_run_info *info);
+/* The same for any op whose views share n and c (the fast Gaussian): pieces of one image's
+ * channels, or of one plane. */
+typedef bool (*vk_op_fits)(lumen_context *ctx, const lumen_op *op);
+typedef lumen_status (*vk_op_run)(lumen_context *ctx, const lumen_op *op, lumen_run_info *info);
+bool vk_op_fits_in_planes(lumen_context *ctx, const lumen_op *op, vk_op_fits fits);
+lumen_status vk_op_in_planes(lumen_context *ctx, const lumen_op *op, vk_op_fits fits,
+                             vk_op_run run, lumen_run_info *info);
 /* Whether a view's staging copy (host) or binding (device) fits one storage buffer. */
 bool vk_view_fits_range(lumen_context *ctx, const lumen_image *v);
 

@@ -11,7 +11,15 @@
  */
 #include "vk_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+static lumen_status interrupted(void)
+{
+    return vk_host->set_error(LUMEN_ERR_INTERRUPTED, "interrupted (the context's interrupt hook "
+                                                     "asked the call to stop; its output is "
+                                                     "incomplete)");
+}
 
 /* Rows [y0, y0 + rows) of channels [c0, c0 + nc) of image b of v. */
 static lumen_image sub_view(const lumen_image *v, int64_t b, int64_t c0, int64_t nc, int64_t y0,
@@ -44,22 +52,12 @@ static void make_piece(const lumen_filter_job *j, int64_t b, int64_t c0, int64_t
     p->job.ay = (int)(j->ay + r0 - y0); /* output row y reads source row y - ay + i */
 }
 
-/* Channels of a piece: all of them where they are interleaved within rows (one band holds
- * every channel), else one plane at a time. */
-static int64_t channels_per_piece(const lumen_image *v)
+/* The tallest band of nc channels (halving from the whole height) whose pieces fit; 0 when
+ * none does. A band is at least twice the kernel's height, so the border rows of an edge band
+ * lie inside it. */
+static int64_t band_rows(lumen_context *ctx, const lumen_filter_job *j, int64_t nc,
+                         vk_piece_fits fits)
 {
-    const int64_t sc = v->stride_c < 0 ? -v->stride_c : v->stride_c;
-    const int64_t sh = v->stride_h < 0 ? -v->stride_h : v->stride_h;
-    return sc < sh ? v->c : 1;
-}
-
-/* The tallest band (halving from the whole height) whose pieces fit; 0 when none does. A band
- * is at least twice the kernel's height, so the border rows of an edge band lie inside it. */
-static int64_t band_rows(lumen_context *ctx, const lumen_filter_job *j, vk_piece_fits fits)
-{
-    const int64_t nc = channels_per_piece(j->src) < channels_per_piece(j->dst)
-                           ? channels_per_piece(j->src)
-                           : channels_per_piece(j->dst);
     const int64_t h = j->src->h;
     for (int64_t rows = h;; rows = (rows + 1) / 2) {
         if (rows < h && (j->border == LUMEN_BORDER_WRAP || rows < 2 * (int64_t)j->kh)) return 0;
@@ -77,31 +75,38 @@ static int64_t band_rows(lumen_context *ctx, const lumen_filter_job *j, vk_piece
     }
 }
 
+/* The channels of a piece and its band's rows: every channel together where that fits (an
+ * interleaved band is one run of memory), else one plane at a time (staged compactly:
+ * vk_view_bind); *rows = 0 when nothing fits. */
+static int64_t piece_shape(lumen_context *ctx, const lumen_filter_job *j, vk_piece_fits fits,
+                           int64_t *rows)
+{
+    if ((*rows = band_rows(ctx, j, j->src->c, fits)) > 0 || j->src->c == 1) return j->src->c;
+    *rows = band_rows(ctx, j, 1, fits);
+    return 1;
+}
+
 bool vk_filter_fits_in_pieces(lumen_context *ctx, const lumen_filter_job *j, vk_piece_fits fits)
 {
-    return fits(ctx, j) || band_rows(ctx, j, fits) > 0;
+    int64_t rows;
+    return fits(ctx, j) || (piece_shape(ctx, j, fits, &rows), rows > 0);
 }
 
 lumen_status vk_filter_in_pieces(lumen_context *ctx, const lumen_filter_job *j,
                                  vk_piece_fits fits, vk_piece_run run, lumen_run_info *info)
 {
     if (fits(ctx, j)) return run(ctx, j, info);
-    const int64_t rows = band_rows(ctx, j, fits);
+    int64_t rows;
+    const int64_t nc = piece_shape(ctx, j, fits, &rows);
     if (rows <= 0)
         return vk_host->set_error(LUMEN_ERR_UNSUPPORTED,
                                   "vulkan: the image does not fit the device's buffers");
-    const int64_t nc = channels_per_piece(j->src) < channels_per_piece(j->dst)
-                           ? channels_per_piece(j->src)
-                           : channels_per_piece(j->dst);
     const lumen_image *s = j->src;
     int pieces = 0;
     for (int64_t b = 0; b < s->n; b++)
         for (int64_t c0 = 0; c0 < s->c; c0 += nc)
             for (int64_t y0 = 0; y0 < s->h; y0 += rows) {
-                if (vk_host->interrupted(ctx))
-                    return vk_host->set_error(LUMEN_ERR_INTERRUPTED,
-                                              "interrupted (the context's interrupt hook asked "
-                                              "the call to stop; its output is incomplete)");
+                if (vk_host->interrupted(ctx)) return interrupted();
                 piece p;
                 make_piece(j, b, c0, nc, y0, rows < s->h - y0 ? rows : s->h - y0, &p);
                 lumen_status st = run(ctx, &p.job, info);
@@ -111,5 +116,74 @@ lumen_status vk_filter_in_pieces(lumen_context *ctx, const lumen_filter_job *j,
             }
     vk_host->log(LUMEN_LOG_DEBUG, "vulkan: %s in %d pieces of %lld rows", info->algo, pieces,
                  (long long)rows);
+    return LUMEN_OK;
+}
+
+/* ---- any op whose views share n and c: pieces of whole planes ------------------------------ */
+
+/* The op restricted to channels [c0, c0 + nc) of image b: its job copied, its views replaced
+ * (every job struct begins with its views: internal.h). */
+typedef struct plane_piece {
+    lumen_image views[LUMEN_OP_MAX_VIEWS];
+    lumen_op op;
+    void *job;
+} plane_piece;
+
+static lumen_status make_plane_piece(const lumen_op *op, int64_t b, int64_t c0, int64_t nc,
+                                     plane_piece *p)
+{
+    const lumen_image *const *v = lumen_op_views(op);
+    const lumen_image *sub[LUMEN_OP_MAX_VIEWS];
+    for (int i = 0; i < op->n_views; i++) {
+        p->views[i] = sub_view(v[i], b, c0, nc, 0, v[i]->h);
+        sub[i] = &p->views[i];
+    }
+    if (!(p->job = malloc(op->job_size)))
+        return vk_host->set_error(LUMEN_ERR_OUT_OF_MEMORY, "vulkan: a piece's job");
+    memcpy(p->job, op->job, op->job_size);
+    memcpy(p->job, sub, sizeof sub[0] * (size_t)op->n_views);
+    p->op = *op;
+    p->op.job = p->job;
+    return LUMEN_OK;
+}
+
+/* Channels per piece that fit (all, else one), 0 when not even one plane fits. */
+static int64_t plane_group(lumen_context *ctx, const lumen_op *op, vk_op_fits fits)
+{
+    const int64_t c = lumen_op_views(op)[0]->c;
+    for (int64_t nc = c;; nc = 1) {
+        plane_piece p;
+        if (make_plane_piece(op, 0, 0, nc, &p)) return 0;
+        const bool ok = fits(ctx, &p.op);
+        free(p.job);
+        if (ok) return nc;
+        if (nc == 1) return 0;
+    }
+}
+
+bool vk_op_fits_in_planes(lumen_context *ctx, const lumen_op *op, vk_op_fits fits)
+{
+    return fits(ctx, op) || plane_group(ctx, op, fits) > 0;
+}
+
+lumen_status vk_op_in_planes(lumen_context *ctx, const lumen_op *op, vk_op_fits fits,
+                             vk_op_run run, lumen_run_info *info)
+{
+    if (fits(ctx, op)) return run(ctx, op, info);
+    const int64_t nc = plane_group(ctx, op, fits);
+    if (nc <= 0)
+        return vk_host->set_error(LUMEN_ERR_UNSUPPORTED,
+                                  "vulkan: a plane does not fit the device's buffers");
+    const lumen_image *v = lumen_op_views(op)[0];
+    for (int64_t b = 0; b < v->n; b++)
+        for (int64_t c0 = 0; c0 < v->c; c0 += nc) {
+            if (vk_host->interrupted(ctx)) return interrupted();
+            plane_piece p;
+            lumen_status s = make_plane_piece(op, b, c0, nc, &p);
+            if (!s) s = run(ctx, &p.op, info);
+            free(p.job);
+            vk_scratch_release_all(vk_host->state(ctx));
+            if (s) return s;
+        }
     return LUMEN_OK;
 }

@@ -106,6 +106,22 @@ bool vk_view_fits(lumen_context *ctx, const lumen_image *v)
            fits_i32(((const char *)v->data - b->addr) / es);
 }
 
+/* Bytes of a view's elements alone (its compact copy). */
+static int64_t dense_bytes(const lumen_image *v)
+{
+    return v->n * v->c * v->h * v->w * (int64_t)lumen_dtype_bytes(v->dtype);
+}
+
+/* Whether a host view is staged compactly (its elements alone, in NCHW order) rather than as
+ * its byte range: when the range is mostly other data (one channel of an interleaved image, a
+ * window with wide gaps) or too large for a binding while the elements are not. */
+static bool stage_compactly(const vk_state *st, const lumen_image *v, int64_t span_bytes)
+{
+    const int64_t dense = dense_bytes(v);
+    return span_bytes > dense + dense / 2 || (uint64_t)span_bytes > st->max_range ||
+           !fits_i32(span_bytes);
+}
+
 bool vk_view_fits_range(lumen_context *ctx, const lumen_image *v)
 {
     vk_state *st = vk_host->state(ctx);
@@ -113,11 +129,35 @@ bool vk_view_fits_range(lumen_context *ctx, const lumen_image *v)
     if (v->device) return vk_view_fits(ctx, v); /* its buffer fits: vk_buf_create made it */
     int64_t lo, hi;
     span(v, &lo, &hi);
-    const int64_t bytes = (lo + hi + 1) * (int64_t)lumen_dtype_bytes(v->dtype);
+    const int64_t es = (int64_t)lumen_dtype_bytes(v->dtype);
+    const int64_t bytes = stage_compactly(st, v, (lo + hi + 1) * es) ? dense_bytes(v)
+                                                                       : (lo + hi + 1) * es;
     return fits_i32(bytes) && (uint64_t)bytes <= st->max_range;
 }
 
-lumen_status vk_view_bind(lumen_context *ctx, vk_state *st, const lumen_image *v, vk_view *out)
+/* Copies a view's elements between its host memory and a compact NCHW copy, row by row. */
+static void copy_compact(const lumen_image *v, char *dense, bool to_dense)
+{
+    const size_t es = lumen_dtype_bytes(v->dtype), row = (size_t)v->w * es;
+    for (int64_t b = 0; b < v->n; b++)
+        for (int64_t c = 0; c < v->c; c++)
+            for (int64_t y = 0; y < v->h; y++) {
+                char *h = (char *)v->data +
+                          (b * v->stride_n + c * v->stride_c + y * v->stride_h) * (int64_t)es;
+                char *d = dense + (((b * v->c + c) * v->h + y) * v->w) * (int64_t)es;
+                if (v->stride_w == 1) {
+                    memcpy(to_dense ? d : h, to_dense ? h : d, row);
+                    continue;
+                }
+                for (int64_t x = 0; x < v->w; x++) {
+                    char *hx = h + x * v->stride_w * (int64_t)es, *dx = d + x * (int64_t)es;
+                    memcpy(to_dense ? dx : hx, to_dense ? hx : dx, es);
+                }
+            }
+}
+
+lumen_status vk_view_bind(lumen_context *ctx, vk_state *st, const lumen_image *v, bool is_output,
+                          vk_view *out)
 {
     int64_t lo, hi;
     span(v, &lo, &hi);
@@ -137,6 +177,22 @@ lumen_status vk_view_bind(lumen_context *ctx, vk_state *st, const lumen_image *v
         out->pv.off = (int32_t)(((char *)v->data - b->addr) / es);
         return LUMEN_OK;
     }
+    if (stage_compactly(st, v, (int64_t)out->bytes)) {
+        /* an output's elements are all written by the op: only inputs are copied in */
+        lumen_status s = vk_scratch(ctx, st, (size_t)dense_bytes(v), VK_MEM_HOST, &out->tmp);
+        if (s) return s;
+        if (!is_output) copy_compact(v, out->tmp->map, true);
+        out->compact = true;
+        out->bytes = (size_t)dense_bytes(v);
+        out->pv = (vk_pview){.off = 0,
+                             .sn = (int32_t)(v->c * v->h * v->w),
+                             .sc = (int32_t)(v->h * v->w),
+                             .sh = (int32_t)v->w,
+                             .sw = 1};
+        out->buf = out->tmp->buf;
+        out->host_first = first;
+        return LUMEN_OK;
+    }
     lumen_status s = vk_scratch(ctx, st, out->bytes, VK_MEM_HOST, &out->tmp);
     if (s) return s;
     memcpy(out->tmp->map, first, out->bytes);
@@ -148,7 +204,11 @@ lumen_status vk_view_bind(lumen_context *ctx, vk_state *st, const lumen_image *v
 
 void vk_view_finish(const vk_view *v)
 {
-    if (v->host_first) memcpy(v->host_first, v->tmp->map, v->bytes);
+    if (!v->host_first) return;
+    if (v->compact)
+        copy_compact(v->img, v->tmp->map, false);
+    else
+        memcpy(v->host_first, v->tmp->map, v->bytes);
 }
 
 lumen_status vk_upload_floats(lumen_context *ctx, vk_state *st, const float *p, size_t n,
