@@ -58,6 +58,21 @@ static lumen_context *context(const char *spec, int strict, int simd)
     return ctx;
 }
 
+/* Planar f32 views src (holding `data`) and dst of n x c x h x w in fresh device memory of
+ * ctx's device; free them with lumen_device_free(ctx, s->data) and (ctx, d->data). */
+static void device_pair(lumen_context *ctx, const float *data, int64_t n, int64_t c, int64_t h,
+                        int64_t w, lumen_image *s, lumen_image *d)
+{
+    const size_t bytes = (size_t)(n * c * h * w) * sizeof(float);
+    void *dsrc = NULL, *ddst = NULL;
+    assert_int_equal(lumen_device_alloc(ctx, bytes, &dsrc), LUMEN_OK);
+    assert_int_equal(lumen_device_alloc(ctx, bytes, &ddst), LUMEN_OK);
+    assert_int_equal(lumen_device_upload(ctx, dsrc, data, bytes), LUMEN_OK);
+    *s = lumen_image_nchw(dsrc, LUMEN_F32, n, c, h, w);
+    *d = lumen_image_nchw(ddst, LUMEN_F32, n, c, h, w);
+    s->device = d->device = vk_index;
+}
+
 static void test_listing(void **state)
 {
     (void)state;
@@ -127,13 +142,9 @@ static void test_direct_device_views(void **state)
     for (int i = 0; i < COUNT; i++)
         src[i] = (float)((i * 37) % 101) - 50.0f;
     lumen_context *ctx = context("vulkan:0", 1, 1);
-    void *dsrc = NULL, *ddst = NULL;
-    assert_int_equal(lumen_device_alloc(ctx, bytes, &dsrc), LUMEN_OK);
-    assert_int_equal(lumen_device_alloc(ctx, bytes, &ddst), LUMEN_OK);
-    assert_int_equal(lumen_device_upload(ctx, dsrc, src, bytes), LUMEN_OK);
-    lumen_image s = lumen_image_nchw(dsrc, LUMEN_F32, N, C, H, W);
-    lumen_image d = lumen_image_nchw(ddst, LUMEN_F32, N, C, H, W);
-    s.device = d.device = vk_index;
+    lumen_image s, d;
+    device_pair(ctx, src, N, C, H, W, &s, &d);
+    void *ddst = d.data;
     for (size_t b = 0; b < sizeof borders / sizeof borders[0]; b++) {
         lumen_filter_options o = lumen_filter_options_default();
         o.border = borders[b], o.border_value = -3.25f, o.anchor_x = 3, o.anchor_y = 0;
@@ -159,7 +170,7 @@ static void test_direct_device_views(void **state)
         assert_string_equal(info.isa, "vulkan");
         assert_string_equal(info.algo, "vulkan:direct");
     }
-    lumen_device_free(ctx, dsrc);
+    lumen_device_free(ctx, s.data);
     lumen_device_free(ctx, ddst);
     lumen_context_destroy(ctx);
 }
@@ -857,13 +868,9 @@ static void test_fft_accuracy(void **state)
     for (int i = 0; i < COUNT; i++)
         src[i] = (float)ts_rng_uniform(&rng, -100.0, 100.0);
     lumen_context *ctx = context("vulkan:0", 1, 1);
-    void *dsrc = NULL, *ddst = NULL;
-    assert_int_equal(lumen_device_alloc(ctx, bytes, &dsrc), LUMEN_OK);
-    assert_int_equal(lumen_device_alloc(ctx, bytes, &ddst), LUMEN_OK);
-    assert_int_equal(lumen_device_upload(ctx, dsrc, src, bytes), LUMEN_OK);
-    lumen_image s = lumen_image_nchw(dsrc, LUMEN_F32, FN, FC, FH, FW);
-    lumen_image d = lumen_image_nchw(ddst, LUMEN_F32, FN, FC, FH, FW);
-    s.device = d.device = vk_index;
+    lumen_image s, d;
+    device_pair(ctx, src, FN, FC, FH, FW, &s, &d);
+    void *ddst = d.data;
     double worst = 0.0;
     for (size_t q = 0; q < sizeof kernels / sizeof kernels[0]; q++) {
         const int kw = kernels[q].kw, kh = kernels[q].kh;
@@ -892,7 +899,7 @@ static void test_fft_accuracy(void **state)
         }
     }
     print_message("vulkan fft: largest error %.3g x sum|k| x max|x|\n", worst);
-    lumen_device_free(ctx, dsrc);
+    lumen_device_free(ctx, s.data);
     lumen_device_free(ctx, ddst);
     lumen_context_destroy(ctx);
     free(src), free(got), free(k), free(want);

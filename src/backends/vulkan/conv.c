@@ -145,16 +145,11 @@ static lumen_status conv_run(lumen_context *ctx, const lumen_op *op, lumen_run_i
         VK_KERNEL(conv2d_spv, t.wm, t.wn, t.tm, t.tn, BK, t.wm * t.wn, transpose ? 1 : 0);
     const VkBuffer bufs[] = {x.buf, w.buf, y.buf, bias};
     const int64_t m = j->x->n * d.pm * d.qm;
-    if ((status = vk_rec_begin(st)) ||
-        (status =
-             vk_rec_dispatch(st, &k, bufs, 4, &pc, sizeof pc, vk_groups(m, t.wm * t.tm),
-                             vk_groups(d.kg, t.wn * t.tn), (uint32_t)(p->groups * d.phases))) ||
-        (status = vk_rec_submit(st)))
-        return status;
+    status = vk_rec_one(st, &k, bufs, 4, &pc, sizeof pc, vk_groups(m, t.wm * t.tm),
+                        vk_groups(d.kg, t.wn * t.tn), (uint32_t)(p->groups * d.phases));
+    if (status) return status;
     vk_view_finish(&y);
-    info->method = LUMEN_METHOD_DIRECT;
-    info->isa = "vulkan";
-    info->algo = transpose ? "vulkan:conv-transpose" : "vulkan:conv-gemm";
+    vk_ran(info, LUMEN_METHOD_DIRECT, transpose ? "vulkan:conv-transpose" : "vulkan:conv-gemm");
     return LUMEN_OK;
 }
 

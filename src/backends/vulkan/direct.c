@@ -65,15 +65,11 @@ static lumen_status direct_piece(lumen_context *ctx, const lumen_filter_job *j,
     const bool tiled = j->kw <= MAX_TILE_K && j->kh <= MAX_TILE_K;
     const vk_kernel k = VK_KERNEL(filter_direct_spv, s->dtype, d->dtype, tiled);
     const VkBuffer bufs[] = {src.buf, dst.buf, taps};
-    if ((status = vk_rec_begin(st)) ||
-        (status = vk_rec_dispatch(st, &k, bufs, 3, &pc, sizeof pc, vk_groups(d->w, GROUP),
-                                  vk_groups(d->h, GROUP), (uint32_t)(d->n * d->c))) ||
-        (status = vk_rec_submit(st)))
-        return status;
+    status = vk_rec_one(st, &k, bufs, 3, &pc, sizeof pc, vk_groups(d->w, GROUP),
+                        vk_groups(d->h, GROUP), (uint32_t)(d->n * d->c));
+    if (status) return status;
     vk_view_finish(&dst);
-    info->method = LUMEN_METHOD_DIRECT;
-    info->isa = "vulkan";
-    info->algo = tiled ? "vulkan:direct" : "vulkan:direct-untiled";
+    vk_ran(info, LUMEN_METHOD_DIRECT, tiled ? "vulkan:direct" : "vulkan:direct-untiled");
     return LUMEN_OK;
 }
 

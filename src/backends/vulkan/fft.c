@@ -358,9 +358,7 @@ static lumen_status fft_piece(lumen_context *ctx, const lumen_filter_job *j, lum
         (s = vk_rec_submit(st)))
         return s;
     vk_view_finish(&dst);
-    info->method = LUMEN_METHOD_FFT;
-    info->isa = "vulkan";
-    info->algo = "vulkan:fft";
+    vk_ran(info, LUMEN_METHOD_FFT, "vulkan:fft");
     return LUMEN_OK;
 }
 

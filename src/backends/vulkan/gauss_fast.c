@@ -173,9 +173,7 @@ static lumen_status gauss_piece(lumen_context *ctx, const lumen_op *op, lumen_ru
         (status = vk_rec_submit(st)))
         return status;
     vk_view_finish(&dst);
-    info->method = LUMEN_METHOD_RECURSIVE;
-    info->isa = "vulkan";
-    info->algo = "vulkan:gauss-deriche";
+    vk_ran(info, LUMEN_METHOD_RECURSIVE, "vulkan:gauss-deriche");
     return LUMEN_OK;
 }
 

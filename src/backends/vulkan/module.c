@@ -38,6 +38,17 @@ lumen_status vk_fail(VkResult r, const char *what)
                               "vulkan: %s failed (VkResult %d)", what, (int)r);
 }
 
+lumen_status vk_grow(void *items, int n, int *cap, size_t size, const char *what)
+{
+    void **p = items;
+    if (n < *cap) return LUMEN_OK;
+    const int c = *cap ? 2 * *cap : 16;
+    void *a = realloc(*p, (size_t)c * size);
+    if (!a) return vk_host->set_error(LUMEN_ERR_OUT_OF_MEMORY, "vulkan: %s", what);
+    *p = a, *cap = c;
+    return LUMEN_OK;
+}
+
 const vk_device *vk_device_at(int i)
 {
     return i >= 0 && i < n_devices ? &devices[i] : NULL;
@@ -517,14 +528,11 @@ const vk_buf *vk_find(const vk_state *st, const void *p, size_t bytes)
 static lumen_status vk_alloc(lumen_context *ctx, size_t bytes, void **out)
 {
     vk_state *st = vk_host->state(ctx);
-    if (st->n_allocs == st->cap_allocs) {
-        int cap = st->cap_allocs ? 2 * st->cap_allocs : 16;
-        vk_buf *a = realloc(st->allocs, (size_t)cap * sizeof *a);
-        if (!a) return vk_host->set_error(LUMEN_ERR_OUT_OF_MEMORY, "vulkan: allocation table");
-        st->allocs = a, st->cap_allocs = cap;
-    }
+    lumen_status s = vk_grow(&st->allocs, st->n_allocs, &st->cap_allocs, sizeof *st->allocs,
+                             "allocation table");
+    if (s) return s;
     vk_buf b;
-    lumen_status s = vk_buf_create(ctx, st, bytes, VK_MEM_DEVICE, true, &b);
+    s = vk_buf_create(ctx, st, bytes, VK_MEM_DEVICE, true, &b);
     if (s == LUMEN_ERR_OUT_OF_MEMORY && st->n_scratch) { /* the idle scratch pool goes first */
         vk_scratch_trim(st);
         s = vk_buf_create(ctx, st, bytes, VK_MEM_DEVICE, true, &b);

@@ -117,9 +117,7 @@ static lumen_status separable_piece(lumen_context *ctx, const lumen_filter_job *
         (status = vk_rec_submit(st)))
         return status;
     vk_view_finish(&dst);
-    info->method = LUMEN_METHOD_SEPARABLE;
-    info->isa = "vulkan";
-    info->algo = "vulkan:separable";
+    vk_ran(info, LUMEN_METHOD_SEPARABLE, "vulkan:separable");
     return LUMEN_OK;
 }
 

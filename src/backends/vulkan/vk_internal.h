@@ -185,6 +185,16 @@ void vk_buf_destroy(vk_state *st, vk_buf *b);
 const vk_buf *vk_find(const vk_state *st, const void *p, size_t bytes);
 /* A VkResult as a lumen status with a message. */
 lumen_status vk_fail(VkResult r, const char *what);
+/* Room for one more item in a growing table (*items of *cap items of `size` bytes, n used):
+ * doubles it from 16; LUMEN_ERR_OUT_OF_MEMORY naming `what` when it cannot. */
+lumen_status vk_grow(void *items, int n, int *cap, size_t size, const char *what);
+/* What run() reports: the method, isa "vulkan", the shader path. */
+static inline void vk_ran(lumen_run_info *info, lumen_method method, const char *algo)
+{
+    info->method = method;
+    info->isa = "vulkan";
+    info->algo = algo;
+}
 
 /* ---- scratch pool (vk_scratch.c) -------------------------------------------------------- */
 
@@ -253,6 +263,10 @@ lumen_status vk_rec_dispatch(vk_state *st, const vk_kernel *k, const VkBuffer *b
                              const void *push, uint32_t push_bytes, uint32_t gx, uint32_t gy,
                              uint32_t gz);
 lumen_status vk_rec_submit(vk_state *st);
+/* An op of one dispatch: begin, dispatch, submit and wait. */
+lumen_status vk_rec_one(vk_state *st, const vk_kernel *k, const VkBuffer *bufs, int n_bufs,
+                        const void *push, uint32_t push_bytes, uint32_t gx, uint32_t gy,
+                        uint32_t gz);
 /* Records a fill of [offset, offset + bytes) of b with a 32-bit value, visible to the next
  * dispatch (device memory the host cannot write: counters, flags). */
 void vk_rec_fill(vk_state *st, VkBuffer b, size_t offset, size_t bytes, uint32_t value);

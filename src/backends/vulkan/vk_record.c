@@ -158,19 +158,15 @@ static lumen_status pipeline(vk_state *st, const vk_kernel *k, VkPipeline *out)
 {
     for (int i = 0; i < st->n_pipes; i++)
         if (same_kernel(&st->pipes[i], k)) return *out = st->pipes[i].pipe, LUMEN_OK;
-    if (st->n_pipes == st->cap_pipes) {
-        int cap = st->cap_pipes ? 2 * st->cap_pipes : 16;
-        vk_pipeline *p = realloc(st->pipes, (size_t)cap * sizeof *p);
-        if (!p) return vk_host->set_error(LUMEN_ERR_OUT_OF_MEMORY, "vulkan: pipeline table");
-        st->pipes = p, st->cap_pipes = cap;
-    }
+    lumen_status s = vk_grow(&st->pipes, st->n_pipes, &st->cap_pipes, sizeof *st->pipes,
+                             "pipeline table");
+    if (s) return s;
     vk_pipeline *p = &st->pipes[st->n_pipes];
     memset(p, 0, sizeof *p);
     p->code = k->code;
     p->n_spec = k->n_spec;
     memcpy(p->spec, k->spec, sizeof(int32_t) * (size_t)k->n_spec);
-    lumen_status s = compile(st, k, &p->pipe);
-    if (s) return s;
+    if ((s = compile(st, k, &p->pipe))) return s;
     st->n_pipes++;
     *out = p->pipe;
     return LUMEN_OK;
@@ -279,6 +275,16 @@ lumen_status vk_rec_dispatch(vk_state *st, const vk_kernel *k, const VkBuffer *b
                                push);
     vkf.vkCmdDispatch(st->cmd, gx, gy, gz);
     return LUMEN_OK;
+}
+
+lumen_status vk_rec_one(vk_state *st, const vk_kernel *k, const VkBuffer *bufs, int n_bufs,
+                        const void *push, uint32_t push_bytes, uint32_t gx, uint32_t gy,
+                        uint32_t gz)
+{
+    lumen_status s = vk_rec_begin(st);
+    if (!s) s = vk_rec_dispatch(st, k, bufs, n_bufs, push, push_bytes, gx, gy, gz);
+    if (!s) s = vk_rec_submit(st);
+    return s;
 }
 
 bool vk_grid_fits(const vk_state *st, uint64_t gx, uint64_t gy, uint64_t gz)

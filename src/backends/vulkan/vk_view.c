@@ -34,14 +34,11 @@ lumen_status vk_scratch(lumen_context *ctx, vk_state *st, size_t bytes, vk_mem_k
             best = i;
     }
     if (best < 0) {
-        if (st->n_scratch == st->cap_scratch) {
-            int cap = st->cap_scratch ? 2 * st->cap_scratch : 16;
-            vk_scratch_buf *a = realloc(st->scratch, (size_t)cap * sizeof *a);
-            if (!a) return vk_host->set_error(LUMEN_ERR_OUT_OF_MEMORY, "vulkan: scratch table");
-            st->scratch = a, st->cap_scratch = cap;
-        }
+        lumen_status s = vk_grow(&st->scratch, st->n_scratch, &st->cap_scratch,
+                                 sizeof *st->scratch, "scratch table");
+        if (s) return s;
         vk_buf b;
-        lumen_status s = vk_buf_create(ctx, st, pool_size(bytes, st->max_range), kind, false, &b);
+        s = vk_buf_create(ctx, st, pool_size(bytes, st->max_range), kind, false, &b);
         if (s == LUMEN_ERR_OUT_OF_MEMORY) { /* idle pool buffers first, then the exact size */
             vk_scratch_trim(st);
             s = vk_buf_create(ctx, st, bytes, kind, false, &b);
