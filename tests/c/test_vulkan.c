@@ -477,10 +477,10 @@ static void expect_close(const lumen_image *got, const lumen_image *want, double
 {
     const int64_t count = got->n * got->c * got->h * got->w;
     for (int64_t i = 0; i < count; i++) {
-        const double g = got->dtype == LUMEN_F32 ? ((float *)got->data)[i]
-                                                 : ((unsigned char *)got->data)[i];
-        const double w = want->dtype == LUMEN_F32 ? ((float *)want->data)[i]
-                                                  : ((unsigned char *)want->data)[i];
+        const double g =
+            got->dtype == LUMEN_F32 ? ((float *)got->data)[i] : ((unsigned char *)got->data)[i];
+        const double w =
+            want->dtype == LUMEN_F32 ? ((float *)want->data)[i] : ((unsigned char *)want->data)[i];
         if (!(fabs(g - w) <= tol))
             fail_msg("%s: element %lld is %g, the reference %g", what, (long long)i, g, w);
     }
@@ -499,7 +499,8 @@ static void run_pieces_case(lumen_context *ctx, lumen_context *ref, lumen_dtype 
     assert_true(got && want);
     lumen_image dg = s, dw = s;
     dg.data = got, dw.data = want;
-    float k2[5 * 5], kx[7] = {0.1f, -0.2f, 0.3f, 0.4f, 0.3f, -0.2f, 0.1f}, ky[3] = {0.25f, 0.5f, 0.3f};
+    float k2[5 * 5], kx[7] = {0.1f, -0.2f, 0.3f, 0.4f, 0.3f, -0.2f, 0.1f},
+                     ky[3] = {0.25f, 0.5f, 0.3f};
     for (int i = 0; i < 25; i++)
         k2[i] = (float)((i * 7) % 11) / 11.0f - 0.3f;
     lumen_filter_options o = lumen_filter_options_default();
@@ -805,7 +806,6 @@ static void test_gauss_fast_nan(void **state)
 #define FC 3
 #define FH 48
 #define FW 64
-
 
 /* The float64 direct correlation of planar planes (n_planes of h x w) with a kh x kw kernel,
  * anchor (ax, ay): the oracle of the FFT tests. NaN and Inf propagate as IEEE sums do. */

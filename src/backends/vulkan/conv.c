@@ -114,7 +114,8 @@ static lumen_status conv_run(lumen_context *ctx, const lumen_op *op, lumen_run_i
     vk_view x, w, y;
     VkBuffer bias;
     lumen_status status;
-    if ((status = vk_view_bind(ctx, st, j->x, false, &x)) || (status = vk_view_bind(ctx, st, j->w, false, &w)) ||
+    if ((status = vk_view_bind(ctx, st, j->x, false, &x)) ||
+        (status = vk_view_bind(ctx, st, j->w, false, &w)) ||
         (status = vk_view_bind(ctx, st, j->y, true, &y)))
         return status;
     bias = x.buf; /* bound but unread without a bias */

@@ -60,9 +60,7 @@ static double vk_filter_cost(lumen_context *ctx, const lumen_op *op)
     double macs, bytes, passes = 1;
     switch (op->kind) {
     case LUMEN_OP_FILTER_DIRECT: macs = px * j->kw * j->kh, bytes = px * 8; break;
-    case LUMEN_OP_FILTER_SEPARABLE:
-        macs = px * (j->kw + j->kh), bytes = px * 16, passes = 2;
-        break;
+    case LUMEN_OP_FILTER_SEPARABLE: macs = px * (j->kw + j->kh), bytes = px * 16, passes = 2; break;
     case LUMEN_OP_FILTER_FFT:
         macs = px * fft_macs_per_pixel(j->kw, j->kh) * r.fft, bytes = px * 64, passes = 8;
         break;

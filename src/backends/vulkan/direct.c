@@ -11,7 +11,7 @@ static const uint32_t filter_direct_spv[] = {
 #include <filter_direct.spv.inc>
 };
 
-#define GROUP 16     /* local_size_x and _y of the shader */
+#define GROUP 16      /* local_size_x and _y of the shader */
 #define MAX_TILE_K 33 /* the shader's shared tile holds (16 + 32)^2 pixels */
 
 /* The shader's push constants, in its order (std430: 4-byte scalars, no padding). */
@@ -47,7 +47,8 @@ static lumen_status direct_piece(lumen_context *ctx, const lumen_filter_job *j,
     vk_view src, dst;
     VkBuffer taps;
     lumen_status status;
-    if ((status = vk_view_bind(ctx, st, s, false, &src)) || (status = vk_view_bind(ctx, st, d, true, &dst)) ||
+    if ((status = vk_view_bind(ctx, st, s, false, &src)) ||
+        (status = vk_view_bind(ctx, st, d, true, &dst)) ||
         (status = vk_upload_floats(ctx, st, j->kernel, (size_t)j->kw * (size_t)j->kh, &taps)))
         return status;
     const vk_direct_push pc = {.c = (int32_t)s->c,

@@ -320,7 +320,8 @@ static lumen_status fft_piece(lumen_context *ctx, const lumen_filter_job *j, lum
     vk_buf *consts, *work;
     int64_t g = group_tiles(st, &t);
     lumen_status s;
-    if ((s = vk_view_bind(ctx, st, j->src, false, &src)) || (s = vk_view_bind(ctx, st, j->dst, true, &dst)) ||
+    if ((s = vk_view_bind(ctx, st, j->src, false, &src)) ||
+        (s = vk_view_bind(ctx, st, j->dst, true, &dst)) ||
         (s = vk_scratch(ctx, st, consts_floats(j, &t) * sizeof(float), VK_MEM_HOST, &consts)) ||
         (s = work_buffer(ctx, st, &t, &g, &work)))
         return s;

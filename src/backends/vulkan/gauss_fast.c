@@ -158,9 +158,11 @@ static lumen_status gauss_piece(lumen_context *ctx, const lumen_op *op, lumen_ru
     vk_buf *t, *u = NULL;
     VkBuffer cbuf;
     lumen_status status;
-    if ((status = vk_view_bind(ctx, st, s, false, &src)) || (status = vk_view_bind(ctx, st, d, true, &dst)) ||
+    if ((status = vk_view_bind(ctx, st, s, false, &src)) ||
+        (status = vk_view_bind(ctx, st, d, true, &dst)) ||
         (status = vk_scratch(ctx, st, plane, VK_MEM_DEVICE, &t)) ||
-        (d->dtype != LUMEN_F32 && !ay.d.fir && (status = vk_scratch(ctx, st, plane, VK_MEM_DEVICE, &u))) ||
+        (d->dtype != LUMEN_F32 && !ay.d.fir &&
+         (status = vk_scratch(ctx, st, plane, VK_MEM_DEVICE, &u))) ||
         (status = vk_upload_floats(ctx, st, coef, (size_t)used, &cbuf)))
         return status;
     const vk_pview tv = planar(s);
@@ -182,5 +184,4 @@ static lumen_status gauss_run(lumen_context *ctx, const lumen_op *op, lumen_run_
     return vk_op_in_planes(ctx, op, gauss_fits, gauss_piece, info);
 }
 
-const vk_op_impl vk_op_gauss_fast = {.supports = gauss_supports, .run = gauss_run,
-                                     .pieces = true};
+const vk_op_impl vk_op_gauss_fast = {.supports = gauss_supports, .run = gauss_run, .pieces = true};

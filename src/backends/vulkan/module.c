@@ -153,17 +153,17 @@ static bool choose_memory(const VkPhysicalDeviceMemoryProperties *mem, vk_device
              (heap == mem->memoryHeaps[mem->memoryTypes[dev].heapIndex].size &&
               (f & host) == host && (mem->memoryTypes[dev].propertyFlags & host) != host)))
             dev = (int)t;
-        if ((f & host) == host &&
-            (stage < 0 || ((f & VK_MEMORY_PROPERTY_HOST_CACHED_BIT) &&
-                           !(mem->memoryTypes[stage].propertyFlags & VK_MEMORY_PROPERTY_HOST_CACHED_BIT))))
+        if ((f & host) == host && (stage < 0 || ((f & VK_MEMORY_PROPERTY_HOST_CACHED_BIT) &&
+                                                 !(mem->memoryTypes[stage].propertyFlags &
+                                                   VK_MEMORY_PROPERTY_HOST_CACHED_BIT))))
             stage = (int)t;
     }
     if (stage < 0) return false; /* no way to reach the host */
     if (dev < 0) dev = stage;    /* no device-local memory: all of it is the host's */
     d->mem_device = (uint32_t)dev, d->mem_host = (uint32_t)stage;
     const char *mode = getenv("LUMEN_VULKAN_MEMORY");
-    d->unified = (mem->memoryTypes[dev].propertyFlags & host) == host &&
-                 !(mode && !strcmp(mode, "staged"));
+    d->unified =
+        (mem->memoryTypes[dev].propertyFlags & host) == host && !(mode && !strcmp(mode, "staged"));
     if (d->memory == 0) d->memory = mem->memoryHeaps[mem->memoryTypes[dev].heapIndex].size;
     return true;
 }
@@ -268,8 +268,8 @@ static void probe(void)
         return;
     }
     if (app.apiVersion >= VK_API_VERSION_1_1) {
-        get_props2 = (PFN_vkGetPhysicalDeviceProperties2)gipa(instance,
-                                                              "vkGetPhysicalDeviceProperties2");
+        get_props2 =
+            (PFN_vkGetPhysicalDeviceProperties2)gipa(instance, "vkGetPhysicalDeviceProperties2");
         get_features2 =
             (PFN_vkGetPhysicalDeviceFeatures2)gipa(instance, "vkGetPhysicalDeviceFeatures2");
     }
@@ -307,8 +307,8 @@ static void vk_driver(int i, char *buf, size_t size)
 {
     const vk_device *d = vk_device_at(i);
     if (d)
-        snprintf(buf, size, "Vulkan %s, %s, device type %s, %s memory", d->api, d->driver,
-                 d->type, d->unified ? "unified" : "staged");
+        snprintf(buf, size, "Vulkan %s, %s, device type %s, %s memory", d->api, d->driver, d->type,
+                 d->unified ? "unified" : "staged");
     else if (size)
         buf[0] = '\0';
 }
@@ -528,8 +528,8 @@ const vk_buf *vk_find(const vk_state *st, const void *p, size_t bytes)
 static lumen_status vk_alloc(lumen_context *ctx, size_t bytes, void **out)
 {
     vk_state *st = vk_host->state(ctx);
-    lumen_status s = vk_grow(&st->allocs, st->n_allocs, &st->cap_allocs, sizeof *st->allocs,
-                             "allocation table");
+    lumen_status s =
+        vk_grow(&st->allocs, st->n_allocs, &st->cap_allocs, sizeof *st->allocs, "allocation table");
     if (s) return s;
     vk_buf b;
     s = vk_buf_create(ctx, st, bytes, VK_MEM_DEVICE, true, &b);
@@ -599,12 +599,9 @@ static lumen_status vk_synchronize(lumen_context *ctx)
 
 /* One file per op kind (direct.c, separable.c ...); a kind without an entry runs on the CPU. */
 static const vk_op_impl *const op_impls[LUMEN_OP_KIND_COUNT] = {
-    [LUMEN_OP_FILTER_DIRECT] = &vk_op_direct,
-    [LUMEN_OP_FILTER_SEPARABLE] = &vk_op_separable,
-    [LUMEN_OP_FILTER_FFT] = &vk_op_fft,
-    [LUMEN_OP_GAUSSIAN_FAST] = &vk_op_gauss_fast,
-    [LUMEN_OP_CONV2D] = &vk_op_conv2d,
-    [LUMEN_OP_CONV_TRANSPOSE2D] = &vk_op_conv_transpose2d,
+    [LUMEN_OP_FILTER_DIRECT] = &vk_op_direct, [LUMEN_OP_FILTER_SEPARABLE] = &vk_op_separable,
+    [LUMEN_OP_FILTER_FFT] = &vk_op_fft,       [LUMEN_OP_GAUSSIAN_FAST] = &vk_op_gauss_fast,
+    [LUMEN_OP_CONV2D] = &vk_op_conv2d,        [LUMEN_OP_CONV_TRANSPOSE2D] = &vk_op_conv_transpose2d,
 };
 
 static const vk_op_impl *impl_of(const lumen_op *op)
@@ -618,8 +615,7 @@ static bool vk_supports(lumen_context *ctx, const lumen_op *op)
     if (!impl || !impl->supports || !vk_host->state(ctx)) return false;
     const lumen_image *const *v = lumen_op_views(op);
     for (int i = 0; i < op->n_views; i++)
-        if (!(impl->pieces ? vk_view_fits(ctx, v[i]) : vk_view_fits_range(ctx, v[i])))
-            return false;
+        if (!(impl->pieces ? vk_view_fits(ctx, v[i]) : vk_view_fits_range(ctx, v[i]))) return false;
     return impl->supports(ctx, op);
 }
 

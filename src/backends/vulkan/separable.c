@@ -110,10 +110,10 @@ static lumen_status separable_piece(lumen_context *ctx, const lumen_filter_job *
     const VkBuffer rb[] = {src.buf, tmp->buf, taps}, cb[] = {tmp->buf, dst.buf, taps};
     const uint32_t gx = vk_groups(s->w, GROUP_X), gz = (uint32_t)(s->n * s->c);
     if ((status = vk_rec_begin(st)) ||
-        (status = vk_rec_dispatch(st, &rows, rb, 3, &rp, sizeof rp, gx, vk_groups(s->h, GROUP_Y),
-                                  gz)) ||
-        (status = vk_rec_dispatch(st, &cols, cb, 3, &cp, sizeof cp, gx, vk_groups(d->h, GROUP_Y),
-                                  gz)) ||
+        (status =
+             vk_rec_dispatch(st, &rows, rb, 3, &rp, sizeof rp, gx, vk_groups(s->h, GROUP_Y), gz)) ||
+        (status =
+             vk_rec_dispatch(st, &cols, cb, 3, &cp, sizeof cp, gx, vk_groups(d->h, GROUP_Y), gz)) ||
         (status = vk_rec_submit(st)))
         return status;
     vk_view_finish(&dst);

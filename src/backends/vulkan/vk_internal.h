@@ -85,8 +85,8 @@ extern const lumen_module_host *vk_host;
 typedef struct vk_device {
     VkPhysicalDevice phys;
     char name[128];
-    char driver[96]; /* "Mesa 22.3.6 (llvmpipe), Vulkan 1.3.230": lumen info shows it */
-    char api[16];    /* "1.3.230" */
+    char driver[96];  /* "Mesa 22.3.6 (llvmpipe), Vulkan 1.3.230": lumen info shows it */
+    char api[16];     /* "1.3.230" */
     const char *type; /* Vulkan's device type: "discrete GPU" ... "cpu" (lavapipe) */
     lumen_device_kind kind;
     uint64_t memory;       /* bytes of its device-local heaps */
@@ -96,8 +96,8 @@ typedef struct vk_device {
     bool unified;          /* mem_device is host-visible + coherent too (lavapipe, UMA, ReBAR) */
     uint32_t max_groups[3];
     uint32_t max_group_invocations;
-    uint32_t max_shared;        /* bytes of shared memory per workgroup */
-    uint64_t max_storage_range; /* bytes one storage-buffer binding may cover */
+    uint32_t max_shared;              /* bytes of shared memory per workgroup */
+    uint64_t max_storage_range;       /* bytes one storage-buffer binding may cover */
     uint8_t cache_uuid[VK_UUID_SIZE]; /* pipelineCacheUUID: keys the on-disk pipeline cache */
     uint32_t vendor_id, device_id, driver_version;
     int fp16, bf16; /* shaderFloat16 / bfloat16 support, for lumen_device_info */
@@ -158,9 +158,9 @@ typedef struct vk_state {
     bool cache_dirty;      /* a pipeline was compiled since the cache was loaded */
     vk_pipeline *pipes;    /* compiled on first use: compiling costs (LLVM on lavapipe) */
     int n_pipes, cap_pipes;
-    int pipes_compiled;  /* this context's pipelines not found in the cache */
-    int pipes_cached;    /* ... and those the driver says came from the cache */
-    bool feedback;       /* VK_EXT_pipeline_creation_feedback enabled: cache hits are known */
+    int pipes_compiled; /* this context's pipelines not found in the cache */
+    int pipes_cached;   /* ... and those the driver says came from the cache */
+    bool feedback;      /* VK_EXT_pipeline_creation_feedback enabled: cache hits are known */
     /* the command buffer being recorded (vk_rec_*) */
     bool recording;
     int sets_used, dispatches;
@@ -301,15 +301,15 @@ typedef lumen_status (*vk_piece_run)(lumen_context *ctx, const lumen_filter_job 
 /* Whether j fits as a whole or in pieces (images, planes, row bands). */
 bool vk_filter_fits_in_pieces(lumen_context *ctx, const lumen_filter_job *j, vk_piece_fits fits);
 /* Runs j whole when it fits, else piece by piece (one submission each). */
-lumen_status vk_filter_in_pieces(lumen_context *ctx, const lumen_filter_job *j,
-                                 vk_piece_fits fits, vk_piece_run run, lumen_run_info *info);
+lumen_status vk_filter_in_pieces(lumen_context *ctx, const lumen_filter_job *j, vk_piece_fits fits,
+                                 vk_piece_run run, lumen_run_info *info);
 /* The same for any op whose views share n and c (the fast Gaussian): pieces of one image's
  * channels, or of one plane. */
 typedef bool (*vk_op_fits)(lumen_context *ctx, const lumen_op *op);
 typedef lumen_status (*vk_op_run)(lumen_context *ctx, const lumen_op *op, lumen_run_info *info);
 bool vk_op_fits_in_planes(lumen_context *ctx, const lumen_op *op, vk_op_fits fits);
-lumen_status vk_op_in_planes(lumen_context *ctx, const lumen_op *op, vk_op_fits fits,
-                             vk_op_run run, lumen_run_info *info);
+lumen_status vk_op_in_planes(lumen_context *ctx, const lumen_op *op, vk_op_fits fits, vk_op_run run,
+                             lumen_run_info *info);
 /* Whether a view's staging copy (host) or binding (device) fits one storage buffer. */
 bool vk_view_fits_range(lumen_context *ctx, const lumen_image *v);
 

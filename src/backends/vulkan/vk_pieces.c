@@ -92,8 +92,8 @@ bool vk_filter_fits_in_pieces(lumen_context *ctx, const lumen_filter_job *j, vk_
     return fits(ctx, j) || (piece_shape(ctx, j, fits, &rows), rows > 0);
 }
 
-lumen_status vk_filter_in_pieces(lumen_context *ctx, const lumen_filter_job *j,
-                                 vk_piece_fits fits, vk_piece_run run, lumen_run_info *info)
+lumen_status vk_filter_in_pieces(lumen_context *ctx, const lumen_filter_job *j, vk_piece_fits fits,
+                                 vk_piece_run run, lumen_run_info *info)
 {
     if (fits(ctx, j)) return run(ctx, j, info);
     int64_t rows;
@@ -166,8 +166,8 @@ bool vk_op_fits_in_planes(lumen_context *ctx, const lumen_op *op, vk_op_fits fit
     return fits(ctx, op) || plane_group(ctx, op, fits) > 0;
 }
 
-lumen_status vk_op_in_planes(lumen_context *ctx, const lumen_op *op, vk_op_fits fits,
-                             vk_op_run run, lumen_run_info *info)
+lumen_status vk_op_in_planes(lumen_context *ctx, const lumen_op *op, vk_op_fits fits, vk_op_run run,
+                             lumen_run_info *info)
 {
     if (fits(ctx, op)) return run(ctx, op, info);
     const int64_t nc = plane_group(ctx, op, fits);

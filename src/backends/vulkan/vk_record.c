@@ -137,8 +137,9 @@ static lumen_status compile(vk_state *st, const vk_kernel *k, VkPipeline *out)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     vkf.vkDestroyShaderModule(st->device, sm, NULL);
     if (r) return vk_fail(r, "vkCreateComputePipelines");
-    const bool hit = (fb.flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT_EXT) &&
-                     (fb.flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT_EXT);
+    const bool hit =
+        (fb.flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT_EXT) &&
+        (fb.flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT_EXT);
     if (hit)
         st->pipes_cached++;
     else
@@ -158,8 +159,8 @@ static lumen_status pipeline(vk_state *st, const vk_kernel *k, VkPipeline *out)
 {
     for (int i = 0; i < st->n_pipes; i++)
         if (same_kernel(&st->pipes[i], k)) return *out = st->pipes[i].pipe, LUMEN_OK;
-    lumen_status s = vk_grow(&st->pipes, st->n_pipes, &st->cap_pipes, sizeof *st->pipes,
-                             "pipeline table");
+    lumen_status s =
+        vk_grow(&st->pipes, st->n_pipes, &st->cap_pipes, sizeof *st->pipes, "pipeline table");
     if (s) return s;
     vk_pipeline *p = &st->pipes[st->n_pipes];
     memset(p, 0, sizeof *p);
@@ -261,11 +262,10 @@ lumen_status vk_rec_dispatch(vk_state *st, const vk_kernel *k, const VkBuffer *b
         /* each pass reads what the one before wrote (separable, FFT passes) */
         VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
                               .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
-                              .dstAccessMask = VK_ACCESS_SHADER_READ_BIT |
-                                               VK_ACCESS_SHADER_WRITE_BIT};
+                              .dstAccessMask =
+                                  VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
         vkf.vkCmdPipelineBarrier(st->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, NULL, 0,
-                                 NULL);
+                                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
     }
     vkf.vkCmdBindPipeline(st->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
     vkf.vkCmdBindDescriptorSets(st->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, st->layout, 0, 1, &set, 0,
@@ -325,8 +325,7 @@ lumen_status vk_copy_through_staging(lumen_context *ctx, vk_state *st, const vk_
                             to_device ? b->buf : stage->buf, 1, &region);
         VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
                               .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
-                              .dstAccessMask = VK_ACCESS_HOST_READ_BIT |
-                                               VK_ACCESS_SHADER_READ_BIT};
+                              .dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_SHADER_READ_BIT};
         vkf.vkCmdPipelineBarrier(st->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
                                  VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                                  0, 1, &mb, 0, NULL, 0, NULL);

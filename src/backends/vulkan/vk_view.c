@@ -34,8 +34,8 @@ lumen_status vk_scratch(lumen_context *ctx, vk_state *st, size_t bytes, vk_mem_k
             best = i;
     }
     if (best < 0) {
-        lumen_status s = vk_grow(&st->scratch, st->n_scratch, &st->cap_scratch,
-                                 sizeof *st->scratch, "scratch table");
+        lumen_status s = vk_grow(&st->scratch, st->n_scratch, &st->cap_scratch, sizeof *st->scratch,
+                                 "scratch table");
         if (s) return s;
         vk_buf b;
         s = vk_buf_create(ctx, st, pool_size(bytes, st->max_range), kind, false, &b);
@@ -127,8 +127,8 @@ bool vk_view_fits_range(lumen_context *ctx, const lumen_image *v)
     int64_t lo, hi;
     span(v, &lo, &hi);
     const int64_t es = (int64_t)lumen_dtype_bytes(v->dtype);
-    const int64_t bytes = stage_compactly(st, v, (lo + hi + 1) * es) ? dense_bytes(v)
-                                                                       : (lo + hi + 1) * es;
+    const int64_t bytes =
+        stage_compactly(st, v, (lo + hi + 1) * es) ? dense_bytes(v) : (lo + hi + 1) * es;
     return fits_i32(bytes) && (uint64_t)bytes <= st->max_range;
 }
 
