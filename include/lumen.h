@@ -302,6 +302,95 @@ LUMEN_API lumen_status lumen_gaussian_kernel(int n, double sigma, float *out);
 /* The kernel size GaussianBlur derives from sigma for this dtype. */
 LUMEN_API int lumen_gaussian_ksize(double sigma, lumen_dtype dtype);
 
+/* ---- film effects (docs/film.md) -------------------------------------------
+ * Phos's formulas (latteine1217/Phos), on images of 1 or 3 channels in linear light: values
+ * are taken as x / 255 (u8), x / 65535 (u16) or x (f32), and stored back so (rounded and
+ * saturated for u8/u16). Per-channel parameters are indexed by channel (R, G, B); a 1-channel
+ * image uses index 1 (green). Results are clipped to [0, 1] as Phos clips them. dst may be
+ * src (in place). Everything else runs through the one dispatch path: the convolutions run
+ * on the context's device. */
+
+/* Bloom (Phos apply_wavelength_bloom): per channel E = max(x - threshold, 0) * eta[c];
+ * out = clip(x - E + E (*) K_c, 0, 1), K_c(r) = rho·exp(-r^2 / 2 sigma^2) + (1 - rho)·exp(-r /
+ * kappa) over a (2 radius + 1)^2 square normalised to sum 1, border reflect (cv2's
+ * BORDER_REFLECT). radius 0: int(4 max sigma) (one radius for all channels, as Phos). */
+typedef struct lumen_bloom_params {
+    double threshold; /* 0.8 */
+    double eta[3];    /* scattered fraction per channel */
+    double sigma[3], kappa[3], rho[3];
+    int radius;
+} lumen_bloom_params;
+LUMEN_API lumen_bloom_params lumen_bloom_params_default(void);
+LUMEN_API lumen_status lumen_bloom(lumen_context *ctx, const lumen_image *src,
+                                   const lumen_image *dst, const lumen_bloom_params *p,
+                                   lumen_run_info *info);
+
+/* Halation (Phos apply_halation): E = max(x - threshold, 0) * f[c] * energy_fraction; layer =
+ * 0.5 G(61, s) + 0.3 G(121, 2s) + 0.2 G(151, 4s) of E, G(k, sigma) OpenCV's k x k Gaussian
+ * (border reflect101), s = 0.2 psf_radius; the layer rescaled per channel to sum(E); out =
+ * clip(x - E + layer, 0, 1). */
+typedef struct lumen_halation_params {
+    double threshold;       /* 0.5 */
+    double f[3];            /* (T_e T_b T_AH)^2 R_bp per channel */
+    double energy_fraction; /* 0.03 */
+    double psf_radius;      /* 80 */
+} lumen_halation_params;
+LUMEN_API lumen_halation_params lumen_halation_params_default(void);
+LUMEN_API lumen_status lumen_halation(lumen_context *ctx, const lumen_image *src,
+                                      const lumen_image *dst, const lumen_halation_params *p,
+                                      lumen_run_info *info);
+
+/* Grain (Phos's Poisson mode): per pixel, photons ~ N(m, sqrt m) with m = max(x * exposure, 1),
+ * at least 0; relative noise (photons - m) / m, blurred by OpenCV's Gaussian of sigma size
+ * (ksize int(4 size) | 1 clamped to [3, 15]; none when size <= 0.5), divided by 3x its standard
+ * deviation over the image, times density x intensity, clipped to [-1, 1]; out = clip(x + noise
+ * x amount, 0, 1) (docs/film.md). The random field depends only on (seed, channel, pixel
+ * position, image size): the same on every device and thread count. */
+typedef struct lumen_grain_params {
+    double intensity; /* 0.15 */
+    double size;      /* sigma of the blur, pixels */
+    double density;   /* 1 */
+    double exposure;  /* photons at x = 1: 1000 */
+    double amount;    /* how the noise is added (see docs/film.md) */
+    uint64_t seed;
+} lumen_grain_params;
+LUMEN_API lumen_grain_params lumen_grain_params_default(void);
+LUMEN_API lumen_status lumen_grain(lumen_context *ctx, const lumen_image *src,
+                                   const lumen_image *dst, const lumen_grain_params *p,
+                                   lumen_run_info *info);
+
+/* A film stock: everything the chain uses (data/film_stocks.ini, embedded in the library). */
+typedef struct lumen_film_stock {
+    char name[32];   /* "portra400" */
+    char title[64];  /* "Kodak Portra 400" */
+    int color;       /* 0: black and white (weights[0..2] give the grey) */
+    int iso;
+    double matrix[9]; /* spectral response: rows R, G, B of the emulsion from the input RGB */
+    int tone;         /* 0: filmic (A..F below), 1: Reinhard */
+    double filmic[6]; /* A, B, C, D, E, F */
+    lumen_bloom_params bloom;
+    lumen_halation_params halation;
+    int halation_enabled;
+    lumen_grain_params grain;
+} lumen_film_stock;
+
+/* Names of the stocks, "portra400,cinestill800t,...". */
+LUMEN_API const char *lumen_film_stock_names(void);
+/* The stock named `name`; LUMEN_ERR_INVALID_ARGUMENT naming the stocks that exist. */
+LUMEN_API lumen_status lumen_film_stock_get(const char *name, lumen_film_stock *out);
+
+/* The whole chain (docs/film.md): u8/u16 sRGB-decoded (f32 taken as linear), the stock's
+ * spectral response, bloom, halation, tone curve, grain, sRGB-encoded for u8/u16. Strengths
+ * scale the effects (0 turns one off, 1 is the stock's). */
+typedef struct lumen_film_options {
+    double halation, bloom, grain; /* 1 */
+    uint64_t seed;                 /* 0 */
+} lumen_film_options;
+LUMEN_API lumen_film_options lumen_film_options_default(void);
+LUMEN_API lumen_status lumen_film(lumen_context *ctx, const lumen_image *src,
+                                  const lumen_image *dst, const lumen_film_stock *stock,
+                                  const lumen_film_options *opt, lumen_run_info *info);
+
 /* ---- neural-network convolution (NCHW) ------------------------------------
  * Tensors are lumen_image views read as N x C x H x W: x = (N, C, H, W), weights
  * w = (K, C / groups, R, S) for conv2d and (C, K / groups, R, S) for conv_transpose2d,
