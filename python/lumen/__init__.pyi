@@ -138,6 +138,52 @@ def conv_transpose2d(
 ) -> np.ndarray:
     """NCHW transposed convolution (torch.nn.functional.conv_transpose2d)."""
 
+def bloom(
+    src: ArrayLike,
+    *,
+    threshold: float = 0.8,
+    eta: ArrayLike | None = None,
+    sigma: ArrayLike | None = None,
+    kappa: ArrayLike | None = None,
+    rho: ArrayLike | None = None,
+    radius: int = 0,
+    out: ArrayLike | None = None,
+    dtype: DTypeLike | None = None,
+    layout: Literal['hw', 'hwc', 'chw', 'nhwc', 'nchw'] | None = None,
+    context: Context | None = None,
+) -> np.ndarray:
+    """film bloom: highlights scattered in the emulsion (Phos's formula)."""
+
+def halation(
+    src: ArrayLike,
+    *,
+    threshold: float = 0.5,
+    f: ArrayLike | None = None,
+    energy_fraction: float = 0.03,
+    psf_radius: float = 80.0,
+    out: ArrayLike | None = None,
+    dtype: DTypeLike | None = None,
+    layout: Literal['hw', 'hwc', 'chw', 'nhwc', 'nchw'] | None = None,
+    context: Context | None = None,
+) -> np.ndarray:
+    """film halation: light reflected from the film base (Phos's formula)."""
+
+def grain(
+    src: ArrayLike,
+    *,
+    intensity: float = 0.15,
+    size: float = 1.0,
+    density: float = 1.0,
+    exposure: float = 1000.0,
+    amount: float = 1.0,
+    seed: int = 0,
+    out: ArrayLike | None = None,
+    dtype: DTypeLike | None = None,
+    layout: Literal['hw', 'hwc', 'chw', 'nhwc', 'nchw'] | None = None,
+    context: Context | None = None,
+) -> np.ndarray:
+    """film grain: seeded photon noise (Phos's Poisson mode)."""
+
 __all__ = [
     'ArgumentError',
     'BORDER_ALIASES',
@@ -145,6 +191,7 @@ __all__ = [
     'Error',
     'FileError',
     'UnsupportedError',
+    'bloom',
     'box_blur',
     'conv2d',
     'conv_transpose2d',
@@ -154,6 +201,8 @@ __all__ = [
     'gaussian_blur',
     'gaussian_kernel',
     'gaussian_ksize',
+    'grain',
+    'halation',
     'last_run',
     'read_image',
     'sep_filter2d',

@@ -397,7 +397,12 @@ static void process_tile(const fft_run *r, int64_t item, float *in, fftwf_comple
     const int64_t tw = s->w - x0 < r->tw ? s->w - x0 : r->tw;
     load_window(r, b, ch, y0, x0, th + job->kh - 1, tw + job->kw - 1, in);
     float amax = window_max_abs(r, in, th + job->kh - 1, tw + job->kw - 1);
-    if (needs_direct(r, amax)) {
+    if (amax == 0.0f) {
+        /* an all-zero window (the highlights of a film effect are mostly zeros): its outputs
+         * are exactly zero, without transforms */
+        for (int64_t y = 0; y < th; y++)
+            memset(out + y * r->nw, 0, (size_t)tw * sizeof *out);
+    } else if (needs_direct(r, amax)) {
         direct_tile(r, in, th, tw, out);
     } else {
         fftwf_execute_dft_r2c(r->plans->fwd, in, freq);

@@ -1,0 +1,215 @@
+/* The film effects' shared steps (film_common.h). */
+#include "film_common.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ERR_ARG LUMEN_ERR_INVALID_ARGUMENT
+
+lumen_status film_check(const lumen_context *ctx, const lumen_image *src, const lumen_image *dst,
+                        const char *op)
+{
+    if (!ctx) return lumen_set_error(ERR_ARG, "ctx: NULL context");
+    lumen_status s;
+    if ((s = lumen_image_check(src, "src")) || (s = lumen_image_check(dst, "dst")) ||
+        (s = lumen_image_check_pair(src, dst)))
+        return s;
+    if (src->c != 1 && src->c != 3)
+        return lumen_set_error(ERR_ARG, "src: %s takes 1 or 3 channels, got %lld", op,
+                               (long long)src->c);
+    if (src->device || dst->device)
+        return lumen_set_error(ERR_ARG,
+                               "%s: %s is in device memory; the film effects take host images "
+                               "(their convolutions run on the context's device)",
+                               src->device ? "src" : "dst", op);
+    return LUMEN_OK;
+}
+
+static float scale_of(lumen_dtype t)
+{
+    return t == LUMEN_U8 ? 255.0f : t == LUMEN_U16 ? 65535.0f : 1.0f;
+}
+
+lumen_status film_planes_new(const lumen_image *img, film_planes *out)
+{
+    *out = (film_planes){.n = img->n, .c = img->c, .h = img->h, .w = img->w};
+    const size_t count = (size_t)(img->n * img->c * img->h * img->w);
+    out->data = calloc(count, sizeof(float));
+    if (!out->data)
+        return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "film: %zu-byte working image failed",
+                               count * sizeof(float));
+    return LUMEN_OK;
+}
+
+lumen_status film_planes_load(const lumen_image *img, film_planes *out)
+{
+    lumen_status s = film_planes_new(img, out);
+    if (s) return s;
+    const float inv = 1.0f / scale_of(img->dtype);
+    for (int64_t b = 0; b < img->n; b++)
+        for (int64_t c = 0; c < img->c; c++) {
+            float *p = film_plane(out, b, c);
+            for (int64_t y = 0; y < img->h; y++)
+                for (int64_t x = 0; x < img->w; x++)
+                    p[y * img->w + x] =
+                        lumen_load_px(lumen_px_addr(img, b, c, y, x), img->dtype) * inv;
+        }
+    return LUMEN_OK;
+}
+
+void film_planes_free(film_planes *p)
+{
+    free(p->data);
+    p->data = NULL;
+}
+
+lumen_image film_planes_view(const film_planes *p)
+{
+    return lumen_image_nchw(p->data, LUMEN_F32, p->n, p->c, p->h, p->w);
+}
+
+void film_planes_store(const film_planes *p, const lumen_image *dst, int threads)
+{
+    const float scale = scale_of(dst->dtype);
+    const int64_t rows = p->n * p->c * p->h;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        const int64_t y = r % p->h, c = (r / p->h) % p->c, b = r / (p->h * p->c);
+        const float *row = film_plane(p, b, c) + y * p->w;
+        for (int64_t x = 0; x < p->w; x++) {
+            float v = row[x];
+            v = v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v; /* NaN stays NaN: f32 keeps it */
+            lumen_store_px(lumen_px_addr(dst, b, c, y, x), dst->dtype, v * scale);
+        }
+    }
+}
+
+void film_row_load(const lumen_image *img, int64_t b, int64_t c, int64_t y, float *row)
+{
+    const char *p = lumen_px_addr(img, b, c, y, 0);
+    const int64_t sw = img->stride_w;
+    switch (img->dtype) {
+    case LUMEN_U8:
+        for (int64_t x = 0; x < img->w; x++)
+            row[x] = (float)((const uint8_t *)p)[x * sw] * (1.0f / 255.0f);
+        break;
+    case LUMEN_U16:
+        for (int64_t x = 0; x < img->w; x++)
+            row[x] = (float)((const uint16_t *)p)[x * sw] * (1.0f / 65535.0f);
+        break;
+    case LUMEN_F32:
+        for (int64_t x = 0; x < img->w; x++)
+            row[x] = ((const float *)p)[x * sw];
+        break;
+    }
+}
+
+lumen_status film_highlights(const lumen_image *src, film_planes *e, double threshold,
+                             const double k[3], double *sums, int threads)
+{
+    lumen_status s = film_planes_new(src, e);
+    if (s) return s;
+    const int64_t rows = src->n * src->c * src->h, w = src->w;
+    double *row_sums = sums ? calloc((size_t)rows, sizeof *row_sums) : NULL;
+    if (sums && !row_sums) {
+        film_planes_free(e);
+        return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "film: row sums");
+    }
+    const float t = (float)threshold;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        const int64_t y = r % src->h, c = (r / src->h) % src->c, b = r / (src->h * src->c);
+        float *row = film_plane(e, b, c) + y * w;
+        const float kc = (float)k[film_channel_param(src->c, c)];
+        film_row_load(src, b, c, y, row);
+        double sum = 0;
+        for (int64_t x = 0; x < w; x++) {
+            row[x] = (row[x] > t ? row[x] - t : 0.0f) * kc;
+            sum += row[x];
+        }
+        if (row_sums) row_sums[r] = sum;
+    }
+    if (sums) { /* plane sums in row order: the same whatever the thread count */
+        for (int64_t p = 0; p < src->n * src->c; p++) {
+            sums[p] = 0;
+            for (int64_t y = 0; y < src->h; y++)
+                sums[p] += row_sums[p * src->h + y];
+        }
+        free(row_sums);
+    }
+    return LUMEN_OK;
+}
+
+static double plane_row_sum(const film_planes *p, int64_t plane, int64_t y)
+{
+    const float *row = p->data + (plane * p->h + y) * p->w;
+    double sum = 0;
+    for (int64_t x = 0; x < p->w; x++)
+        sum += row[x];
+    return sum;
+}
+
+void film_plane_sums(const film_planes *p, double *sums, int threads)
+{
+    const int64_t rows = p->n * p->c * p->h;
+    double *row_sums = malloc((size_t)rows * sizeof *row_sums);
+    if (row_sums) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+        for (int64_t r = 0; r < rows; r++)
+            row_sums[r] = plane_row_sum(p, r / p->h, r % p->h);
+    }
+    for (int64_t q = 0; q < p->n * p->c; q++) {
+        sums[q] = 0;
+        for (int64_t y = 0; y < p->h; y++) /* without the row buffer: serially */
+            sums[q] += row_sums ? row_sums[q * p->h + y] : plane_row_sum(p, q, y);
+    }
+    free(row_sums);
+}
+
+void film_scatter_back(const lumen_image *src, const lumen_image *dst, double threshold,
+                       const double k[3], const film_planes *s, const float *scale, int threads)
+{
+    const int64_t rows = src->n * src->c * src->h, w = src->w;
+    const float t = (float)threshold, in = 1.0f / scale_of(src->dtype);
+    const float out = scale_of(dst->dtype);
+    const int64_t ses = (int64_t)lumen_dtype_bytes(src->dtype) * src->stride_w;
+    const int64_t des = (int64_t)lumen_dtype_bytes(dst->dtype) * dst->stride_w;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        const int64_t y = r % src->h, c = (r / src->h) % src->c, b = r / (src->h * src->c);
+        const float kc = (float)k[film_channel_param(src->c, c)];
+        const float sc = scale ? scale[b * src->c + c] : 1.0f;
+        const float *sr = film_plane(s, b, c) + y * w;
+        const char *ps = lumen_px_addr(src, b, c, y, 0);
+        char *pd = lumen_px_addr(dst, b, c, y, 0);
+        for (int64_t x = 0; x < w; x++) {
+            const float v = lumen_load_px(ps + x * ses, src->dtype) * in;
+            const float e = (v > t ? v - t : 0.0f) * kc;
+            float o = v - e + sr[x] * sc;
+            o = o < 0.0f ? 0.0f : o > 1.0f ? 1.0f : o; /* NaN stays NaN: f32 keeps it */
+            lumen_store_px(pd + x * des, dst->dtype, o * out);
+        }
+    }
+}
+
+lumen_status film_check_triplet(const double v[3], double lo, double hi, const char *what)
+{
+    for (int i = 0; i < 3; i++)
+        if (!(v[i] >= lo && v[i] <= hi))
+            return lumen_set_error(ERR_ARG, "%s[%d]: %g is not in [%g, %g]", what, i, v[i], lo,
+                                   hi);
+    return LUMEN_OK;
+}
+
+lumen_status film_desc_triplet(const lumen_value *v, const char *what, double out[3])
+{
+    if (!v->given) return LUMEN_OK;
+    const int64_t n = v->u.array.w;
+    if (n != 1 && n != 3)
+        return lumen_set_error(ERR_ARG, "%s: 1 value (every channel) or 3 (R, G, B), got %lld",
+                               what, (long long)n);
+    for (int i = 0; i < 3; i++)
+        out[i] = v->u.array.data[n == 1 ? 0 : i];
+    return LUMEN_OK;
+}
