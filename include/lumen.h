@@ -358,20 +358,30 @@ LUMEN_API lumen_grain_params lumen_grain_params_default(void);
 LUMEN_API lumen_status lumen_grain(lumen_context *ctx, const lumen_image *src,
                                    const lumen_image *dst, const lumen_grain_params *p,
                                    lumen_run_info *info);
+/* The standard-normal draws lumen_grain uses for channel `channel` of image `image` of an h x w
+ * batch with this seed, into out[h * w] (row-major): for reference implementations and tests. */
+LUMEN_API lumen_status lumen_grain_normals(uint64_t seed, int64_t h, int64_t w, int64_t image,
+                                          int64_t channel, float *out);
 
-/* A film stock: everything the chain uses (data/film_stocks.ini, embedded in the library). */
+/* A film stock: everything the chain uses (data/film_stocks.ini, embedded in the library;
+ * docs/film.md gives each number's source in Phos). */
 typedef struct lumen_film_stock {
-    char name[32];   /* "portra400" */
-    char title[64];  /* "Kodak Portra 400" */
-    int color;       /* 0: black and white (weights[0..2] give the grey) */
+    char name[32];  /* "portra400" */
+    char title[64]; /* "Kodak Portra 400" */
+    int color;      /* 0: black and white (matrix[0..2] are the panchromatic weights) */
     int iso;
-    double matrix[9]; /* spectral response: rows R, G, B of the emulsion from the input RGB */
-    int tone;         /* 0: filmic (A..F below), 1: Reinhard */
+    double matrix[9]; /* spectral response: rows R, G, B of the emulsion from linear RGB */
+    int tone;         /* 0: filmic (A..F below, on 10 x the light), 1: Phos's Reinhard */
     double filmic[6]; /* A, B, C, D, E, F */
+    int bloom_artistic;  /* black and white: Phos's image-adaptive artistic bloom */
+    double sensitivity;  /* its sensitivity factor */
     lumen_bloom_params bloom;
     lumen_halation_params halation;
     int halation_enabled;
+    double diffuse[3], direct[3]; /* weights of the scattered and the direct light per layer */
     lumen_grain_params grain;
+    double grain_layer[3]; /* the layers' grain weights (colour) */
+    double grain_pan;      /* the panchromatic grain weight */
 } lumen_film_stock;
 
 /* Names of the stocks, "portra400,cinestill800t,...". */

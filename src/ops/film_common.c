@@ -58,6 +58,16 @@ lumen_status film_planes_load(const lumen_image *img, film_planes *out)
     return LUMEN_OK;
 }
 
+lumen_status film_planes_like(const film_planes *p, film_planes *out)
+{
+    *out = (film_planes){.n = p->n, .c = p->c, .h = p->h, .w = p->w};
+    const size_t bytes = (size_t)(p->n * p->c * p->h * p->w) * sizeof(float);
+    if (!(out->data = malloc(bytes)))
+        return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "film: %zu-byte working image failed",
+                               bytes);
+    return LUMEN_OK;
+}
+
 void film_planes_free(film_planes *p)
 {
     free(p->data);

@@ -20,6 +20,8 @@ lumen_status film_check(const lumen_context *ctx, const lumen_image *src, const 
 lumen_status film_planes_new(const lumen_image *img, film_planes *out);
 lumen_status film_planes_load(const lumen_image *img, film_planes *out);
 void film_planes_free(film_planes *p);
+/* New (uninitialised) planes of p's shape. */
+lumen_status film_planes_like(const film_planes *p, film_planes *out);
 /* The planes as an f32 NCHW view (for the filters). */
 lumen_image film_planes_view(const film_planes *p);
 /* Plane (b, c) and its length. */
@@ -48,6 +50,11 @@ void film_plane_sums(const film_planes *p, double *sums, int threads);
  * film_highlights makes it (no copy of x is kept); scale NULL: 1. src may be dst. */
 void film_scatter_back(const lumen_image *src, const lumen_image *dst, double threshold,
                        const double k[3], const film_planes *s, const float *scale, int threads);
+
+/* The grain of planes x (grain.c): clip(relative photon noise, blurred, / (3 std) x density x
+ * intensity, -1, 1) into new planes `noise` (Phos's PoissonGrainStrategy without the add). */
+lumen_status film_grain_noise(lumen_context *ctx, const film_planes *x, film_planes *noise,
+                              const lumen_grain_params *p, lumen_run_info *info);
 
 /* Checks per-channel values are finite and within [lo, hi]; `what` names them. */
 lumen_status film_check_triplet(const double v[3], double lo, double hi, const char *what);

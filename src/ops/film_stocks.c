@@ -68,6 +68,10 @@ static lumen_status set_key(lumen_film_stock *s, const char *key, const char *v)
         s->tone = !strcmp(v, "reinhard");
         return LUMEN_OK;
     }
+    if (!strcmp(key, "bloom_mode")) {
+        s->bloom_artistic = !strcmp(v, "artistic");
+        return LUMEN_OK;
+    }
     struct {
         const char *key;
         double *dst;
@@ -80,6 +84,11 @@ static lumen_status set_key(lumen_film_stock *s, const char *key, const char *v)
         {"bloom_kappa", s->bloom.kappa, 3},
         {"bloom_rho", s->bloom.rho, 3},
         {"halation_f", s->halation.f, 3},
+        {"diffuse", s->diffuse, 3},
+        {"direct", s->direct, 3},
+        {"grain_layer", s->grain_layer, 3},
+        {"grain_pan", &s->grain_pan, 1},
+        {"sensitivity", &s->sensitivity, 1},
         {"bloom_threshold", &s->bloom.threshold, 1},
         {"halation_energy", &s->halation.energy_fraction, 1},
         {"halation_radius", &s->halation.psf_radius, 1},
@@ -117,6 +126,8 @@ static void stock_init(lumen_film_stock *s, const char *name)
     s->halation = lumen_halation_params_default();
     s->halation_enabled = 1;
     s->grain = lumen_grain_params_default();
+    for (int i = 0; i < 3; i++)
+        s->diffuse[i] = s->direct[i] = 0.5;
 }
 
 /* Walks the file: calls found(s, arg) for each stock, parsed; stops at a non-zero return. */

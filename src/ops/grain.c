@@ -65,11 +65,26 @@ static double normal_draw(uint64_t key, int64_t i)
 }
 
 /* The generator's key of a plane: seed, image size, image and channel. */
-static uint64_t plane_key(const lumen_grain_params *p, const film_planes *x, int64_t b, int64_t c)
+static uint64_t plane_key(uint64_t seed, int64_t h, int64_t w, int64_t b, int64_t c)
 {
-    uint64_t k = splitmix64(p->seed);
-    k = splitmix64(k ^ (uint64_t)x->h * 0x100000001b3ull ^ (uint64_t)x->w);
+    uint64_t k = splitmix64(seed);
+    k = splitmix64(k ^ (uint64_t)h * 0x100000001b3ull ^ (uint64_t)w);
     return splitmix64(k ^ ((uint64_t)b << 8) ^ (uint64_t)c);
+}
+
+lumen_status lumen_grain_normals(uint64_t seed, int64_t h, int64_t w, int64_t image,
+                                 int64_t channel, float *out)
+{
+    lumen_clear_error();
+    if (!out) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "out: NULL");
+    if (h < 1 || w < 1 || image < 0 || channel < 0 || h > INT64_MAX / w)
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
+                               "h, w, image, channel: %lld x %lld, %lld, %lld is not a plane",
+                               (long long)h, (long long)w, (long long)image, (long long)channel);
+    const uint64_t key = plane_key(seed, h, w, image, channel);
+    for (int64_t i = 0; i < h * w; i++)
+        out[i] = (float)normal_draw(key, i);
+    return LUMEN_OK;
 }
 
 /* Relative photon noise of every plane into r (before the blur). */
@@ -79,7 +94,7 @@ static void photon_noise(const film_planes *x, film_planes *r, const lumen_grain
     const int64_t px = x->h * x->w;
     for (int64_t b = 0; b < x->n; b++)
         for (int64_t c = 0; c < x->c; c++) {
-            const uint64_t key = plane_key(p, x, b, c);
+            const uint64_t key = plane_key(p->seed, x->h, x->w, b, c);
             const float *xs = film_plane(x, b, c);
             float *rs = film_plane(r, b, c);
 #pragma omp parallel for num_threads(threads) schedule(static)
@@ -108,30 +123,43 @@ static lumen_status blur_noise(lumen_context *ctx, film_planes *r, film_planes *
     return s;
 }
 
-/* x += amount x clip(noise / (3 std) x density x intensity, -1, 1), per plane. */
-static void add_grain(film_planes *x, const film_planes *r, const lumen_grain_params *p,
-                      int threads)
+/* r = clip(r / (3 std) x density x intensity, -1, 1), per plane (std: np.std's, population). */
+static void normalise_noise(film_planes *r, const lumen_grain_params *p, int threads)
 {
-    const int64_t px = x->h * x->w;
-    for (int64_t b = 0; b < x->n; b++)
-        for (int64_t c = 0; c < x->c; c++) {
-            const float *rs = film_plane(r, b, c);
-            float *xs = film_plane(x, b, c);
+    const int64_t px = r->h * r->w;
+    for (int64_t b = 0; b < r->n; b++)
+        for (int64_t c = 0; c < r->c; c++) {
+            float *rs = film_plane(r, b, c);
             double sum = 0, sq = 0;
 #pragma omp parallel for num_threads(threads) reduction(+ : sum, sq) schedule(static)
             for (int64_t i = 0; i < px; i++)
                 sum += rs[i], sq += (double)rs[i] * rs[i];
             const double mean = sum / (double)px;
-            const double sd = sqrt(fmax(sq / (double)px - mean * mean, 0.0)); /* np.std */
+            const double sd = sqrt(fmax(sq / (double)px - mean * mean, 0.0));
             const double norm = sd > 1e-6 ? 1.0 / (3.0 * sd) : 1.0;
-            const float k = (float)(norm * p->density * p->intensity), a = (float)p->amount;
+            const float k = (float)(norm * p->density * p->intensity);
 #pragma omp parallel for num_threads(threads) schedule(static)
             for (int64_t i = 0; i < px; i++) {
-                float g = rs[i] * k;
-                g = g < -1.0f ? -1.0f : g > 1.0f ? 1.0f : g;
-                xs[i] += a * g;
+                const float g = rs[i] * k;
+                rs[i] = g < -1.0f ? -1.0f : g > 1.0f ? 1.0f : g;
             }
         }
+}
+
+lumen_status film_grain_noise(lumen_context *ctx, const film_planes *x, film_planes *noise,
+                              const lumen_grain_params *p, lumen_run_info *info)
+{
+    film_planes tmp = {0};
+    lumen_status s = film_planes_like(x, noise);
+    if (!s) s = film_planes_like(x, &tmp);
+    if (!s) {
+        photon_noise(x, noise, p, ctx->threads);
+        if (!(s = blur_noise(ctx, noise, &tmp, p->size, info)))
+            normalise_noise(noise, p, ctx->threads);
+    }
+    film_planes_free(&tmp);
+    if (s) film_planes_free(noise);
+    return s;
 }
 
 lumen_status lumen_grain(lumen_context *ctx, const lumen_image *src, const lumen_image *dst,
@@ -140,18 +168,17 @@ lumen_status lumen_grain(lumen_context *ctx, const lumen_image *src, const lumen
     lumen_clear_error();
     lumen_status s;
     if ((s = film_check(ctx, src, dst, "grain")) || (s = check_params(p))) return s;
-    film_planes x = {0}, r = {0}, tmp = {0};
-    if (!(s = film_planes_load(src, &x)) && !(s = film_planes_new(src, &r)) &&
-        !(s = film_planes_new(src, &tmp))) {
-        photon_noise(&x, &r, p, ctx->threads);
-        if (!(s = blur_noise(ctx, &r, &tmp, p->size, info))) {
-            add_grain(&x, &r, p, ctx->threads);
-            film_planes_store(&x, dst, ctx->threads);
-        }
+    film_planes x = {0}, noise = {0};
+    if (!(s = film_planes_load(src, &x)) && !(s = film_grain_noise(ctx, &x, &noise, p, info))) {
+        const int64_t all = x.n * x.c * x.h * x.w;
+        const float a = (float)p->amount;
+#pragma omp parallel for num_threads(ctx->threads) schedule(static)
+        for (int64_t i = 0; i < all; i++)
+            x.data[i] += a * noise.data[i];
+        film_planes_store(&x, dst, ctx->threads);
     }
     film_planes_free(&x);
-    film_planes_free(&r);
-    film_planes_free(&tmp);
+    film_planes_free(&noise);
     return s;
 }
 
