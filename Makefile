@@ -83,8 +83,10 @@ test-pip:
 	LUMEN_CMAKE_BUILD_DIR=$(abspath $(BUILD)) $(PYTHON) -m pip install -q --no-build-isolation \
 	  --no-deps --no-index --target $(BUILD)/pip-target ./python
 	cd /tmp && PYTHONPATH=$(abspath $(BUILD))/pip-target $(PYTHON) -c \
-	  "import lumen, numpy as np; from lumen.compat import phos; \
+	  "import lumen, numpy as np, pathlib; from lumen.compat import phos; \
 	   r = lumen.gaussian_blur(np.ones((8, 8), np.float32), 1.0); assert abs(r - 1).max() < 1e-6; \
+	   st = pathlib.Path(lumen.__file__).parent / 'studio' / 'static'; \
+	   assert all((st / f).is_file() for f in ('index.html', 'studio.css', 'studio.js')), st; \
 	   print('pip-installed lumen', lumen.__version__, 'from', lumen.__file__)"
 
 bench: build

@@ -62,10 +62,11 @@ setup(
     name="lumen",
     version="0.1.0",
     description="Fast image convolution and filtering (OpenCV semantics) for NumPy and DLPack",
-    packages=["lumen", "lumen.compat"],
+    packages=["lumen", "lumen.compat", "lumen.studio"],
     package_dir={"": "."},
-    # PEP 561: the stubs generated from the op descriptors, and the marker that says so.
-    package_data={"lumen": ["py.typed", "*.pyi"]},
+    # PEP 561: the stubs generated from the op descriptors, and the marker that says so; the
+    # studio's page (python3 -m lumen.studio).
+    package_data={"lumen": ["py.typed", "*.pyi"], "lumen.studio": ["static/*"]},
     ext_modules=[CMakeExtension("lumen._lumen")],
     cmdclass={"build_ext": CMakeBuild},
     python_requires=">=3.9",

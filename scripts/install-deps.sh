@@ -15,7 +15,9 @@ if [ "${1:-build}" = test ]; then
   pkgs+=(libcmocka-dev python3-opencv python3-scipy python3-pytest python3-torch
          python3-pip python3-setuptools python3-wheel time
          # the Vulkan module and its tests on lavapipe (docs/vulkan.md); not needed by make run
-         libvulkan-dev glslc mesa-vulkan-drivers)
+         libvulkan-dev glslc mesa-vulkan-drivers
+         # the web studio's test in a headless browser (tests/python/test_studio.py, docs/studio.md)
+         chromium chromium-driver python3-selenium)
 fi
 # make fuzz: libFuzzer and the sanitizer runtimes of Debian's clang, clang's OpenMP runtime, and
 # cmocka (the harnesses share the C tests' tolerance table)
