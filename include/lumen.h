@@ -389,9 +389,12 @@ LUMEN_API const char *lumen_film_stock_names(void);
 /* The stock named `name`; LUMEN_ERR_INVALID_ARGUMENT naming the stocks that exist. */
 LUMEN_API lumen_status lumen_film_stock_get(const char *name, lumen_film_stock *out);
 
-/* The whole chain (docs/film.md): u8/u16 sRGB-decoded (f32 taken as linear), the stock's
- * spectral response, bloom, halation, tone curve, grain, sRGB-encoded for u8/u16. Strengths
- * scale the effects (0 turns one off, 1 is the stock's). */
+/* The whole chain (docs/film.md, Phos's optical_processing): u8/u16 sRGB-decoded (f32 taken
+ * as linear), the stock's spectral response, grain noise from the response, bloom then halation
+ * (black and white: Phos's image-adaptive artistic bloom), the blend of scattered and direct
+ * light plus the grain, the tone curve, clipped, sRGB-encoded for u8/u16 (rounded to nearest:
+ * Phos truncates, one level at most apart). Strengths scale the effects (0 turns one off, 1 is
+ * the stock's; grain 1 is Phos's default grain style). */
 typedef struct lumen_film_options {
     double halation, bloom, grain; /* 1 */
     uint64_t seed;                 /* 0 */

@@ -30,6 +30,7 @@ from ._lumen import (  # noqa: F401  (the C extension is the API)
     write_image,
 )
 from ._conv import FORMS as _FORMS
+from . import film  # noqa: E402,F401  (lumen.film: the film effects, docs/film.md)
 
 #: Border names accepted besides lumen's own, and what they mean (docs/python.md).
 BORDER_ALIASES = {

@@ -173,4 +173,9 @@ int lumenpy_nchw_view(PyObject *obj, const char *name, int writable, lumenpy_vie
  * argument ("weight:", "out:", "stride (height):"). */
 void lumenpy_raise_py_names(lumen_status s);
 
+/* film (ops.c): the chain, the stocks, the grain's draws */
+PyObject *lumenpy_film(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *lumenpy_film_stocks(PyObject *self, PyObject *unused);
+PyObject *lumenpy_grain_normals(PyObject *self, PyObject *args, PyObject *kw);
+
 #endif

@@ -56,6 +56,12 @@ static PyMethodDef methods[] = {
     {"box_blur", (PyCFunction)(void (*)(void))lumenpy_box_blur, KW, NULL},
     {"conv2d", (PyCFunction)(void (*)(void))lumenpy_conv2d, KW, NULL},
     {"conv_transpose2d", (PyCFunction)(void (*)(void))lumenpy_conv_transpose2d, KW, NULL},
+    {"_film", (PyCFunction)(void (*)(void))lumenpy_film, KW,
+     "_film(src, stock='portra400', *, halation, bloom, grain, seed, out, dtype, layout, "
+     "context): the film chain (lumen.film.film)"},
+    {"_film_stocks", lumenpy_film_stocks, METH_NOARGS, "_film_stocks() -> list of dicts"},
+    {"_grain_normals", (PyCFunction)(void (*)(void))lumenpy_grain_normals, KW,
+     "_grain_normals(seed, h, w, image=0, channel=0): the grain's standard-normal draws"},
     {"_op_descriptors", lumenpy_op_descriptors, METH_NOARGS,
      "_op_descriptors() -> list of dicts: every op's descriptor (include/lumen_ops.h)"},
     /* An op with no function above is bound at import by the generic binding (generic.c);

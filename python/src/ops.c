@@ -315,3 +315,108 @@ PyObject *lumenpy_time_c(PyObject *self, PyObject *args, PyObject *kw)
     Py_DECREF(r);
     return times;
 }
+
+/* ---- film (docs/film.md): the chain, the stocks and the grain's draws ---- */
+
+/* A stock as a dict of its numbers (lumen.film.stocks()). */
+static PyObject *triplet(const double v[3])
+{
+    return Py_BuildValue("[ddd]", v[0], v[1], v[2]);
+}
+
+static PyObject *stock_dict(const lumen_film_stock *s)
+{
+    PyObject *m = PyList_New(9);
+    for (int i = 0; m && i < 9; i++)
+        PyList_SET_ITEM(m, i, PyFloat_FromDouble(s->matrix[i]));
+    PyObject *f = PyList_New(6);
+    for (int i = 0; f && i < 6; i++)
+        PyList_SET_ITEM(f, i, PyFloat_FromDouble(s->filmic[i]));
+    PyObject *d = Py_BuildValue(
+        "{s:s,s:s,s:O,s:i,s:N,s:s,s:N,s:s,s:d,s:d,s:N,s:N,s:N,s:N,s:O,s:N,s:d,s:d,s:d,s:N,s:N,"
+        "s:d,s:d,s:d,s:d,s:N,s:d}",
+        "name", s->name, "title", s->title, "color", s->color ? Py_True : Py_False, "iso", s->iso,
+        "matrix", m, "tone", s->tone ? "reinhard" : "filmic", "filmic", f, "bloom_mode",
+        s->bloom_artistic ? "artistic" : "mie", "sensitivity", s->sensitivity, "bloom_threshold",
+        s->bloom.threshold, "bloom_eta", triplet(s->bloom.eta), "bloom_sigma",
+        triplet(s->bloom.sigma), "bloom_kappa", triplet(s->bloom.kappa), "bloom_rho",
+        triplet(s->bloom.rho), "halation", s->halation_enabled ? Py_True : Py_False, "halation_f",
+        triplet(s->halation.f), "halation_energy", s->halation.energy_fraction, "halation_radius",
+        s->halation.psf_radius, "halation_threshold", s->halation.threshold, "diffuse",
+        triplet(s->diffuse), "direct", triplet(s->direct), "grain_intensity", s->grain.intensity,
+        "grain_size", s->grain.size, "grain_density", s->grain.density, "grain_exposure",
+        s->grain.exposure, "grain_layer", triplet(s->grain_layer), "grain_pan", s->grain_pan);
+    return d;
+}
+
+PyObject *lumenpy_film_stocks(PyObject *self, PyObject *unused)
+{
+    (void)self, (void)unused;
+    char names[1024];
+    snprintf(names, sizeof names, "%s", lumen_film_stock_names());
+    PyObject *list = PyList_New(0);
+    for (char *save = NULL, *n = strtok_r(names, ",", &save); list && n;
+         n = strtok_r(NULL, ",", &save)) {
+        lumen_film_stock s;
+        lumen_status st = lumen_film_stock_get(n, &s);
+        PyObject *d = st ? lumenpy_raise(st) : stock_dict(&s);
+        if (!d || PyList_Append(list, d)) {
+            Py_XDECREF(d);
+            Py_CLEAR(list);
+            break;
+        }
+        Py_DECREF(d);
+    }
+    return list;
+}
+
+PyObject *lumenpy_film(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *kwlist[] = {"src",  "stock", "halation", "bloom",  "grain", "seed",
+                             "out",  "dtype", "layout",   "context", NULL};
+    PyObject *src, *out = Py_None, *ctx = Py_None;
+    const char *name = "portra400";
+    double halation = 1, bloom = 1, grain = 1;
+    unsigned long long seed = 0;
+    int dtype = -1, layout = LUMENPY_LAYOUT_AUTO;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|s$dddKOO&O&O:film", kwlist, &src, &name,
+                                     &halation, &bloom, &grain, &seed, &out, lumenpy_dtype_conv,
+                                     &dtype, lumenpy_layout_conv, &layout, &ctx))
+        return NULL;
+    lumen_film_stock stock;
+    lumen_status s = lumen_film_stock_get(name, &stock);
+    if (s) return lumenpy_raise(s);
+    lumen_film_options o = lumen_film_options_default();
+    o.halation = halation, o.bloom = bloom, o.grain = grain, o.seed = seed;
+    op_call c;
+    if (op_begin(&c, src, out, dtype, layout, ctx)) return NULL;
+    lumen_run_info info;
+    Py_BEGIN_ALLOW_THREADS
+    s = lumen_film(c.ctx, &c.src.img, &c.dst.img, &stock, &o, &info);
+    Py_END_ALLOW_THREADS
+    return op_end(&c, s, &info);
+}
+
+PyObject *lumenpy_grain_normals(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *kwlist[] = {"seed", "h", "w", "image", "channel", NULL};
+    unsigned long long seed;
+    long long h, w, image = 0, channel = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "KLL|LL:grain_normals", kwlist, &seed, &h, &w,
+                                     &image, &channel))
+        return NULL;
+    if (h < 1 || w < 1 || h > (1 << 20) || w > (1 << 20))
+        return PyErr_Format(lumenpy_ArgumentError, "h, w: %lld x %lld is not a plane", h, w);
+    npy_intp dims[2] = {(npy_intp)h, (npy_intp)w};
+    PyObject *a = PyArray_SimpleNew(2, dims, NPY_FLOAT32);
+    if (!a) return NULL;
+    lumen_status s = lumen_grain_normals(seed, h, w, image, channel,
+                                         PyArray_DATA((PyArrayObject *)a));
+    if (s) {
+        Py_DECREF(a);
+        return lumenpy_raise(s);
+    }
+    return a;
+}
