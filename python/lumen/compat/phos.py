@@ -41,6 +41,7 @@ __all__ = [
     "GPU_AVAILABLE", "GPU_BACKEND", "GPU_DEVICE", "PYTORCH_AVAILABLE", "CUPY_AVAILABLE",
     "convolve_gpu", "convolve_batch_gpu", "get_gpu_info", "benchmark_gpu",
     "convolve_pytorch", "convolve_batch_pytorch", "convolve_cupy",
+    "apply_bloom_with_psf", "apply_halation", "apply_wavelength_bloom", "install",
 ]
 
 #: lumen.devices() kinds that count as a GPU for phos_gpu's ``available``.
@@ -215,3 +216,154 @@ def _device_names():
 def _no_gpu_reason(info):
     return (f"lumen found no GPU ({_device_names()}); convolutions run on the CPU "
             f"({info['name']}) with the same results")
+
+
+# ---- Phos's effects (modules/wavelength_effects.py), computed by lumen -------------------------
+#
+# Drop-ins with Phos's signatures and results (docs/film.md): the same formulas, lumen's
+# convolutions (on lumen's default device, or the one of $LUMEN_DEVICE). An unmodified Phos uses
+# them when started through lumen, one line (install() patches Phos's modules as they load):
+#
+#     python3 -m lumen.compat.phos streamlit run Phos.py
+
+_WAVELENGTHS = {650.0: 0, 550.0: 1, 450.0: 2}
+
+
+def apply_bloom_with_psf(response, eta, psf, threshold):
+    """Phos's apply_bloom_with_psf: E = (response - threshold where above, else 0) * eta;
+    clip(response - E + filter2D(E, psf, BORDER_REFLECT), 0, 1), float32."""
+    r = np.asarray(response, np.float32)
+    e = (np.where(r > threshold, r - threshold, 0.0) * eta).astype(np.float32)
+    scattered = lumen.filter2d(e, np.asarray(psf, np.float32), border="reflect",
+                               context=_context(None))
+    return np.clip(r - e + scattered, 0.0, 1.0)
+
+
+def _halation_f(params, wavelength):
+    """Phos's interpolation of effective_halation_r/g/b by wavelength (apply_halation)."""
+    r, g, b = (params.effective_halation_r, params.effective_halation_g,
+               params.effective_halation_b)
+    if wavelength <= 450:
+        return b
+    if wavelength >= 650:
+        return r
+    if wavelength < 550:
+        t = (wavelength - 450) / 100.0
+        return (1 - t) * b + t * g
+    t = (wavelength - 550) / 100.0
+    return (1 - t) * g + t * r
+
+
+def apply_halation(lux, halation_params, wavelength=550.0):
+    """Phos's apply_halation (psf_type "exponential", its default): lumen.film.halation on the
+    channel with f interpolated by wavelength as Phos does. Other psf types run Phos's own
+    function when install() patched it, else raise NotImplementedError."""
+    if not halation_params.enabled:
+        return lux
+    if getattr(halation_params, "psf_type", "exponential") != "exponential":
+        original = _ORIGINALS.get("apply_halation")
+        if original is None:
+            raise NotImplementedError(f"psf_type {halation_params.psf_type!r}: lumen has the "
+                                      "'exponential' halation only")
+        return original(lux, halation_params, wavelength)
+    f = _halation_f(halation_params, float(wavelength))
+    return lumen.film.halation(np.asarray(lux, np.float32), [f],
+                               float(halation_params.energy_fraction),
+                               float(halation_params.psf_radius), context=_context(None))
+
+
+def apply_wavelength_bloom(response_r, response_g, response_b, wavelength_params, bloom_params):
+    """Phos's apply_wavelength_bloom: sigma, kappa, rho, eta from Phos's own Mie table (Phos's
+    psf_utils, so this needs a Phos checkout on sys.path) at 650/550/450 nm and the ISO, eta
+    normalised to green times scattering_ratio; then lumen.film.bloom per channel."""
+    from modules.psf_utils import load_mie_lookup_table, lookup_mie_params
+    table = load_mie_lookup_table(wavelength_params.mie_lookup_path)
+    iso = wavelength_params.iso_value
+    lams = (wavelength_params.lambda_r, wavelength_params.lambda_g, wavelength_params.lambda_b)
+    p = [lookup_mie_params(lam, iso, table) for lam in lams]
+    ratio = bloom_params.scattering_ratio
+    eta = [p[0][3] / p[1][3] * ratio, ratio, p[2][3] / p[1][3] * ratio]
+    radius = int(max(q[0] for q in p) * 4)
+    out = []
+    for c, resp in enumerate((response_r, response_g, response_b)):
+        out.append(lumen.film.bloom(np.asarray(resp, np.float32), [eta[c]], [p[c][0]],
+                                    [p[c][1]], [p[c][2]], bloom_params.threshold, radius,
+                                    context=_context(None)))
+    return tuple(out)
+
+
+#: Phos's own functions, kept by install() (the fallbacks of what lumen lacks).
+_ORIGINALS = {}
+_PATCHED = ("apply_bloom_with_psf", "apply_halation", "apply_wavelength_bloom")
+
+
+def _patch(module):
+    for name in _PATCHED:
+        if hasattr(module, name) and getattr(module, name) is not globals()[name]:
+            _ORIGINALS.setdefault(name, getattr(module, name))
+            setattr(module, name, globals()[name])
+
+
+def install():
+    """Makes Phos use lumen's effects: patches modules.wavelength_effects now if it is loaded,
+    and as soon as it loads otherwise (so `from modules.wavelength_effects import
+    apply_halation` in Phos.py gets lumen's). Returns the names patched."""
+    import importlib.abc
+    import sys
+
+    target = "modules.wavelength_effects"
+    if target in sys.modules:
+        _patch(sys.modules[target])
+        return _PATCHED
+
+    class _Finder(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target_=None):
+            if name != target:
+                return None
+            sys.meta_path.remove(self)
+            try:
+                import importlib.util
+                spec = importlib.util.find_spec(name)
+            finally:
+                sys.meta_path.insert(0, self)
+            if spec is None or spec.loader is None:
+                return spec
+            loader = spec.loader
+            exec_module = loader.exec_module
+
+            def exec_and_patch(module):
+                exec_module(module)
+                _patch(module)
+            loader.exec_module = exec_and_patch
+            return spec
+
+    sys.meta_path.insert(0, _Finder())
+    return _PATCHED
+
+
+def _main(argv=None):
+    """python3 -m lumen.compat.phos MODULE [ARGS...]: runs a Python module (streamlit, or
+    python3's script runner) with Phos's effects patched to lumen's."""
+    import runpy
+    import sys
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print("usage: python3 -m lumen.compat.phos streamlit run Phos.py [ARGS...]\n"
+              "       python3 -m lumen.compat.phos SCRIPT.py [ARGS...]\n"
+              "Runs Phos (or any program using Phos's modules) with its bloom and halation\n"
+              "computed by lumen (docs/film.md). LUMEN_DEVICE picks the device.")
+        return 0 if argv else 2
+    install()
+    if argv[0].endswith(".py"):
+        sys.argv = argv
+        runpy.run_path(argv[0], run_name="__main__")
+    else:
+        sys.argv = argv
+        runpy.run_module(argv[0], run_name="__main__", alter_sys=True)
+    return 0
+
+
+if __name__ == "__main__":
+    # run as `python3 -m`: this file is __main__; patch with the importable module's functions
+    from lumen.compat import phos as _module
+    raise SystemExit(_module._main())
