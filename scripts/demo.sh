@@ -1,7 +1,8 @@
 #!/bin/sh
 # The main job of `make run`: the lumen tool makes its own test scene and kernels,
 # then blurs and filters the scene, printing device, isa, method, threads and time
-# for every op (--verbose). Results are PNGs under out/ for a person to look at.
+# for every op (--verbose), and films a photograph (lumen film: before | after pictures,
+# time per megapixel). Results are PNGs under out/ for a person to look at.
 # Usage: scripts/demo.sh [LUMEN_BINARY] [OUT_DIR]    (defaults: build/lumen out)
 set -eu
 
@@ -40,9 +41,40 @@ step blur "$out/scene.png" "$out/bloom_sigma40_fast.png" --sigma 40 --precision 
 step box "$out/scene.png" "$out/box_15x3.png" --ksize 15,3 --verbose
 step box "$out/scene.png" "$out/box_31_constant.png" --ksize 31 --border constant --value 0 --verbose
 
+# Film (docs/film.md): a real photograph that ships with a Debian package (matplotlib's sample
+# data: Grace Hopper, 512x600; scripts/install-deps.sh installs it), else the generated scene.
+# Each stock writes film-STOCK.png and film-STOCK-compare.png (before | after).
+# LUMEN_DEMO_PHOTO=PATH films another picture.
+photo=${LUMEN_DEMO_PHOTO:-/usr/share/matplotlib/mpl-data/sample_data/grace_hopper.jpg}
+if [ -r "$photo" ]; then
+    film_in=$photo
+else
+    printf '\nnote: no sample photograph (%s, Debian package python-matplotlib-data):\n' "$photo"
+    printf 'filming the generated scene instead\n'
+    film_in=$out/scene.png
+fi
+step film --list-stocks
+films=portra400
+# CineStill 800T has no anti-halation layer: the reddest halation, when the library has it.
+if "$bin" film --list-stocks | grep -q '^cinestill800t '; then
+    films="$films cinestill800t"
+fi
+for stock in $films; do
+    step film "$film_in" "$out/film-$stock.png" --stock "$stock" --compare
+done
+# The time per megapixel on a phone-sized image (3000x2000, 6 MP; .npy: no codec in the time).
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+step scene "$tmp/scene-6mp.npy" --size 3000x2000
+step film "$tmp/scene-6mp.npy" "$tmp/film-6mp.npy" --stock portra400
+
 printf '\nOutputs in %s/:\n' "$out"
 for f in scene blur_sigma3 blur_1.5x8 sharpen motion gauss9 streak bloom_sigma40 \
     bloom_sigma40_fast box_15x3 box_31_constant; do
     printf '  %s/%s.png\n' "$out" "$f"
+done
+for stock in $films; do
+    printf '  %s/film-%s.png  %s/film-%s-compare.png (before | after)\n' "$out" "$stock" \
+        "$out" "$stock"
 done
 printf 'Kernels: %s/sharpen.npy %s/motion.npy %s/gauss.npy %s/streak.npy\n' "$out" "$out" "$out" "$out"

@@ -125,6 +125,24 @@ int cli_batch_check_pixels(const cli_batch *b, const char *path, lumen_dtype dty
                            char *msg, size_t size);
 /* Runs op on every file; the exit status of the whole run (see cli_print_batch_help). */
 int cli_batch_run(cli_batch *b, const cli_common *co, const cli_image_op *op);
+
+/* What a command adds to a batch beyond its op (`lumen film`). */
+typedef struct cli_batch_hooks {
+    /* After a file's output was written (from a worker thread, not under the lock): more files
+     * made from the same input and result, as film's --compare picture. Returns 0, or an exit
+     * status after writing the message into f->error (the file then counts as failed; its
+     * output, complete, stays). NULL: none. */
+    int (*written)(const void *state, const cli_batch *b, cli_batch_file *f, const lumen_image *src,
+                   const lumen_image *dst);
+    /* Nonzero: a line per finished file on stderr when no progress bar is drawn (stderr not a
+     * terminal, or a single file) and no --quiet: "lumen: CMD: IN -> OUT, WxH, N ms". */
+    int file_lines;
+    const void *state;
+} cli_batch_hooks;
+
+/* cli_batch_run with hooks (NULL: none, as cli_batch_run). */
+int cli_batch_run_hooks(cli_batch *b, const cli_common *co, const cli_image_op *op,
+                        const cli_batch_hooks *hooks);
 void cli_batch_free(cli_batch *b);
 
 #endif

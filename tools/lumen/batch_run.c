@@ -21,6 +21,7 @@ typedef struct batch_run {
     cli_batch *b;
     const cli_common *co;
     const cli_image_op *op;
+    cli_batch_hooks hooks; /* all zero: none */
     pthread_mutex_t lock; /* next, done, failed and everything written to stderr */
     int next, done, failed;
     int bar; /* a progress bar is on stderr */
@@ -82,6 +83,10 @@ static void report(batch_run *r, cli_batch_file *f)
         name_streams(r->b, f);
         bar_clear(r);
         fprintf(stderr, "lumen: %s\n", f->error);
+    } else if (r->hooks.file_lines && !r->bar && !r->b->opt.quiet) {
+        fprintf(stderr, "lumen: %s: %s -> %s, %lldx%lld, %.0f ms\n", r->b->command,
+                r->b->from_stdin ? "<stdin>" : f->input, r->b->to_stdout ? "<stdout>" : f->output,
+                (long long)f->w, (long long)f->h, f->ms);
     }
     bar_draw(r);
 }
@@ -157,6 +162,7 @@ static void process(batch_run *r, lumen_context *ctx, cli_batch_file *f)
         run_op(r, ctx, f, &src, &dst);
     if (!f->rc && (s = lumen_write_image_ex(f->output, &dst, &b->opt.write, &meta)))
         fail(f, CLI_EXIT_FAIL, f->output, s);
+    if (!f->rc && r->hooks.written) f->rc = r->hooks.written(r->hooks.state, b, f, &src, &dst);
     free(dst.data);
     lumen_image_free(&src);
     lumen_image_metadata_free(&meta);
@@ -299,7 +305,14 @@ static int finish(const batch_run *r)
 
 int cli_batch_run(cli_batch *b, const cli_common *co, const cli_image_op *op)
 {
+    return cli_batch_run_hooks(b, co, op, NULL);
+}
+
+int cli_batch_run_hooks(cli_batch *b, const cli_common *co, const cli_image_op *op,
+                        const cli_batch_hooks *hooks)
+{
     batch_run r = {.b = b, .co = co, .op = op};
+    if (hooks) r.hooks = *hooks;
     /* Default: a file per thread, as many at once as a context would have threads. Codecs run
      * serially and a small image's op is short, so whole files in parallel beat the op's own
      * threads on small images and match them on big ones (README, "Batches": measured). */

@@ -9,15 +9,17 @@ static const char usage_head[] =
     "\n"
     "Fast image convolution and filtering. Images are read and written by extension\n"
     "(.npy .png .jpg .jpeg .tif .tiff .webp .exr); outputs keep the input's dtype (unless\n"
-    "--dtype) and channels. The image commands (filter, blur, box and the image ops below)\n"
-    "also run on many files: lumen CMD IN... --output-dir DIR, where IN may be a folder;\n"
-    "'-' is stdin or stdout (see 'lumen blur --help').\n"
+    "--dtype) and channels. The image commands (filter, blur, box, film and the image ops\n"
+    "below) also run on many files: lumen CMD IN... --output-dir DIR, where IN may be a\n"
+    "folder; '-' is stdin or stdout (see 'lumen blur --help').\n"
     "\n"
     "Commands:\n"
     "  info      version, CPU features, threads and devices (--json)\n"
     "  filter    filter IN with a kernel file (cv2.filter2D)\n"
     "  blur      Gaussian blur (cv2.GaussianBlur)\n"
     "  box       box blur or box sum (cv2.blur, cv2.boxFilter)\n"
+    "  film      a film stock's look: bloom, halation, tone, grain (Phos's formulas);\n"
+    "            --compare writes before | after\n"
     "  bench     time the ops in-process on a generated image (--json);\n"
     "            'bench conv' times NCHW conv2d layers (GFLOP/s)\n"
     "\n"
@@ -70,8 +72,9 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
-    {"info", cmd_info},   {"filter", cmd_filter}, {"blur", cmd_blur},     {"box", cmd_box},
-    {"bench", cmd_bench}, {"scene", cmd_scene},   {"kernel", cmd_kernel}, {NULL, NULL}};
+    {"info", cmd_info},   {"filter", cmd_filter}, {"blur", cmd_blur},
+    {"box", cmd_box},     {"film", cmd_film},     {"bench", cmd_bench},
+    {"scene", cmd_scene}, {"kernel", cmd_kernel}, {NULL, NULL}};
 
 static const command *find_command(const char *name)
 {
