@@ -31,15 +31,11 @@ static float scale_of(lumen_dtype t)
     return t == LUMEN_U8 ? 255.0f : t == LUMEN_U16 ? 65535.0f : 1.0f;
 }
 
+/* Uninitialised: every user writes every element before reading it (no zeroing pass). */
 lumen_status film_planes_new(const lumen_image *img, film_planes *out)
 {
-    *out = (film_planes){.n = img->n, .c = img->c, .h = img->h, .w = img->w};
-    const size_t count = (size_t)(img->n * img->c * img->h * img->w);
-    out->data = calloc(count, sizeof(float));
-    if (!out->data)
-        return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "film: %zu-byte working image failed",
-                               count * sizeof(float));
-    return LUMEN_OK;
+    const film_planes shape = {.n = img->n, .c = img->c, .h = img->h, .w = img->w};
+    return film_planes_like(&shape, out);
 }
 
 lumen_status film_planes_load(const lumen_image *img, film_planes *out)

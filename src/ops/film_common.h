@@ -16,7 +16,7 @@ typedef struct film_planes {
  * shape; `op` names the op in messages. */
 lumen_status film_check(const lumen_context *ctx, const lumen_image *src, const lumen_image *dst,
                         const char *op);
-/* New planes of img's shape, zeroed or loaded from img (normalised). */
+/* New planes of img's shape, uninitialised or loaded from img (normalised). */
 lumen_status film_planes_new(const lumen_image *img, film_planes *out);
 lumen_status film_planes_load(const lumen_image *img, film_planes *out);
 void film_planes_free(film_planes *p);
