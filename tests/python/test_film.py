@@ -171,7 +171,7 @@ def test_bad_arguments():
         lumen.film.bloom(x, eta=[2.0])
 
 
-def test_ten_images_without_memory_growth():
+def test_ten_images_rss_does_not_grow():
     x = scene(600, 800)
     ctx = lumen.Context(threads=2)
     rss = []
