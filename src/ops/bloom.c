@@ -95,8 +95,7 @@ static lumen_status scatter(lumen_context *ctx, const film_planes *e, film_plane
 
 /* Every channel's E (*) K_c: one call when the PSFs are equal, else one per channel. */
 static lumen_status scatter_all(lumen_context *ctx, const lumen_bloom_params *p,
-                                const film_planes *e, film_planes *scattered,
-                                lumen_run_info *info)
+                                const film_planes *e, film_planes *scattered, lumen_run_info *info)
 {
     const int radius = radius_of(p), size = 2 * radius + 1;
     const bool one = e->c == 1 || (same_psf(p, 0, 1) && same_psf(p, 1, 2));
@@ -127,8 +126,7 @@ lumen_status lumen_bloom(lumen_context *ctx, const lumen_image *src, const lumen
             eb.n = sb.n = 1;
             s = scatter_all(ctx, p, &eb, &sb, info);
         }
-        if (!s)
-            film_scatter_back(src, dst, p->threshold, p->eta, &scattered, NULL, ctx->threads);
+        if (!s) film_scatter_back(src, dst, p->threshold, p->eta, &scattered, NULL, ctx->threads);
     }
     film_planes_free(&e);
     film_planes_free(&scattered);
@@ -142,11 +140,10 @@ lumen_status lumen_bloom(lumen_context *ctx, const lumen_image *src, const lumen
 enum { BL_SRC, BL_THRESHOLD, BL_ETA, BL_SIGMA, BL_KAPPA, BL_RHO, BL_RADIUS, BL_N };
 
 #define BL_TRIPLET(name_, def_, help_)                                                             \
-    {.name = name_,                                                                               \
-     .type = LUMEN_ARG_VECTOR,                                                                    \
-     .flags = LUMEN_ARG_NULLABLE,                                                                 \
-     .def_text = def_,                                                                            \
-     .help = help_ ": 1 value or 3 (R, G, B)"}
+    {                                                                                              \
+        .name = name_, .type = LUMEN_ARG_VECTOR, .flags = LUMEN_ARG_NULLABLE, .def_text = def_,    \
+        .help = help_ ": 1 value or 3 (R, G, B)"                                                   \
+    }
 
 static const lumen_arg_desc bloom_args[BL_N] = {
     [BL_SRC] = {.name = "src",

@@ -35,8 +35,8 @@ lumen_film_options lumen_film_options_default(void)
 
 static lumen_status check_options(const lumen_film_stock *st, const lumen_film_options *o)
 {
-    if (!st || !o) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "%s: NULL",
-                                          st ? "options" : "stock");
+    if (!st || !o)
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "%s: NULL", st ? "options" : "stock");
     const double v[3] = {o->halation, o->bloom, o->grain};
     return film_check_triplet(v, 0, 10, "strengths (halation, bloom, grain)");
 }
@@ -79,8 +79,8 @@ static lumen_status load_linear(const lumen_image *src, film_planes *lin, int th
 }
 
 /* resp = M lin per pixel: 3 planes (colour), or the panchromatic 1 plane (black and white). */
-static lumen_status response(const film_planes *lin, const lumen_film_stock *st,
-                             film_planes *resp, int threads)
+static lumen_status response(const film_planes *lin, const lumen_film_stock *st, film_planes *resp,
+                             int threads)
 {
     *resp = (film_planes){.n = lin->n, .c = st->color ? 3 : 1, .h = lin->h, .w = lin->w};
     lumen_status s = film_planes_like(resp, resp);
@@ -143,7 +143,7 @@ static lumen_status artistic_scatter(lumen_context *ctx, const lumen_film_stock 
         const double sf = st->sensitivity;
         const float strength = (float)(BLOOM_STRENGTH_FACTOR * sens * sens * sf);
         int radius = (int)(BLOOM_RADIUS_FACTOR * sens * sens * sf);
-        radius = radius < BLOOM_RADIUS_MIN ? BLOOM_RADIUS_MIN
+        radius = radius < BLOOM_RADIUS_MIN   ? BLOOM_RADIUS_MIN
                  : radius > BLOOM_RADIUS_MAX ? BLOOM_RADIUS_MAX
                                              : radius;
         const int k = radius % 2 ? radius : radius + 1;
@@ -191,9 +191,9 @@ static float tone(const lumen_film_stock *st, float lux)
 }
 
 /* lux = scattered d + resp i + grain, toned, clipped, encoded for u8/u16 and stored. */
-static void finish(const lumen_film_stock *st, const lumen_film_options *o,
-                   const film_planes *resp, const film_planes *scattered,
-                   const film_planes *noise, const lumen_image *dst, int threads)
+static void finish(const lumen_film_stock *st, const lumen_film_options *o, const film_planes *resp,
+                   const film_planes *scattered, const film_planes *noise, const lumen_image *dst,
+                   int threads)
 {
     const int64_t px = resp->h * resp->w;
     const bool encode = dst->dtype != LUMEN_F32;

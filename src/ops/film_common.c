@@ -203,8 +203,7 @@ lumen_status film_check_triplet(const double v[3], double lo, double hi, const c
 {
     for (int i = 0; i < 3; i++)
         if (!(v[i] >= lo && v[i] <= hi))
-            return lumen_set_error(ERR_ARG, "%s[%d]: %g is not in [%g, %g]", what, i, v[i], lo,
-                                   hi);
+            return lumen_set_error(ERR_ARG, "%s[%d]: %g is not in [%g, %g]", what, i, v[i], lo, hi);
     return LUMEN_OK;
 }
 

@@ -169,8 +169,8 @@ typedef struct name_list {
 static int add_name(const lumen_film_stock *s, void *arg)
 {
     name_list *l = arg;
-    const int n = snprintf(l->buf + l->len, sizeof l->buf - l->len, "%s%s", l->len ? "," : "",
-                           s->name);
+    const int n =
+        snprintf(l->buf + l->len, sizeof l->buf - l->len, "%s%s", l->len ? "," : "", s->name);
     if (n > 0 && (size_t)n < sizeof l->buf - l->len) l->len += (size_t)n;
     return 0;
 }

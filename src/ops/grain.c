@@ -32,8 +32,7 @@ static lumen_status check_params(const lumen_grain_params *p)
         return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "intensity: %g is not in [0, 100]",
                                p->intensity);
     if (!(p->size >= 0 && p->size <= 100))
-        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "size: %g is not in [0, 100]",
-                               p->size);
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "size: %g is not in [0, 100]", p->size);
     if (!(p->density >= 0 && p->density <= 100))
         return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "density: %g is not in [0, 100]",
                                p->density);
@@ -107,15 +106,15 @@ static void photon_noise(const film_planes *x, film_planes *r, const lumen_grain
 }
 
 /* Phos's blur of the noise: ksize int(4 size) | 1 within [3, 15]; none at size <= 0.5. */
-static lumen_status blur_noise(lumen_context *ctx, film_planes *r, film_planes *tmp,
-                               double size, lumen_run_info *info)
+static lumen_status blur_noise(lumen_context *ctx, film_planes *r, film_planes *tmp, double size,
+                               lumen_run_info *info)
 {
     if (!(size > 0.5)) return LUMEN_OK;
     int k = (int)(size * 4) | 1;
     k = k < 3 ? 3 : k > 15 ? 15 : k;
     const lumen_image rv = film_planes_view(r), tv = film_planes_view(tmp);
-    lumen_status s = lumen_gaussian_blur(ctx, &rv, &tv, k, k, size, size,
-                                         LUMEN_BORDER_REFLECT101, 0.0f, info);
+    lumen_status s =
+        lumen_gaussian_blur(ctx, &rv, &tv, k, k, size, size, LUMEN_BORDER_REFLECT101, 0.0f, info);
     if (!s) {
         float *t = r->data;
         r->data = tmp->data, tmp->data = t;

@@ -63,8 +63,8 @@ static lumen_status check_params(const lumen_halation_params *p)
         return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "threshold: %g is not in [0, 1]",
                                p->threshold);
     if (!(p->energy_fraction >= 0 && p->energy_fraction <= 1))
-        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
-                               "energy_fraction: %g is not in [0, 1]", p->energy_fraction);
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "energy_fraction: %g is not in [0, 1]",
+                               p->energy_fraction);
     if (!(p->psf_radius > 0 && p->psf_radius <= 10000))
         return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "psf_radius: %g is not in (0, 10000]",
                                p->psf_radius);

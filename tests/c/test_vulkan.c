@@ -1128,6 +1128,41 @@ static void test_fft_against_fftw(void **state)
     free(src), free(vk), free(fftw);
 }
 
+/* Tiles whose whole input window is zero (a film effect's highlights) skip their transforms
+ * on the device and come out exactly zero; the others still agree with FFTW. */
+static void test_fft_zero_windows(void **state)
+{
+    (void)state;
+    REQUIRE_VULKAN();
+    enum { COUNT = FN * FC * FH * FW };
+    float *src = calloc(COUNT, sizeof(float)), *vk = malloc(COUNT * sizeof(float)),
+          *fftw = malloc(COUNT * sizeof(float)), k[17 * 17];
+    assert_true(src && vk && fftw);
+    for (int y = 2; y < 7; y++) /* one bright patch in the corner of plane 0 */
+        for (int x = 3; x < 8; x++)
+            src[y * FW + x] = 1.0f;
+    ts_random_kernel(k, 17 * 17, 77);
+    lumen_context *dev = context("vulkan:0", 1, 1), *cpu = context("cpu", 1, 1);
+    const lumen_image s = lumen_image_nchw(src, LUMEN_F32, FN, FC, FH, FW);
+    lumen_image a = s, b = s;
+    a.data = vk, b.data = fftw;
+    lumen_filter_options o = lumen_filter_options_default();
+    o.method = LUMEN_METHOD_FFT, o.border = LUMEN_BORDER_REFLECT101;
+    lumen_run_info info;
+    assert_int_equal(lumen_filter2d(dev, &s, &a, k, 17, 17, &o, &info), LUMEN_OK);
+    expect_fft_info(&info);
+    assert_int_equal(lumen_filter2d(cpu, &s, &b, k, 17, 17, &o, NULL), LUMEN_OK);
+    const double scale = abs_sum(k, 17 * 17);
+    for (int i = 0; i < COUNT; i++) {
+        if (!(fabs((double)vk[i] - fftw[i]) <= 1e-5 * scale))
+            fail_msg("element %d: vulkan %.9g, FFTW %.9g", i, vk[i], fftw[i]);
+        if (i >= FH * FW) assert_true(vk[i] == 0.0f); /* planes without the patch */
+    }
+    lumen_context_destroy(dev);
+    lumen_context_destroy(cpu);
+    free(src), free(vk), free(fftw);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1148,6 +1183,7 @@ int main(void)
         cmocka_unit_test(test_fft_separable_nhwc),
         cmocka_unit_test(test_fft_groups),
         cmocka_unit_test(test_fft_against_fftw),
+        cmocka_unit_test(test_fft_zero_windows),
     };
     return cmocka_run_group_tests(tests, find_device, NULL);
 }

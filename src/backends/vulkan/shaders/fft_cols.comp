@@ -45,6 +45,7 @@ void kernel_column(int x)
 void tile_column(int x, Tile t)
 {
     if (work[t.id] > floatBitsToUint(pc.limit)) return; // summed directly by fft_scatter
+    if (work[t.id] == 0u) return; // an all-zero window: fft_scatter writes zeros
     int rows = t.th + pc.kh - 1;
     for (int i = int(gl_LocalInvocationID.x); i < pc.nh; i += WG) {
         int o = slot_word(t, i * pc.nw + x);

@@ -54,6 +54,11 @@ void main()
     if (y >= t.th) return;
     uint flag = work[t.id];
     int out_ = pc.d.off + t.b * pc.d.sn + t.ch * pc.d.sc + (t.y0 + y) * pc.d.sh;
+    if (flag == 0u) { // an all-zero window (film highlights): its outputs are exactly zero
+        for (int x = int(gl_LocalInvocationID.x); x < t.tw; x += WG)
+            store_dst(DST_DT, out_ + (t.x0 + x) * pc.d.sw, 0.0);
+        return;
+    }
     if (flag > floatBitsToUint(pc.limit)) {
         for (int x = int(gl_LocalInvocationID.x); x < t.tw; x += WG)
             store_dst(DST_DT, out_ + (t.x0 + x) * pc.d.sw, direct_at(t, y, x));
