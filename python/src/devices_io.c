@@ -3,10 +3,12 @@
 
 static PyObject *info_dict(const lumen_device_info *d)
 {
-    char driver[256] = "";
+    char driver[256] = "", spec[32] = "";
     lumen_device_get_driver(d->index, driver, sizeof driver);
-    return Py_BuildValue("{s:i,s:s,s:s,s:s,s:K,s:K,s:s,s:s,s:O,s:O}", "index", d->index, "name",
-                         d->name, "backend", d->backend, "kind", lumen_device_kind_name(d->kind),
+    lumen_device_spec(d->index, spec, sizeof spec);
+    return Py_BuildValue("{s:i,s:s,s:s,s:s,s:s,s:K,s:K,s:s,s:s,s:O,s:O}", "index", d->index,
+                         "spec", spec, "name", d->name, "backend", d->backend, "kind",
+                         lumen_device_kind_name(d->kind),
                          "memory_total", (unsigned long long)d->memory_total, "memory_free",
                          (unsigned long long)d->memory_free, "compute_capability",
                          d->compute_capability, "driver", driver, "fp16",

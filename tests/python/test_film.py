@@ -21,16 +21,7 @@ PSNR_MIN, MAX_ERR = 60.0, 1e-3
 
 
 def devices():
-    specs, seen = [], {}
-    for d in lumen.devices():
-        if d["backend"] == "cpu":
-            specs.append("cpu")
-            continue
-        n = seen.get(d["backend"], 0)
-        seen[d["backend"]] = n + 1
-        if d["backend"] in ("vulkan", "cuda"):
-            specs.append(f"{d['backend']}:{n}")
-    return specs
+    return [d["spec"] for d in lumen.devices() if d["backend"] in ("cpu", "vulkan", "cuda")]
 
 
 DEVICES = devices()

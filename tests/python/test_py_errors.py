@@ -475,7 +475,8 @@ def test_bad_context(kw, exc, names):
                 f"{e!s} does not name the available device {d['backend']}/{d['name']}"
 
 
-DEVICE_KEYS = {"index": int, "name": str, "backend": str, "kind": str, "memory_total": int,
+DEVICE_KEYS = {"index": int, "spec": str, "name": str, "backend": str, "kind": str,
+               "memory_total": int,
                "memory_free": int, "compute_capability": str, "driver": str, "fp16": bool,
                "bf16": bool}
 
@@ -494,7 +495,9 @@ def test_devices():
         assert d["kind"] in ("discrete", "integrated", "cpu", "software")
         assert d["memory_total"] > 0 and 0 <= d["memory_free"] <= d["memory_total"]
     cpu = cpus[0]
-    assert cpu["compute_capability"] == "" and cpu["driver"] == ""
+    assert cpu["compute_capability"] == "" and cpu["driver"] == "" and cpu["spec"] == "cpu"
+    for d in devs:  # the spec names the device: Context(device=spec) runs there
+        assert d["spec"] == "cpu" or d["spec"].startswith(d["backend"] + ":"), d
     assert cpu["backend"] == "cpu"
     # a Vulkan device names its API version and driver (lavapipe: "Vulkan 1.3..., llvmpipe")
     for d in devs:

@@ -188,17 +188,9 @@ def _number(params, key, default, lo, hi):
 def device_list():
     """lumen.devices() with each device's spec ("cpu", "vulkan:0", ...) and a label for the
     page ("vulkan:0 llvmpipe (LLVM 15.0.6, 256 bits) (software)")."""
-    out, counts = [], {}
-    for d in lumen.devices():
-        backend = d["backend"]
-        if backend == "cpu":
-            spec = "cpu"
-        else:
-            spec = f"{backend}:{counts.get(backend, 0)}"
-            counts[backend] = counts.get(backend, 0) + 1
-        out.append({"spec": spec, "name": d["name"], "kind": d["kind"], "backend": backend,
-                    "index": d["index"], "label": f"{spec} {d['name']} ({d['kind']})"})
-    return out
+    return [{"spec": d["spec"], "name": d["name"], "kind": d["kind"], "backend": d["backend"],
+             "index": d["index"], "label": f"{d['spec']} {d['name']} ({d['kind']})"}
+            for d in lumen.devices()]
 
 
 class Studio:
