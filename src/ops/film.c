@@ -160,6 +160,7 @@ static lumen_status artistic_scatter(lumen_context *ctx, const lumen_film_stock 
         s = lumen_gaussian_blur(ctx, &in, &out, k, k, sens * ARTISTIC_BLUR_SIGMA_SCALE,
                                 sens * ARTISTIC_BLUR_SIGMA_SCALE, LUMEN_BORDER_REFLECT101, 0.0f,
                                 info);
+        if (s) break;
         float *sc = film_plane(scattered, b, 0);
         const float *bl = film_plane(&blurred, b, 0);
         const float m = (float)o->bloom;

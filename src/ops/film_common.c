@@ -18,6 +18,16 @@ lumen_status film_check(const lumen_context *ctx, const lumen_image *src, const 
     if (src->c != 1 && src->c != 3)
         return lumen_set_error(ERR_ARG, "src: %s takes 1 or 3 channels, got %lld", op,
                                (long long)src->c);
+    /* in place is fine (each pixel is read before it is written, by the same step); any other
+     * overlap would read pixels already written */
+    const bool same = src->data == dst->data && src->stride_n == dst->stride_n &&
+                      src->stride_c == dst->stride_c && src->stride_h == dst->stride_h &&
+                      src->stride_w == dst->stride_w && src->dtype == dst->dtype;
+    if (!same && lumen_views_overlap(src, dst))
+        return lumen_set_error(ERR_ARG,
+                               "dst: overlaps src without being it; %s runs in place "
+                               "or into separate memory",
+                               op);
     if (src->device || dst->device)
         return lumen_set_error(ERR_ARG,
                                "%s: %s is in device memory; the film effects take host images "

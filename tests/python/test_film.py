@@ -160,6 +160,10 @@ def test_bad_arguments():
         lumen.film.film(np.zeros((10, 10, 2), np.float32))
     with pytest.raises(lumen.ArgumentError, match="eta"):
         lumen.film.bloom(x, eta=[2.0])
+    with pytest.raises(lumen.ArgumentError, match="overlaps src"):
+        lumen.film.halation(x[1:], 0.2, out=x[:-1])
+    y = x.copy()  # in place is fine
+    assert np.array_equal(lumen.film.film(y, out=y), lumen.film.film(x))
 
 
 def test_ten_images_rss_does_not_grow():
