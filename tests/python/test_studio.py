@@ -277,3 +277,18 @@ def test_page(server, browser, tmp_path):
     shot = ARTIFACTS / "studio.png"
     assert d.save_screenshot(str(shot)), f"no screenshot written to {shot}"
     print(f"studio: screenshot {shot}")
+
+
+def test_lumen_studio_command_starts_the_studio(lumen_bin):
+    """`lumen studio` is `python3 -m lumen.studio` (the build's package first on PYTHONPATH);
+    $LUMEN_PYTHON names the interpreter, and a missing one is a clear error."""
+    env = dict(os.environ, LUMEN_PYTHON=sys.executable)
+    r = subprocess.run([lumen_bin, "studio", "--help"], capture_output=True, text=True,
+                       timeout=60, env=env)
+    assert r.returncode == 0 and "lumen.studio" in r.stdout and "--port" in r.stdout, r
+    r = subprocess.run([lumen_bin, "studio", "--lumen-help"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0 and "LUMEN_PYTHON" in r.stdout
+    r = subprocess.run([lumen_bin, "studio"], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, LUMEN_PYTHON="/nonexistent/python"))
+    assert r.returncode == 1 and "LUMEN_PYTHON" in r.stderr, r.stderr

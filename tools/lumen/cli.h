@@ -62,6 +62,7 @@ int cmd_bench_conv(int argc, char **argv); /* `lumen bench conv`, from cmd_bench
 int cmd_scene(int argc, char **argv);
 int cmd_kernel(int argc, char **argv);
 int cmd_film(int argc, char **argv);
+int cmd_studio(int argc, char **argv); /* execs python3 -m lumen.studio */
 /* Any op of the descriptor table, by its descriptor alone (cmd_op.c). */
 int cmd_op(const lumen_op_desc *op, int argc, char **argv);
 

@@ -20,6 +20,8 @@ static const char usage_head[] =
     "  box       box blur or box sum (cv2.blur, cv2.boxFilter)\n"
     "  film      a film stock's look: bloom, halation, tone, grain (Phos's formulas);\n"
     "            --compare writes before | after\n"
+    "  studio    the film studio: a local web page with sliders and a device switch\n"
+    "            (python3 -m lumen.studio)\n"
     "  bench     time the ops in-process on a generated image (--json);\n"
     "            'bench conv' times NCHW conv2d layers (GFLOP/s)\n"
     "\n"
@@ -73,7 +75,7 @@ typedef struct command {
 
 static const command commands[] = {
     {"info", cmd_info},   {"filter", cmd_filter}, {"blur", cmd_blur},
-    {"box", cmd_box},     {"film", cmd_film},     {"bench", cmd_bench},
+    {"box", cmd_box},     {"film", cmd_film},     {"studio", cmd_studio},     {"bench", cmd_bench},
     {"scene", cmd_scene}, {"kernel", cmd_kernel}, {NULL, NULL}};
 
 static const command *find_command(const char *name)
