@@ -57,7 +57,7 @@ static float srgb_encode(float v)
 static lumen_status load_linear(const lumen_image *src, film_planes *lin, int threads)
 {
     film_planes x;
-    lumen_status s = film_planes_load(src, &x);
+    lumen_status s = film_planes_load(src, &x, threads);
     if (s) return s;
     *lin = (film_planes){.n = x.n, .c = 3, .h = x.h, .w = x.w};
     if ((s = film_planes_like(lin, lin))) {
@@ -125,19 +125,22 @@ static lumen_status artistic_scatter(lumen_context *ctx, const lumen_film_stock 
                                      film_planes *scattered, lumen_run_info *info)
 {
     film_planes weight = {0}, blurred = {0};
+    double *means = NULL;
     lumen_status s;
     if ((s = film_planes_like(total, scattered)) || (s = film_planes_like(total, &weight)) ||
         (s = film_planes_like(total, &blurred)))
         goto done;
     const int64_t px = total->h * total->w;
+    means = malloc((size_t)total->n * sizeof *means);
+    if (!means) {
+        s = lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "film: plane sums");
+        goto done;
+    }
+    film_plane_sums(total, means, NULL, ctx->threads); /* row order: thread-independent */
     for (int64_t b = 0; b < total->n && !s; b++) {
         const float *x = film_plane(total, b, 0);
         float *wx = film_plane(&weight, b, 0);
-        double mean = 0;
-#pragma omp parallel for num_threads(ctx->threads) reduction(+ : mean) schedule(static)
-        for (int64_t i = 0; i < px; i++)
-            mean += x[i];
-        mean = fmin(fmax(mean / (double)px, 0.0), 1.0);
+        const double mean = fmin(fmax(means[b] / (double)px, 0.0), 1.0);
         double sens = (1.0 - pow(mean, 1.0 / 2.2)) * SENSITIVITY_SCALE + SENSITIVITY_BASE;
         sens = fmin(fmax(sens, SENSITIVITY_MIN), SENSITIVITY_MAX);
         const double sf = st->sensitivity;
@@ -171,6 +174,7 @@ static lumen_status artistic_scatter(lumen_context *ctx, const lumen_film_stock 
         }
     }
 done:
+    free(means);
     film_planes_free(&weight);
     film_planes_free(&blurred);
     return s;

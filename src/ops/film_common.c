@@ -48,19 +48,15 @@ lumen_status film_planes_new(const lumen_image *img, film_planes *out)
     return film_planes_like(&shape, out);
 }
 
-lumen_status film_planes_load(const lumen_image *img, film_planes *out)
+lumen_status film_planes_load(const lumen_image *img, film_planes *out, int threads)
 {
     lumen_status s = film_planes_new(img, out);
     if (s) return s;
-    const float inv = 1.0f / scale_of(img->dtype);
-    for (int64_t b = 0; b < img->n; b++)
-        for (int64_t c = 0; c < img->c; c++) {
-            float *p = film_plane(out, b, c);
-            for (int64_t y = 0; y < img->h; y++)
-                for (int64_t x = 0; x < img->w; x++)
-                    p[y * img->w + x] =
-                        lumen_load_px(lumen_px_addr(img, b, c, y, x), img->dtype) * inv;
-        }
+    const int64_t rows = img->n * img->c * img->h;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t r = 0; r < rows; r++)
+        film_row_load(img, r / (img->h * img->c), (r / img->h) % img->c, r % img->h,
+                      out->data + r * img->w);
     return LUMEN_OK;
 }
 
@@ -121,6 +117,17 @@ void film_row_load(const lumen_image *img, int64_t b, int64_t c, int64_t y, floa
     }
 }
 
+/* out[p] = the sum of rows[p * h .. p * h + h), added in row order: plane sums that are the
+ * same whatever the thread count that made the row sums. */
+static void add_rows_in_order(const double *rows, int64_t planes, int64_t h, double *out)
+{
+    for (int64_t p = 0; p < planes; p++) {
+        out[p] = 0;
+        for (int64_t y = 0; y < h; y++)
+            out[p] += rows[p * h + y];
+    }
+}
+
 lumen_status film_highlights(const lumen_image *src, film_planes *e, double threshold,
                              const double k[3], double *sums, int threads)
 {
@@ -146,41 +153,47 @@ lumen_status film_highlights(const lumen_image *src, film_planes *e, double thre
         }
         if (row_sums) row_sums[r] = sum;
     }
-    if (sums) { /* plane sums in row order: the same whatever the thread count */
-        for (int64_t p = 0; p < src->n * src->c; p++) {
-            sums[p] = 0;
-            for (int64_t y = 0; y < src->h; y++)
-                sums[p] += row_sums[p * src->h + y];
-        }
+    if (sums) {
+        add_rows_in_order(row_sums, src->n * src->c, src->h, sums);
         free(row_sums);
     }
     return LUMEN_OK;
 }
 
-static double plane_row_sum(const film_planes *p, int64_t plane, int64_t y)
+/* Sum, and sum of squares, of row r of p. */
+static void row_moments(const film_planes *p, int64_t r, double *sum, double *square)
 {
-    const float *row = p->data + (plane * p->h + y) * p->w;
-    double sum = 0;
+    const float *row = p->data + r * p->w;
+    double s = 0, q = 0;
     for (int64_t x = 0; x < p->w; x++)
-        sum += row[x];
-    return sum;
+        s += row[x], q += (double)row[x] * row[x];
+    *sum = s, *square = q;
 }
 
-void film_plane_sums(const film_planes *p, double *sums, int threads)
+void film_plane_sums(const film_planes *p, double *sums, double *squares, int threads)
 {
-    const int64_t rows = p->n * p->c * p->h;
-    double *row_sums = malloc((size_t)rows * sizeof *row_sums);
-    if (row_sums) {
+    const int64_t rows = p->n * p->c * p->h, planes = p->n * p->c;
+    double *row_s = malloc((size_t)rows * 2 * sizeof *row_s);
+    if (!row_s) { /* a few KiB short: the same sums, serially */
+        for (int64_t q = 0; q < planes; q++) {
+            sums[q] = 0;
+            if (squares) squares[q] = 0;
+            for (int64_t y = 0; y < p->h; y++) {
+                double s, sq;
+                row_moments(p, q * p->h + y, &s, &sq);
+                sums[q] += s;
+                if (squares) squares[q] += sq;
+            }
+        }
+        return;
+    }
+    double *row_q = row_s + rows;
 #pragma omp parallel for num_threads(threads) schedule(static)
-        for (int64_t r = 0; r < rows; r++)
-            row_sums[r] = plane_row_sum(p, r / p->h, r % p->h);
-    }
-    for (int64_t q = 0; q < p->n * p->c; q++) {
-        sums[q] = 0;
-        for (int64_t y = 0; y < p->h; y++) /* without the row buffer: serially */
-            sums[q] += row_sums ? row_sums[q * p->h + y] : plane_row_sum(p, q, y);
-    }
-    free(row_sums);
+    for (int64_t r = 0; r < rows; r++)
+        row_moments(p, r, &row_s[r], &row_q[r]);
+    add_rows_in_order(row_s, planes, p->h, sums);
+    if (squares) add_rows_in_order(row_q, planes, p->h, squares);
+    free(row_s);
 }
 
 void film_scatter_back(const lumen_image *src, const lumen_image *dst, double threshold,

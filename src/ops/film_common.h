@@ -18,7 +18,7 @@ lumen_status film_check(const lumen_context *ctx, const lumen_image *src, const 
                         const char *op);
 /* New planes of img's shape, uninitialised or loaded from img (normalised). */
 lumen_status film_planes_new(const lumen_image *img, film_planes *out);
-lumen_status film_planes_load(const lumen_image *img, film_planes *out);
+lumen_status film_planes_load(const lumen_image *img, film_planes *out, int threads);
 void film_planes_free(film_planes *p);
 /* New (uninitialised) planes of p's shape. */
 lumen_status film_planes_like(const film_planes *p, film_planes *out);
@@ -44,8 +44,9 @@ void film_row_load(const lumen_image *img, int64_t b, int64_t c, int64_t y, floa
  * directly; sums[b * c + ch] gets each plane's sum (may be NULL). */
 lumen_status film_highlights(const lumen_image *src, film_planes *e, double threshold,
                              const double k[3], double *sums, int threads);
-/* The sum of each plane into sums[b * c + ch], in row order (the same for any thread count). */
-void film_plane_sums(const film_planes *p, double *sums, int threads);
+/* The sum of each plane into sums[b * c + ch], and of its squares into squares[] (may be NULL),
+ * rows added in order: the same for any thread count. */
+void film_plane_sums(const film_planes *p, double *sums, double *squares, int threads);
 /* dst = clip(x - e(x) + scale[plane] * s, 0, 1) with x read from src again and e(x) as
  * film_highlights makes it (no copy of x is kept); scale NULL: 1. src may be dst. */
 void film_scatter_back(const lumen_image *src, const lumen_image *dst, double threshold,

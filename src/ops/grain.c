@@ -122,27 +122,28 @@ static lumen_status blur_noise(lumen_context *ctx, film_planes *r, film_planes *
     return s;
 }
 
-/* r = clip(r / (3 std) x density x intensity, -1, 1), per plane (std: np.std's, population). */
-static void normalise_noise(film_planes *r, const lumen_grain_params *p, int threads)
+/* r = clip(r / (3 std) x density x intensity, -1, 1), per plane (std: np.std's, population;
+ * its sums added in row order, so the grain does not depend on the thread count). */
+static lumen_status normalise_noise(film_planes *r, const lumen_grain_params *p, int threads)
 {
-    const int64_t px = r->h * r->w;
-    for (int64_t b = 0; b < r->n; b++)
-        for (int64_t c = 0; c < r->c; c++) {
-            float *rs = film_plane(r, b, c);
-            double sum = 0, sq = 0;
-#pragma omp parallel for num_threads(threads) reduction(+ : sum, sq) schedule(static)
-            for (int64_t i = 0; i < px; i++)
-                sum += rs[i], sq += (double)rs[i] * rs[i];
-            const double mean = sum / (double)px;
-            const double sd = sqrt(fmax(sq / (double)px - mean * mean, 0.0));
-            const double norm = sd > 1e-6 ? 1.0 / (3.0 * sd) : 1.0;
-            const float k = (float)(norm * p->density * p->intensity);
+    const int64_t px = r->h * r->w, planes = r->n * r->c;
+    double *sums = malloc((size_t)planes * 2 * sizeof *sums);
+    if (!sums) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "grain: plane sums");
+    film_plane_sums(r, sums, sums + planes, threads);
+    for (int64_t q = 0; q < planes; q++) {
+        float *rs = r->data + q * px;
+        const double mean = sums[q] / (double)px;
+        const double sd = sqrt(fmax(sums[planes + q] / (double)px - mean * mean, 0.0));
+        const double norm = sd > 1e-6 ? 1.0 / (3.0 * sd) : 1.0;
+        const float k = (float)(norm * p->density * p->intensity);
 #pragma omp parallel for num_threads(threads) schedule(static)
-            for (int64_t i = 0; i < px; i++) {
-                const float g = rs[i] * k;
-                rs[i] = g < -1.0f ? -1.0f : g > 1.0f ? 1.0f : g;
-            }
+        for (int64_t i = 0; i < px; i++) {
+            const float g = rs[i] * k;
+            rs[i] = g < -1.0f ? -1.0f : g > 1.0f ? 1.0f : g;
         }
+    }
+    free(sums);
+    return LUMEN_OK;
 }
 
 lumen_status film_grain_noise(lumen_context *ctx, const film_planes *x, film_planes *noise,
@@ -154,7 +155,7 @@ lumen_status film_grain_noise(lumen_context *ctx, const film_planes *x, film_pla
     if (!s) {
         photon_noise(x, noise, p, ctx->threads);
         if (!(s = blur_noise(ctx, noise, &tmp, p->size, info)))
-            normalise_noise(noise, p, ctx->threads);
+            s = normalise_noise(noise, p, ctx->threads);
     }
     film_planes_free(&tmp);
     if (s) film_planes_free(noise);
@@ -168,7 +169,8 @@ lumen_status lumen_grain(lumen_context *ctx, const lumen_image *src, const lumen
     lumen_status s;
     if ((s = film_check(ctx, src, dst, "grain")) || (s = check_params(p))) return s;
     film_planes x = {0}, noise = {0};
-    if (!(s = film_planes_load(src, &x)) && !(s = film_grain_noise(ctx, &x, &noise, p, info))) {
+    if (!(s = film_planes_load(src, &x, ctx->threads)) &&
+        !(s = film_grain_noise(ctx, &x, &noise, p, info))) {
         const int64_t all = x.n * x.c * x.h * x.w;
         const float a = (float)p->amount;
 #pragma omp parallel for num_threads(ctx->threads) schedule(static)

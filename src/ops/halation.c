@@ -94,7 +94,7 @@ lumen_status lumen_halation(lumen_context *ctx, const lumen_image *src, const lu
         s = lumen_filter2d(ctx, &ev, &lv, kernel, HALATION_K, HALATION_K, &o, info);
         if (!s) {
             /* the layer keeps E's energy: Phos rescales when it holds any (guard 1e-6) */
-            film_plane_sums(&layer, sums + planes, ctx->threads);
+            film_plane_sums(&layer, sums + planes, NULL, ctx->threads);
             for (int64_t i = 0; i < planes; i++)
                 scale[i] = sums[planes + i] > 1e-6 ? (float)(sums[i] / sums[planes + i]) : 1.0f;
             film_scatter_back(src, dst, p->threshold, k, &layer, scale, ctx->threads);

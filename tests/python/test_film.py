@@ -175,3 +175,14 @@ def test_ten_images_rss_does_not_grow():
         rss.append(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
     # the peak settles after the first calls (plans, spectra, pools); later calls add nothing
     assert rss[-1] - rss[2] < 8 * 1024, rss  # KiB
+
+
+def test_film_sums_do_not_depend_on_the_thread_count():
+    """The chain's own sums (the grain's std, the black-and-white bloom's mean) add their rows in
+    order: 1 and 2 threads give the same bits. (Halation's and bloom's FFTs are left out: the
+    FFT's tile sizes follow the thread count, which may move a result by an ulp.)"""
+    x = scene(120, 150, seed=6)
+    for name, strengths in (("portra400", dict(halation=0, bloom=0)), ("hp5plus400", {})):
+        one = lumen.film.film(x, name, seed=4, context=lumen.Context(threads=1), **strengths)
+        two = lumen.film.film(x, name, seed=4, context=lumen.Context(threads=2), **strengths)
+        assert np.array_equal(one, two), name
