@@ -204,7 +204,7 @@ static void finish(const lumen_film_stock *st, const lumen_film_options *o, cons
     const bool encode = dst->dtype != LUMEN_F32;
     const float comp = (float)(GRAIN_LINEAR_RGB_COMPENSATION * o->grain);
     const float pan = (float)(st->grain_pan * o->grain);
-    const float scale = dst->dtype == LUMEN_U8 ? 255.0f : dst->dtype == LUMEN_U16 ? 65535.0f : 1.0f;
+    const float scale = film_dtype_scale(dst->dtype);
     for (int64_t b = 0; b < resp->n; b++)
         for (int64_t c = 0; c < dst->c; c++) {
             /* black and white: every output channel is the one grey; grey dst of a colour

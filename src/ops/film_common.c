@@ -36,7 +36,7 @@ lumen_status film_check(const lumen_context *ctx, const lumen_image *src, const 
     return LUMEN_OK;
 }
 
-static float scale_of(lumen_dtype t)
+float film_dtype_scale(lumen_dtype t)
 {
     return t == LUMEN_U8 ? 255.0f : t == LUMEN_U16 ? 65535.0f : 1.0f;
 }
@@ -83,7 +83,7 @@ lumen_image film_planes_view(const film_planes *p)
 
 void film_planes_store(const film_planes *p, const lumen_image *dst, int threads)
 {
-    const float scale = scale_of(dst->dtype);
+    const float scale = film_dtype_scale(dst->dtype);
     const int64_t rows = p->n * p->c * p->h;
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t r = 0; r < rows; r++) {
@@ -200,8 +200,8 @@ void film_scatter_back(const lumen_image *src, const lumen_image *dst, double th
                        const double k[3], const film_planes *s, const float *scale, int threads)
 {
     const int64_t rows = src->n * src->c * src->h, w = src->w;
-    const float t = (float)threshold, in = 1.0f / scale_of(src->dtype);
-    const float out = scale_of(dst->dtype);
+    const float t = (float)threshold, in = 1.0f / film_dtype_scale(src->dtype);
+    const float out = film_dtype_scale(dst->dtype);
     const int64_t ses = (int64_t)lumen_dtype_bytes(src->dtype) * src->stride_w;
     const int64_t des = (int64_t)lumen_dtype_bytes(dst->dtype) * dst->stride_w;
 #pragma omp parallel for num_threads(threads) schedule(static)

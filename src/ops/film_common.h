@@ -12,6 +12,8 @@ typedef struct film_planes {
     int64_t n, c, h, w;
 } film_planes;
 
+/* The value of 1.0 in dtype t: 255 (u8), 65535 (u16), 1 (f32). */
+float film_dtype_scale(lumen_dtype t);
 /* Checks ctx and an image pair for a film op: host views of 1 or 3 channels and the same
  * shape; `op` names the op in messages. */
 lumen_status film_check(const lumen_context *ctx, const lumen_image *src, const lumen_image *dst,
