@@ -302,6 +302,54 @@ LUMEN_API lumen_status lumen_gaussian_kernel(int n, double sigma, float *out);
 /* The kernel size GaussianBlur derives from sigma for this dtype. */
 LUMEN_API int lumen_gaussian_ksize(double sigma, lumen_dtype dtype);
 
+/* ---- resize (docs/resize.md) ------------------------------------------------
+ * Resamples each channel of each image of src to dst's height and width. src and dst have
+ * the same n and c and may differ in dtype, strides and size; dst must not overlap src. Every
+ * rule's coefficients are computed once per call, per output row and column. */
+
+/* Whose conventions: pixel centres, edges, kernels, rounding of sizes (docs/resize.md). */
+typedef enum lumen_resize_rule {
+    LUMEN_RESIZE_OPENCV = 0, /* cv2.resize (default) */
+    LUMEN_RESIZE_PILLOW = 1, /* PIL.Image.resize: supports widen when shrinking */
+    LUMEN_RESIZE_TORCH = 2   /* torch.nn.functional.interpolate */
+} lumen_resize_rule;
+
+typedef enum lumen_interpolation {
+    LUMEN_INTER_NEAREST = 0,       /* cv2 INTER_NEAREST, torch "nearest", Pillow NEAREST */
+    LUMEN_INTER_NEAREST_EXACT = 1, /* cv2 INTER_NEAREST_EXACT, torch "nearest-exact" */
+    LUMEN_INTER_LINEAR = 2,        /* default */
+    LUMEN_INTER_CUBIC = 3,         /* OpenCV and torch a = -0.75, Pillow and antialias -0.5 */
+    LUMEN_INTER_AREA = 4,          /* cv2 INTER_AREA, torch "area" (adaptive average pooling) */
+    LUMEN_INTER_LANCZOS = 5,       /* OpenCV 8 taps (a = 4), Pillow a = 3 */
+    LUMEN_INTER_BOX = 6,           /* Pillow BOX */
+    LUMEN_INTER_HAMMING = 7        /* Pillow HAMMING */
+} lumen_interpolation;
+
+typedef struct lumen_resize_options {
+    lumen_resize_rule rule;            /* LUMEN_RESIZE_OPENCV */
+    lumen_interpolation interpolation; /* LUMEN_INTER_LINEAR */
+    /* The scale factors the output size came from (cv2's fx, fy; torch's scale_factor), which
+     * the OpenCV and torch rules use to map coordinates; 0: dst's size over src's. */
+    double fx, fy;
+    int antialias;     /* torch: linear and cubic widen when shrinking (Pillow's coefficients) */
+    int align_corners; /* torch: linear and cubic map corner pixel centres onto each other */
+} lumen_resize_options;
+
+/* opencv, linear, no factors, no antialias, no align_corners. */
+LUMEN_API lumen_resize_options lumen_resize_options_default(void);
+/* The output size scale factors give for this rule: round(h * fy), round(w * fx) for OpenCV
+ * and Pillow (ties to even, as cv2's saturate_cast), floor for torch; at least 1. */
+LUMEN_API lumen_status lumen_resize_output_size(int64_t h, int64_t w, double fx, double fy,
+                                                lumen_resize_rule rule, int64_t *out_h,
+                                                int64_t *out_w);
+/* src resampled into dst by opt (NULL: defaults). */
+LUMEN_API lumen_status lumen_resize(lumen_context *ctx, const lumen_image *src,
+                                    const lumen_image *dst, const lumen_resize_options *opt,
+                                    lumen_run_info *info);
+/* "opencv", "pillow", "torch"; "nearest", "nearest-exact", "linear", ... ("?" if unknown). */
+LUMEN_API const char *lumen_resize_rule_name(lumen_resize_rule rule);
+LUMEN_API const char *lumen_interpolation_name(lumen_interpolation interpolation);
+
 /* ---- film effects (docs/film.md) -------------------------------------------
  * Phos's formulas (latteine1217/Phos), on images of 1 or 3 channels in linear light: values
  * are taken as x / 255 (u8), x / 65535 (u16) or x (f32), and stored back so (rounded and

@@ -18,6 +18,7 @@ const char *lumen_op_kind_name(lumen_op_kind kind)
     case LUMEN_OP_GAUSSIAN_FAST: return "fast Gaussian";
     case LUMEN_OP_CONV2D: return "conv2d";
     case LUMEN_OP_CONV_TRANSPOSE2D: return "conv_transpose2d";
+    case LUMEN_OP_RESIZE: return "resize";
     case LUMEN_OP_KIND_COUNT: break;
     }
     return "op";
@@ -26,7 +27,8 @@ const char *lumen_op_kind_name(lumen_op_kind kind)
 lumen_method lumen_op_kind_method(lumen_op_kind kind)
 {
     switch (kind) {
-    case LUMEN_OP_FILTER_SEPARABLE: return LUMEN_METHOD_SEPARABLE;
+    case LUMEN_OP_FILTER_SEPARABLE:
+    case LUMEN_OP_RESIZE: return LUMEN_METHOD_SEPARABLE;
     case LUMEN_OP_FILTER_FFT: return LUMEN_METHOD_FFT;
     case LUMEN_OP_GAUSSIAN_FAST: return LUMEN_METHOD_RECURSIVE;
     default: return LUMEN_METHOD_DIRECT;

@@ -99,6 +99,7 @@ typedef enum lumen_op_kind {
     LUMEN_OP_GAUSSIAN_FAST = 3,    /* lumen_gauss_job */
     LUMEN_OP_CONV2D = 4,           /* lumen_conv_job */
     LUMEN_OP_CONV_TRANSPOSE2D = 5, /* lumen_conv_job */
+    LUMEN_OP_RESIZE = 6,           /* lumen_resize_job */
     LUMEN_OP_KIND_COUNT
 } lumen_op_kind;
 
@@ -158,6 +159,36 @@ typedef struct lumen_conv_job {
     lumen_conv2d_params p;
 } lumen_conv_job;
 
+/*
+ * One axis of a resize: output o is sum_k weights[o * taps + k] * in(first[o] + k), every
+ * window [first[o], first[o] + taps) inside [0, in) (taps <= in): the rule's edge handling
+ * (replicate, or truncate and renormalise) is already folded into the weights, so a kernel
+ * needs no border code. Built once per call by the op (src/ops/resize_taps.c), in host memory.
+ */
+typedef struct lumen_resize_axis {
+    int64_t in, out;
+    int taps;
+    const int32_t *first;  /* out entries */
+    const float *weights;  /* out * taps */
+} lumen_resize_axis;
+
+/* A resize (LUMEN_OP_RESIZE): src (n, c, h, w) to dst (n, c, y.out, x.out), x.in = w and
+ * y.in = h, dst disjoint from src. nearest: taps = 1 and every weight 1; the pixel is copied
+ * (exact for every dtype, NaN payloads included). round_between: the horizontal pass's
+ * result is rounded half up and saturated to the integer dtype of src before the vertical
+ * pass, as Pillow's 8-bit path stores it (docs/resize.md). */
+typedef struct lumen_resize_job {
+    union {
+        struct {
+            const lumen_image *src, *dst;
+        };
+        const lumen_image *views[2];
+    };
+    lumen_resize_axis x, y;
+    int nearest;
+    int round_between;
+} lumen_resize_job;
+
 typedef struct lumen_op {
     lumen_op_kind kind;
     int n_views;     /* the job's views; views[n_views - 1] is the output */
@@ -177,6 +208,10 @@ static inline lumen_op lumen_op_gauss(const lumen_gauss_job *job)
 static inline lumen_op lumen_op_conv(lumen_op_kind kind, const lumen_conv_job *job)
 {
     return (lumen_op){.kind = kind, .n_views = 3, .job_size = sizeof *job, .job = job};
+}
+static inline lumen_op lumen_op_resize(const lumen_resize_job *job)
+{
+    return (lumen_op){.kind = LUMEN_OP_RESIZE, .n_views = 2, .job_size = sizeof *job, .job = job};
 }
 /* The job's views (its first member, whatever the kind). */
 static inline const lumen_image *const *lumen_op_views(const lumen_op *op)

@@ -61,6 +61,9 @@ static inline bool lumen_kernel_is_symmetric(const float *k, int n)
 /* The scalar reference of every filter method (reference.c): the oracle, in double. */
 lumen_status lumen_cpu_reference_filter(lumen_context *ctx, const lumen_filter_job *job);
 
+/* Resize (resize.c): the reference with SIMD off, else the copy or the separable path. */
+lumen_status lumen_cpu_resize(lumen_context *ctx, const lumen_resize_job *job, lumen_run_info *info);
+
 /* Row-pipeline engine (engine.c): direct and separable filters. */
 lumen_status lumen_cpu_direct(lumen_context *ctx, const lumen_filter_job *job);
 lumen_status lumen_cpu_separable(lumen_context *ctx, const lumen_filter_job *job);

@@ -44,6 +44,7 @@ static lumen_status cpu_run(lumen_context *ctx, const lumen_op *op, lumen_run_in
         return lumen_cpu_gaussian_fast(ctx, op->job);
     case LUMEN_OP_CONV2D:
     case LUMEN_OP_CONV_TRANSPOSE2D: return lumen_cpu_conv(ctx, op->kind, op->job, info);
+    case LUMEN_OP_RESIZE: return lumen_cpu_resize(ctx, op->job, info);
     case LUMEN_OP_KIND_COUNT: break;
     }
     return lumen_set_error(LUMEN_ERR_UNSUPPORTED, "cpu: unknown op kind %d", (int)op->kind);

@@ -1,0 +1,261 @@
+/*
+ * LUMEN_OP_RESIZE on the CPU (docs/resize.md): the scalar reference, the nearest-neighbour
+ * copy and the separable fast path. The op built both axes' tables; here they are applied.
+ *
+ * Fast path: the horizontal pass first (OpenCV's and Pillow's order), only over the input rows
+ * that the vertical pass reads: each thread takes a chunk of output rows and keeps the
+ * horizontally resampled rows it needs in a ring of `y.taps` rows (the windows' starts never
+ * decrease, so each needed row is computed once per chunk). Channels that sit together in
+ * memory (stride_c 1) are resampled as one pixel; other layouts plane by plane.
+ */
+#include "cpu.h"
+#include "resize_cpu.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the reference ---- */
+
+/* Pillow's 8-bit path stores the horizontal pass: rounded half up, clipped. */
+static double round_between(double v)
+{
+    v = floor(v + 0.5);
+    return v < 0 ? 0 : v > 255 ? 255 : v;
+}
+
+/* One output pixel: the vertical sum of horizontal sums, in double, in that order. */
+static double ref_pixel(const lumen_resize_job *j, int64_t b, int64_t c, int64_t oy, int64_t ox)
+{
+    const lumen_image *s = j->src;
+    const float *wy = j->y.weights + oy * j->y.taps, *wx = j->x.weights + ox * j->x.taps;
+    double acc = 0;
+    for (int ky = 0; ky < j->y.taps; ky++) {
+        const int64_t y = j->y.first[oy] + ky;
+        double row = 0;
+        for (int kx = 0; kx < j->x.taps; kx++)
+            row += (double)wx[kx] *
+                   lumen_load_px(lumen_px_addr(s, b, c, y, j->x.first[ox] + kx), s->dtype);
+        acc += (double)wy[ky] * (j->round_between ? round_between(row) : row);
+    }
+    return acc;
+}
+
+/* The copy of one element (nearest): bit for bit when the dtypes agree. */
+static void copy_px(const lumen_image *s, const lumen_image *d, const char *from, char *to)
+{
+    if (s->dtype == d->dtype)
+        memcpy(to, from, lumen_dtype_size(s->dtype));
+    else
+        lumen_store_px(to, d->dtype, lumen_load_px(from, s->dtype));
+}
+
+static lumen_status reference(lumen_context *ctx, const lumen_resize_job *j)
+{
+    const lumen_image *s = j->src, *d = j->dst;
+    lumen_cpu_stop st = lumen_cpu_stop_init(ctx);
+#pragma omp parallel for num_threads(ctx->threads) schedule(dynamic, 1) collapse(2)
+    for (int64_t b = 0; b < d->n; b++)
+        for (int64_t oy = 0; oy < d->h; oy++) {
+            if (lumen_cpu_should_stop(&st)) continue;
+            for (int64_t c = 0; c < d->c; c++)
+                for (int64_t ox = 0; ox < d->w; ox++) {
+                    char *to = lumen_px_addr(d, b, c, oy, ox);
+                    if (j->nearest)
+                        copy_px(s, d, lumen_px_addr(s, b, c, j->y.first[oy], j->x.first[ox]), to);
+                    else
+                        lumen_store_px(to, d->dtype, (float)ref_pixel(j, b, c, oy, ox));
+                }
+        }
+    return lumen_cpu_stop_status(&st, LUMEN_OK);
+}
+
+/* ---- nearest: copies ---- */
+
+static lumen_status nearest(lumen_context *ctx, const lumen_resize_job *j)
+{
+    const lumen_image *s = j->src, *d = j->dst;
+    const size_t es = lumen_dtype_size(s->dtype);
+    /* Interleaved channels of one dtype: one memcpy per pixel. */
+    const bool whole = s->dtype == d->dtype && s->stride_c == 1 && d->stride_c == 1;
+    lumen_cpu_stop st = lumen_cpu_stop_init(ctx);
+#pragma omp parallel for num_threads(ctx->threads) schedule(dynamic, 4) collapse(2)
+    for (int64_t b = 0; b < d->n; b++)
+        for (int64_t oy = 0; oy < d->h; oy++) {
+            if (lumen_cpu_should_stop(&st)) continue;
+            const int64_t sy = j->y.first[oy];
+            for (int64_t ox = 0; ox < d->w; ox++) {
+                const char *from = lumen_px_addr(s, b, 0, sy, j->x.first[ox]);
+                char *to = lumen_px_addr(d, b, 0, oy, ox);
+                if (whole) {
+                    memcpy(to, from, es * (size_t)s->c);
+                    continue;
+                }
+                for (int64_t c = 0; c < d->c; c++)
+                    copy_px(s, d, from + c * s->stride_c * (int64_t)es,
+                            to + c * d->stride_c * (int64_t)lumen_dtype_size(d->dtype));
+            }
+        }
+    return lumen_cpu_stop_status(&st, LUMEN_OK);
+}
+
+/* ---- the separable fast path ---- */
+
+typedef struct plane_geom {
+    int C;           /* channels resampled together (1 or src->c) */
+    int64_t groups;  /* planes per image: src->c / C */
+    bool src_contig; /* a group row of src is C * w contiguous elements */
+    bool dst_contig;
+} plane_geom;
+
+static plane_geom geometry(const lumen_resize_job *j)
+{
+    const lumen_image *s = j->src, *d = j->dst;
+    plane_geom g;
+    g.C = s->stride_c == 1 && d->stride_c == 1 && s->c <= 64 ? (int)s->c : 1;
+    if (s->c == 1) g.C = 1;
+    g.groups = s->c / g.C;
+    g.src_contig = s->stride_w == g.C && (g.C == 1 || s->stride_c == 1);
+    g.dst_contig = d->stride_w == g.C && (g.C == 1 || d->stride_c == 1);
+    return g;
+}
+
+/* Per-thread buffers: the source row in f32, the ring of horizontal rows, the sums. */
+typedef struct thread_bufs {
+    float *srow, *ring, *acc;
+    const float **rows;
+    int64_t ring_row; /* floats per ring row */
+} thread_bufs;
+
+static bool bufs_alloc(thread_bufs *t, const lumen_resize_job *j, int C)
+{
+    t->ring_row = ((j->x.out * C + 4) + 15) & ~(int64_t)15;
+    t->srow = malloc(sizeof(float) * (size_t)(j->x.in * C + 4));
+    t->ring = malloc(sizeof(float) * (size_t)(t->ring_row * j->y.taps));
+    t->acc = malloc(sizeof(float) * (size_t)t->ring_row);
+    t->rows = malloc(sizeof(float *) * (size_t)j->y.taps);
+    if (t->srow) memset(t->srow, 0, sizeof(float) * (size_t)(j->x.in * C + 4));
+    return t->srow && t->ring && t->acc && t->rows;
+}
+
+static void bufs_free(thread_bufs *t)
+{
+    free(t->srow), free(t->ring), free(t->acc), free(t->rows);
+}
+
+/* Row y of plane (b, g) of src, horizontally resampled into out. */
+static void h_row(const lumen_resize_job *j, const lumen_resize_kernels *k, const plane_geom *g,
+                  thread_bufs *t, int64_t b, int64_t grp, int64_t y, float *out)
+{
+    const lumen_image *s = j->src;
+    const char *row = lumen_px_addr(s, b, grp * g->C, y, 0);
+    if (g->src_contig) {
+        k->load_row(row, s->dtype, j->x.in * g->C, t->srow);
+    } else {
+        const int64_t es = (int64_t)lumen_dtype_size(s->dtype);
+        for (int64_t x = 0; x < j->x.in; x++)
+            for (int c = 0; c < g->C; c++)
+                t->srow[x * g->C + c] =
+                    lumen_load_px(row + (x * s->stride_w + c * s->stride_c) * es, s->dtype);
+    }
+    k->hpass(t->srow, g->C, &j->x, out);
+    if (j->round_between)
+        for (int64_t i = 0; i < j->x.out * g->C; i++)
+            out[i] = (float)round_between(out[i]);
+}
+
+/* Output row oy of plane (b, g) from the sums in t->acc. */
+static void store(const lumen_resize_job *j, const lumen_resize_kernels *k, const plane_geom *g,
+                  const float *acc, int64_t b, int64_t grp, int64_t oy)
+{
+    const lumen_image *d = j->dst;
+    char *row = lumen_px_addr(d, b, grp * g->C, oy, 0);
+    if (g->dst_contig) {
+        k->store_row(acc, j->x.out * g->C, d->dtype, row);
+        return;
+    }
+    const int64_t es = (int64_t)lumen_dtype_size(d->dtype);
+    for (int64_t x = 0; x < j->x.out; x++)
+        for (int c = 0; c < g->C; c++)
+            lumen_store_px(row + (x * d->stride_w + c * d->stride_c) * es, d->dtype,
+                           acc[x * g->C + c]);
+}
+
+/* Output rows [y0, y1) of one plane, with the ring starting empty. */
+static void chunk(const lumen_resize_job *j, const lumen_resize_kernels *k, const plane_geom *g,
+                  thread_bufs *t, int64_t b, int64_t grp, int64_t y0, int64_t y1)
+{
+    const int K = j->y.taps;
+    int64_t have_lo = 0, have_hi = 0; /* rows [have_lo, have_hi) are in the ring */
+    for (int64_t oy = y0; oy < y1; oy++) {
+        const int64_t lo = j->y.first[oy], hi = lo + K;
+        int64_t from = lo > have_hi || lo < have_lo ? lo : have_hi;
+        for (int64_t y = from; y < hi; y++)
+            h_row(j, k, g, t, b, grp, y, t->ring + (y % K) * t->ring_row);
+        have_lo = lo, have_hi = hi;
+        for (int i = 0; i < K; i++)
+            t->rows[i] = t->ring + ((lo + i) % K) * t->ring_row;
+        k->vpass(t->rows, j->y.weights + oy * K, K, j->x.out * g->C, t->acc);
+        store(j, k, g, t->acc, b, grp, oy);
+    }
+}
+
+static const lumen_resize_kernels *kernels_for(const lumen_context *ctx)
+{
+    static const lumen_resize_kernels k512 = {"avx512", lumen_resize_load_row_avx512,
+                                              lumen_resize_store_row_avx512,
+                                              lumen_resize_hpass_avx512, lumen_resize_vpass_avx512};
+    static const lumen_resize_kernels k2 = {"avx2+fma", lumen_resize_load_row_avx2,
+                                            lumen_resize_store_row_avx2, lumen_resize_hpass_avx2,
+                                            lumen_resize_vpass_avx2};
+    static const lumen_resize_kernels kg = {"generic", lumen_resize_load_row_generic,
+                                            lumen_resize_store_row_generic,
+                                            lumen_resize_hpass_generic, lumen_resize_vpass_generic};
+    return lumen_ctx_use_avx512(ctx) ? &k512 : lumen_ctx_use_avx2(ctx) ? &k2 : &kg;
+}
+
+static lumen_status separable(lumen_context *ctx, const lumen_resize_job *j,
+                              const lumen_resize_kernels *k)
+{
+    const plane_geom g = geometry(j);
+    const int64_t planes = j->dst->n * g.groups;
+    /* Chunks of output rows: enough for the threads to balance, few enough that the rows
+     * shared by neighbouring chunks (y.taps at most per chunk) cost little. */
+    int64_t per = (j->y.out + 4 * ctx->threads - 1) / (4 * ctx->threads);
+    if (per < 8) per = 8;
+    if (per < 4 * (int64_t)j->y.taps) per = 4 * (int64_t)j->y.taps;
+    const int64_t chunks = (j->y.out + per - 1) / per, items = planes * chunks;
+    lumen_cpu_stop st = lumen_cpu_stop_init(ctx);
+    int failed = 0;
+#pragma omp parallel num_threads(ctx->threads) reduction(| : failed)
+    {
+        thread_bufs t;
+        const bool ok = bufs_alloc(&t, j, g.C);
+        failed |= !ok;
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t it = 0; it < items; it++) {
+            if (!ok || lumen_cpu_should_stop(&st)) continue;
+            const int64_t plane = it / chunks, c = it % chunks;
+            const int64_t y0 = c * per, y1 = y0 + per < j->y.out ? y0 + per : j->y.out;
+            chunk(j, k, &g, &t, plane / g.groups, plane % g.groups, y0, y1);
+        }
+        bufs_free(&t);
+    }
+    if (failed) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "resize: out of memory for rows");
+    return lumen_cpu_stop_status(&st, LUMEN_OK);
+}
+
+lumen_status lumen_cpu_resize(lumen_context *ctx, const lumen_resize_job *j, lumen_run_info *info)
+{
+    if (!ctx->simd) {
+        info->isa = "scalar", info->algo = "reference";
+        return reference(ctx, j);
+    }
+    if (j->nearest) {
+        info->isa = "generic", info->algo = "nearest";
+        return nearest(ctx, j);
+    }
+    const lumen_resize_kernels *k = kernels_for(ctx);
+    info->isa = k->isa, info->algo = "separable";
+    return separable(ctx, j, k);
+}

@@ -1,0 +1,27 @@
+/* The CPU resize (resize.c) and its row kernels (resize_kernels.h), compiled per ISA. */
+#ifndef LUMEN_RESIZE_CPU_H
+#define LUMEN_RESIZE_CPU_H
+
+#include "internal.h"
+
+/* One ISA's row kernels. */
+typedef struct lumen_resize_kernels {
+    const char *isa;
+    void (*load_row)(const void *src, lumen_dtype t, int64_t n, float *out);
+    void (*store_row)(const float *v, int64_t n, lumen_dtype t, void *dst);
+    void (*hpass)(const float *in, int C, const lumen_resize_axis *x, float *out);
+    void (*vpass)(const float *const *rows, const float *w, int K, int64_t n, float *acc);
+} lumen_resize_kernels;
+
+#define RESIZE_DECLARE(suffix)                                                                     \
+    void lumen_resize_load_row_##suffix(const void *src, lumen_dtype t, int64_t n, float *out);    \
+    void lumen_resize_store_row_##suffix(const float *v, int64_t n, lumen_dtype t, void *dst);     \
+    void lumen_resize_hpass_##suffix(const float *in, int C, const lumen_resize_axis *x,           \
+                                     float *out);                                                  \
+    void lumen_resize_vpass_##suffix(const float *const *rows, const float *w, int K, int64_t n,   \
+                                     float *acc);
+RESIZE_DECLARE(generic)
+RESIZE_DECLARE(avx2)
+RESIZE_DECLARE(avx512)
+
+#endif
