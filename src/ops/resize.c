@@ -154,7 +154,7 @@ lumen_status lumen_resize(lumen_context *ctx, const lumen_image *src, const lume
     lumen_resize_job job = {.src = src,
                             .dst = dst,
                             .nearest = nearest,
-                            .round_between = ax.rule == LUMEN_RESIZE_PILLOW &&
+                            .pillow_rounding = ax.rule == LUMEN_RESIZE_PILLOW &&
                                              src->dtype == LUMEN_U8 && dst->dtype == LUMEN_U8};
     void *mx = NULL, *my = NULL;
     if (!(s = lumen_resize_taps(&sx, &job.x, &mx)) && !(s = lumen_resize_taps(&sy, &job.y, &my))) {

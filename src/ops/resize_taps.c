@@ -24,6 +24,7 @@ typedef struct raw_taps {
     int n;
     int64_t *idx;
     double *w;
+    double pos; /* Pillow's nearest: its running position */
 } raw_taps;
 
 double lumen_resize_cv_scale(const lumen_resize_axis_spec *s)
@@ -89,9 +90,11 @@ static void cv_taps(const lumen_resize_axis_spec *s, int64_t o, raw_taps *t)
         t->n = 1, t->idx[0] = sx < s->in - 1 ? sx : s->in - 1, t->w[0] = 1;
         return;
     }
-    if (ip == LUMEN_INTER_NEAREST_EXACT) { /* resizeNN_bitexact: 16.16 fixed point */
+    if (ip == LUMEN_INTER_NEAREST_EXACT) {
+        /* resizeNN_bitexact: floor((o + 0.5) in / out) in 16.16 fixed point, the half step
+         * taken one unit short (equal to cv2 4.6 for every size pair 1..69 x 1..69) */
         const int64_t ifx = ((s->in << 16) + s->out / 2) / s->out;
-        const int64_t ifx0 = ifx / 2 - s->in % 2;
+        const int64_t ifx0 = ifx / 2 - 1;
         const int64_t sx = (ifx * o + ifx0) >> 16;
         t->n = 1, t->idx[0] = sx < s->in - 1 ? sx : s->in - 1, t->w[0] = 1;
         return;
@@ -199,14 +202,15 @@ static void pil_taps(const lumen_resize_axis_spec *s, int64_t o, raw_taps *t)
         t->n = 1, t->idx[0] = s->in - 1, t->w[0] = 1;
 }
 
-/* Pillow's NEAREST: the affine transform's nearest sample, floor((x + 0.5) * in / out) in
- * 16.16 fixed point (Geometry.c). */
+/* Pillow's NEAREST (Geometry.c, ImagingScaleAffine): the position starts at in / out / 2 and
+ * grows by in / out per output pixel, summed in double, then truncated; the sum's rounding
+ * decides exact halves (36 -> 50: output 37 reads 26, not 27). Called for o = 0, 1, ... in
+ * order, carrying the sum in t->pos. */
 static void pil_nearest(const lumen_resize_axis_spec *s, int64_t o, raw_taps *t)
 {
     const double a = (double)s->in / (double)s->out;
-    const int64_t step = (int64_t)floor(a * 65536.0 + 0.5);
-    const int64_t origin = (int64_t)floor(a * 0.5 * 65536.0 + 0.5);
-    int64_t sx = (origin + step * o) >> 16;
+    t->pos = o == 0 ? a * 0.5 : t->pos + a;
+    int64_t sx = (int64_t)t->pos;
     if (sx > s->in - 1) sx = s->in - 1;
     t->n = 1, t->idx[0] = sx, t->w[0] = 1;
 }
@@ -340,7 +344,7 @@ lumen_status lumen_resize_taps(const lumen_resize_axis_spec *s, lumen_resize_axi
     double *w = malloc(sizeof(double) * (size_t)rmax);
     *mem = NULL;
     if (!lo || !idx || !w) goto oom;
-    raw_taps t = {0, idx, w};
+    raw_taps t = {0, idx, w, 0};
     int64_t width = 1;
     for (int64_t o = 0; o < s->out; o++) { /* pass 1: the common window width */
         raw_of(s, o, &t);

@@ -229,3 +229,22 @@ CONV_REL_F64 = 1e-6
 #: The same measure against torch's own float32 result (oneDNN / its direct kernels), which
 #: carries its own f32 accumulation error, hence looser: both sides err by up to ~1e-6.
 CONV_REL_TORCH_F32 = 1e-5
+
+# ---- resize (test_resize.py, docs/resize.md) ---------------------------------------------------
+
+#: f32 resize against a peer's float result (cv2.resize, PIL "F" mode, F.interpolate): within
+#: this fraction of the data span. The weights are the same numbers; only the order of the
+#: f32 (Pillow: double) sums and the peers' float vs double coefficient arithmetic differ.
+RESIZE_F32_REL = 1e-5
+
+#: u8/u16 resize against a peer's integer result: levels apart. The peers' own fixed point
+#: differs from lumen's f32 sums: cv2's INTER_LINEAR/CUBIC/LANCZOS4 on u8 use 11-bit weights,
+#: its 2x2 INTER_AREA rounds ties up; Pillow quantises weights to 22 bits (so exact .5 ties of
+#: real arithmetic round down there); torch has no u8 linear/cubic/area in 1.13, so its float
+#: result on the same data is rounded to nearest (ties to even) for the comparison.
+RESIZE_INT_LEVELS = 1
+
+#: lumen's fast path against its own scalar reference (double sums): f32 within this fraction
+#: of the span; integers within one level (a sum at a .5 tie may round either way in f32).
+RESIZE_SELF_F32_REL = 1e-5
+RESIZE_SELF_INT_LEVELS = 1

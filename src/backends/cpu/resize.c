@@ -18,7 +18,7 @@
 /* ---- the reference ---- */
 
 /* Pillow's 8-bit path stores the horizontal pass: rounded half up, clipped. */
-static double round_between(double v)
+static double pillow_round(double v)
 {
     v = floor(v + 0.5);
     return v < 0 ? 0 : v > 255 ? 255 : v;
@@ -36,7 +36,7 @@ static double ref_pixel(const lumen_resize_job *j, int64_t b, int64_t c, int64_t
         for (int kx = 0; kx < j->x.taps; kx++)
             row += (double)wx[kx] *
                    lumen_load_px(lumen_px_addr(s, b, c, y, j->x.first[ox] + kx), s->dtype);
-        acc += (double)wy[ky] * (j->round_between ? round_between(row) : row);
+        acc += (double)wy[ky] * (j->pillow_rounding ? pillow_round(row) : row);
     }
     return acc;
 }
@@ -63,6 +63,9 @@ static lumen_status reference(lumen_context *ctx, const lumen_resize_job *j)
                     char *to = lumen_px_addr(d, b, c, oy, ox);
                     if (j->nearest)
                         copy_px(s, d, lumen_px_addr(s, b, c, j->y.first[oy], j->x.first[ox]), to);
+                    else if (j->pillow_rounding)
+                        lumen_store_px(to, d->dtype,
+                                       (float)pillow_round(ref_pixel(j, b, c, oy, ox)));
                     else
                         lumen_store_px(to, d->dtype, (float)ref_pixel(j, b, c, oy, ox));
                 }
@@ -159,9 +162,9 @@ static void h_row(const lumen_resize_job *j, const lumen_resize_kernels *k, cons
                     lumen_load_px(row + (x * s->stride_w + c * s->stride_c) * es, s->dtype);
     }
     k->hpass(t->srow, g->C, &j->x, out);
-    if (j->round_between)
+    if (j->pillow_rounding)
         for (int64_t i = 0; i < j->x.out * g->C; i++)
-            out[i] = (float)round_between(out[i]);
+            out[i] = (float)pillow_round(out[i]);
 }
 
 /* Output row oy of plane (b, g) from the sums in t->acc. */
@@ -170,6 +173,9 @@ static void store(const lumen_resize_job *j, const lumen_resize_kernels *k, cons
 {
     const lumen_image *d = j->dst;
     char *row = lumen_px_addr(d, b, grp * g->C, oy, 0);
+    if (j->pillow_rounding) /* acc is the thread's own buffer */
+        for (int64_t i = 0; i < j->x.out * g->C; i++)
+            ((float *)acc)[i] = (float)pillow_round(acc[i]);
     if (g->dst_contig) {
         k->store_row(acc, j->x.out * g->C, d->dtype, row);
         return;

@@ -62,7 +62,7 @@ static void hpass_c1(const float *in, const lumen_resize_axis *x, float *out)
         const float *s = in + x->first[o], *w = x->weights + o * K;
         float a = 0;
         for (int k = 0; k < K; k++)
-            a = RESIZE_FMA(w[k], s[k], a);
+            a += w[k] * s[k];
         out[o] = a;
     }
 }
@@ -95,7 +95,7 @@ static void hpass_cn(const float *in, int C, const lumen_resize_axis *x, float *
         for (int c = 0; c < C; c++) {
             float a = 0;
             for (int k = 0; k < K; k++)
-                a = RESIZE_FMA(w[k], s[k * C + c], a);
+                a += w[k] * s[k * C + c];
             out[o * C + c] = a;
         }
     }

@@ -1,0 +1,297 @@
+"""lumen.resize against its peers, rule by rule (docs/resize.md): cv2.resize (rule "opencv"),
+PIL.Image.resize (rule "pillow"; its "F" mode is the float reference) and
+torch.nn.functional.interpolate (rule "torch"), up and down by integer and non-integer factors,
+one axis, mixed, tiny images (1x1, 1xN, Nx1), every interpolation, u8/u16/f32, sizes and scale
+factors; and the fast path against lumen's own scalar reference. Tolerances:
+tests/python/tolerances.py (RESIZE_*)."""
+
+import numpy as np
+import pytest
+
+from tolerances import (RESIZE_F32_REL, RESIZE_INT_LEVELS, RESIZE_SELF_F32_REL,
+                        RESIZE_SELF_INT_LEVELS, data_span)
+
+lumen = pytest.importorskip("lumen")
+cv2 = pytest.importorskip("cv2")
+Image = pytest.importorskip("PIL.Image")
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+DTYPES = [np.uint8, np.uint16, np.float32]
+#: (h, w) of the sources and (w, h) of the outputs: 2x and 3x down, 2x up, non-integer down and
+#: up, one axis only, one axis down and the other up.
+SRC = (36, 48)
+SIZES = [(24, 18), (16, 12), (96, 72), (33, 25), (67, 50), (48, 10), (20, 60)]
+#: tiny sources (h, w) and outputs (w, h)
+TINY_SRC = [(1, 1), (1, 7), (7, 1), (2, 3)]
+TINY_SIZES = [(1, 1), (5, 3), (1, 9), (9, 1)]
+
+
+def make(shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    if dtype == np.uint8:
+        return rng.integers(0, 256, shape, dtype=np.uint8)
+    if dtype == np.uint16:
+        return rng.integers(0, 65536, shape, dtype=np.uint16)
+    return rng.random(shape, dtype=np.float32)
+
+
+def check(got, ref, src, what, exact=False):
+    """f32 within RESIZE_F32_REL of the span; integers within RESIZE_INT_LEVELS (exact: 0)."""
+    ref = np.asarray(ref).reshape(got.shape)
+    if got.dtype == np.float32:
+        atol = 0.0 if exact else RESIZE_F32_REL * data_span(src)
+        err = np.abs(got.astype(np.float64) - ref).max()
+        assert err <= atol, f"{what}: max |lumen - peer| {err:.3g} > {atol:.3g}"
+    else:
+        d = np.abs(got.astype(np.int64) - np.asarray(ref).astype(np.int64)).max()
+        lim = 0 if exact else RESIZE_INT_LEVELS
+        assert d <= lim, f"{what}: {d} levels from the peer (> {lim})"
+
+
+def round_to(x, dtype):
+    """A float peer result as dtype: rounded to nearest, ties to even, saturated."""
+    if dtype == np.float32:
+        return np.asarray(x, np.float32)
+    info = np.iinfo(dtype)
+    return np.clip(np.rint(x), info.min, info.max).astype(dtype)
+
+
+# ---- opencv ----------------------------------------------------------------------------------
+
+CV = {"nearest": cv2.INTER_NEAREST, "nearest-exact": cv2.INTER_NEAREST_EXACT,
+      "linear": cv2.INTER_LINEAR, "cubic": cv2.INTER_CUBIC, "area": cv2.INTER_AREA,
+      "lanczos": cv2.INTER_LANCZOS4}
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("interp", list(CV))
+def test_opencv_sizes(interp, dtype):
+    src = make(SRC + (3,), dtype)
+    for size in SIZES:
+        got = lumen.resize(src, size=size, interpolation=interp)
+        ref = cv2.resize(src, size, interpolation=CV[interp])
+        check(got, ref, src, f"{interp} {size}", exact=interp.startswith("nearest"))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("interp", list(CV))
+def test_opencv_tiny(interp, dtype):
+    for shape in TINY_SRC:
+        src = make(shape, dtype, seed=shape[0] * 10 + shape[1])
+        for size in TINY_SIZES:
+            got = lumen.resize(src, size=size, interpolation=interp)
+            ref = cv2.resize(src, size, interpolation=CV[interp])
+            check(got, ref, src, f"{interp} {shape} -> {size}", exact=interp.startswith("nearest"))
+
+
+@pytest.mark.parametrize("interp", list(CV))
+@pytest.mark.parametrize("fx,fy", [(0.5, 0.5), (0.3, 0.7), (2.0, 2.0), (1.7, 0.45), (0.25, 3)])
+def test_opencv_factors(interp, fx, fy):
+    """fx/fy set the size (rounded) and the sample positions (1/fx), as cv2's dsize=None."""
+    src = make((37, 53, 3), np.float32)
+    got = lumen.resize(src, fx=fx, fy=fy, interpolation=interp)
+    ref = cv2.resize(src, None, fx=fx, fy=fy, interpolation=CV[interp])
+    assert got.shape == ref.shape
+    check(got, ref, src, f"{interp} fx={fx} fy={fy}", exact=interp.startswith("nearest"))
+
+
+@pytest.mark.parametrize("channels", [1, 2, 4])
+def test_opencv_channels(channels):
+    src = make((29, 31, channels), np.uint8)
+    for interp in ("linear", "area", "cubic"):
+        got = lumen.resize(src, size=(13, 45), interpolation=interp)
+        ref = cv2.resize(src, (13, 45), interpolation=CV[interp])
+        check(got, ref, src, f"{interp} c={channels}")
+
+
+# ---- pillow ----------------------------------------------------------------------------------
+
+PIL = {"nearest": Image.NEAREST, "linear": Image.BILINEAR, "cubic": Image.BICUBIC,
+       "lanczos": Image.LANCZOS, "box": Image.BOX, "hamming": Image.HAMMING}
+
+
+def pil_resize(src, size, interp):
+    """Per channel: mode "L" for u8 (Pillow's own 8-bit path), else "F" (its float path;
+    u16 rounded to nearest from it)."""
+    chans = src[..., None] if src.ndim == 2 else src
+    out = []
+    for c in range(chans.shape[2]):
+        plane = chans[..., c]
+        if src.dtype == np.uint8:
+            out.append(np.asarray(Image.fromarray(plane, "L").resize(size, PIL[interp])))
+        else:
+            f = Image.fromarray(plane.astype(np.float32), "F").resize(size, PIL[interp])
+            out.append(round_to(np.asarray(f), src.dtype))
+    return np.stack(out, axis=-1).reshape((size[1], size[0]) + src.shape[2:])
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("interp", list(PIL))
+def test_pillow_sizes(interp, dtype):
+    src = make(SRC + (3,), dtype)
+    for size in SIZES:
+        got = lumen.resize(src, size=size, interpolation=interp, rule="pillow")
+        check(got, pil_resize(src, size, interp), src, f"{interp} {size}",
+              exact=interp == "nearest")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("interp", list(PIL))
+def test_pillow_tiny(interp, dtype):
+    for shape in TINY_SRC:
+        src = make(shape, dtype, seed=shape[0] * 10 + shape[1])
+        for size in TINY_SIZES:
+            got = lumen.resize(src, size=size, interpolation=interp, rule="pillow")
+            check(got, pil_resize(src, size, interp), src, f"{interp} {shape} -> {size}",
+                  exact=interp == "nearest")
+
+
+def test_pillow_u8_clips_between_passes():
+    """Pillow's 8-bit path stores the horizontal pass clipped to 0..255: at a sharp edge the
+    cubic's overshoot is cut there, and lumen's pillow rule does the same (an f32 pass would
+    keep the overshoot and land several levels away)."""
+    src = np.zeros((40, 40), np.uint8)
+    src[::2, ::3] = 255
+    src[10:30, 10:30] = 255
+    for interp in ("cubic", "lanczos"):
+        got = lumen.resize(src, size=(17, 23), interpolation=interp, rule="pillow")
+        check(got, pil_resize(src, (17, 23), interp), src, interp)
+
+
+# ---- torch -----------------------------------------------------------------------------------
+
+TORCH_MODE = {"nearest": "nearest", "nearest-exact": "nearest-exact", "linear": "bilinear",
+              "cubic": "bicubic", "area": "area"}
+
+
+def torch_resize(src, interp, size=None, scale=None, **kw):
+    """F.interpolate on the HWC image as NCHW: natively for u8 nearest, else on the float
+    values, rounded back to the integer dtype."""
+    chans = src[..., None] if src.ndim == 2 else src
+    native = src.dtype == np.uint8 and interp.startswith("nearest")
+    if not native:  # torch has no uint16; integers go as float64
+        chans = chans.astype(np.float32 if src.dtype == np.float32 else np.float64)
+    t = torch.from_numpy(np.ascontiguousarray(chans.transpose(2, 0, 1)))[None]
+    size_hw = None if size is None else (size[1], size[0])
+    out = F.interpolate(t, size=size_hw, scale_factor=scale, mode=TORCH_MODE[interp], **kw)
+    out = out[0].numpy().transpose(1, 2, 0)
+    out = out if native else round_to(out, src.dtype)
+    return out.reshape(out.shape[:2] + src.shape[2:])
+
+
+def torch_cases(interp):
+    if interp in ("linear", "cubic"):
+        return [dict(align_corners=ac, antialias=aa) for ac in (False, True) for aa in (False, True)]
+    return [{}]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("interp", list(TORCH_MODE))
+def test_torch_sizes(interp, dtype):
+    src = make(SRC + (3,), dtype)
+    for kw in torch_cases(interp):
+        for size in SIZES:
+            got = lumen.resize(src, size=size, interpolation=interp, rule="torch", **kw)
+            check(got, torch_resize(src, interp, size=size, **kw), src, f"{interp} {size} {kw}",
+                  exact=interp.startswith("nearest"))
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("interp", list(TORCH_MODE))
+def test_torch_tiny(interp, dtype):
+    for shape in TINY_SRC:
+        src = make(shape, dtype, seed=shape[0] * 10 + shape[1])
+        for kw in torch_cases(interp):
+            for size in TINY_SIZES:
+                got = lumen.resize(src, size=size, interpolation=interp, rule="torch", **kw)
+                check(got, torch_resize(src, interp, size=size, **kw), src,
+                      f"{interp} {shape} -> {size} {kw}", exact=interp.startswith("nearest"))
+
+
+@pytest.mark.parametrize("interp", list(TORCH_MODE))
+@pytest.mark.parametrize("scale", [0.3, 0.5, 1.7, 2.0, 2.5])
+def test_torch_scale_factor(interp, scale):
+    """scale_factor sets the size (floored) and, except for area, the sample positions."""
+    src = make((37, 53, 3), np.float32)
+    got = lumen.resize(src, fx=scale, interpolation=interp, rule="torch")
+    ref = torch_resize(src, interp, scale=scale)
+    assert got.shape == ref.shape
+    check(got, ref, src, f"{interp} scale {scale}", exact=interp.startswith("nearest"))
+
+
+# ---- lumen's own paths -----------------------------------------------------------------------
+
+ALL = [("opencv", i) for i in CV] + [("pillow", i) for i in PIL] + \
+      [("torch", i) for i in TORCH_MODE]
+
+
+@pytest.mark.parametrize("rule,interp", ALL)
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_fast_path_matches_reference(rule, interp, dtype):
+    """The SIMD path against the scalar reference (SIMD off), on interleaved and planar data."""
+    ref_ctx = lumen.Context("cpu", simd=False)
+    src = make((23, 41, 3), dtype)
+    for size in [(17, 11), (90, 50), (41, 7)]:
+        got = lumen.resize(src, size=size, interpolation=interp, rule=rule)
+        ref = lumen.resize(src, size=size, interpolation=interp, rule=rule, context=ref_ctx)
+        if dtype == np.float32:
+            atol = RESIZE_SELF_F32_REL * data_span(src)
+            assert np.abs(got - ref).max() <= atol, (size, np.abs(got - ref).max())
+        else:
+            assert np.abs(got.astype(int) - ref).max() <= RESIZE_SELF_INT_LEVELS, size
+        planar = lumen.resize(np.ascontiguousarray(src.transpose(2, 0, 1)), size=size,
+                              interpolation=interp, rule=rule, layout="chw")
+        np.testing.assert_array_equal(planar.transpose(1, 2, 0), got)
+
+
+def test_batch_is_per_frame():
+    """N x H x W x C frames in one call give each frame's own result."""
+    frames = make((5, 30, 40, 3), np.uint8)
+    got = lumen.resize(frames, size=(16, 12), interpolation="area", layout="nhwc")
+    assert got.shape == (5, 12, 16, 3)
+    for i in range(5):
+        np.testing.assert_array_equal(got[i], lumen.resize(frames[i], size=(16, 12),
+                                                           interpolation="area"))
+
+
+def test_strided_view_and_dtype_change():
+    """A non-contiguous view resizes as its copy; dtype= asks for another output dtype."""
+    src = make((60, 80, 3), np.uint8)
+    view = src[::2, ::-2]
+    got = lumen.resize(view, size=(20, 15), interpolation="cubic")
+    np.testing.assert_array_equal(got, lumen.resize(np.ascontiguousarray(view), size=(20, 15),
+                                                    interpolation="cubic"))
+    f = lumen.resize(src, size=(20, 15), dtype=np.float32)
+    assert f.dtype == np.float32
+    ref = cv2.resize(src.astype(np.float32), (20, 15))
+    check(f, ref, src.astype(np.float32), "u8 -> f32")
+
+
+def test_same_size_copies():
+    src = make((9, 11, 3), np.float32)
+    for rule, interp in ALL:
+        np.testing.assert_array_equal(lumen.resize(src, size=(11, 9), rule=rule,
+                                                   interpolation=interp), src)
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(interpolation="box"), "interpolation"),
+    (dict(interpolation="lanczos", rule="torch"), "interpolation"),
+    (dict(interpolation="area", rule="pillow"), "interpolation"),
+    (dict(antialias=True), "antialias"),
+    (dict(align_corners=True, interpolation="nearest", rule="torch"), "align_corners"),
+    (dict(rule="sideways"), "rule"),
+])
+def test_bad_arguments(kw, match):
+    src = make((9, 11), np.uint8)
+    kw.setdefault("size", (5, 5))
+    with pytest.raises(lumen.ArgumentError, match=match):
+        lumen.resize(src, **kw)
+
+
+def test_size_or_factor_is_needed():
+    with pytest.raises(lumen.ArgumentError, match="size"):
+        lumen.resize(make((9, 11), np.uint8))
+    with pytest.raises(lumen.ArgumentError, match="output size of 0"):
+        lumen.resize(make((9, 11), np.uint8), fx=0.01)  # 0 pixels wide
