@@ -22,30 +22,25 @@ lumen_status lumen_set_error(lumen_status s, const char *fmt, ...) LUMEN_PRINTF(
 void lumen_clear_error(void);
 
 /* Debug/info logging controlled by $LUMEN_LOG (error|warn|info|debug). */
-typedef enum {
-    LUMEN_LOG_ERROR = 0,
-    LUMEN_LOG_WARN,
-    LUMEN_LOG_INFO,
-    LUMEN_LOG_DEBUG
-} lumen_log_level;
+typedef enum { LUMEN_LOG_ERROR = 0, LUMEN_LOG_WARN, LUMEN_LOG_INFO, LUMEN_LOG_DEBUG } lumen_log_level;
 void lumen_log(lumen_log_level level, const char *fmt, ...) LUMEN_PRINTF(2, 3);
 
 struct lumen_context {
-    int threads; /* >= 1 */
-    bool simd;   /* user allows SIMD */
+    int threads;      /* >= 1 */
+    bool simd;        /* user allows SIMD */
     /* The CPU kernels the context may use: what lumen_cpu_detect_isa found at creation
      * (tests lower them to reach the AVX2 and portable kernels on any machine). */
-    bool cpu_avx2;   /* AVX2 + FMA */
-    bool cpu_avx512; /* AVX-512 F/BW/DQ/VL */
+    bool cpu_avx2;    /* AVX2 + FMA */
+    bool cpu_avx512;  /* AVX-512 F/BW/DQ/VL */
     lumen_fft_planning fft_planning;
     struct lumen_plan_cache *plans; /* FFT plans, kernel spectra (one thread at a time) */
-    int device;                     /* index into the device list (lumen_device_find) */
-    bool strict;                    /* no fallback to the CPU */
-    bool tf32; /* f32 conv may use TF32 tensor cores (lumen_context_set_tf32, $LUMEN_TF32) */
-    uint64_t memory_limit;          /* device bytes the context may allocate; 0: no cap */
-    const struct lumen_backend *be; /* the device's backend (the CPU's too) */
-    int be_device;                  /* the device's index within its backend */
-    void *be_state;                 /* the backend's per-context state (streams, pool) */
+    int device;  /* index into the device list (lumen_device_find) */
+    bool strict; /* no fallback to the CPU */
+    bool tf32;   /* f32 conv may use TF32 tensor cores (lumen_context_set_tf32, $LUMEN_TF32) */
+    uint64_t memory_limit;             /* device bytes the context may allocate; 0: no cap */
+    const struct lumen_backend *be;    /* the device's backend (the CPU's too) */
+    int be_device;                     /* the device's index within its backend */
+    void *be_state;                    /* the backend's per-context state (streams, pool) */
     /* lumen_context_set_interrupt: polled by running ops between tiles (docs/faults.md) */
     int (*interrupt_poll)(void *arg);
     void *interrupt_arg;
@@ -274,9 +269,9 @@ typedef struct lumen_module_host {
     void *(*plan_get)(lumen_context *ctx, const void *key, size_t len);
     void *(*plan_put)(lumen_context *ctx, const void *key, size_t len, void *value,
                       void (*destroy)(void *), size_t bytes);
-    void *(*state)(const lumen_context *ctx);                 /* from state_create */
-    int (*device)(const lumen_context *ctx);                  /* index within the backend */
-    uint64_t (*memory_limit)(const lumen_context *ctx);       /* bytes, 0: no cap */
+    void *(*state)(const lumen_context *ctx);        /* from state_create */
+    int (*device)(const lumen_context *ctx);         /* index within the backend */
+    uint64_t (*memory_limit)(const lumen_context *ctx); /* bytes, 0: no cap */
     void (*gaussian_kernel)(int n, double sigma, float *out); /* OpenCV's taps */
     int (*tf32)(const lumen_context *ctx); /* 1: f32 conv may use TF32 (default 0) */
     const char *(*last_error)(void);       /* the message set_error recorded last */
@@ -326,8 +321,7 @@ lumen_status lumen_view_check_residence(const lumen_context *ctx, const lumen_im
 bool lumen_views_overlap(const lumen_image *a, const lumen_image *b);
 
 /* Address of element (b, ch, y, x) of a host view. */
-static inline char *lumen_px_addr(const lumen_image *im, int64_t b, int64_t ch, int64_t y,
-                                  int64_t x)
+static inline char *lumen_px_addr(const lumen_image *im, int64_t b, int64_t ch, int64_t y, int64_t x)
 {
     int64_t off = b * im->stride_n + ch * im->stride_c + y * im->stride_h + x * im->stride_w;
     return (char *)im->data + off * (int64_t)lumen_dtype_size(im->dtype);
