@@ -184,6 +184,23 @@ def grain(
 ) -> np.ndarray:
     """film grain: seeded photon noise (Phos's Poisson mode)."""
 
+def resize(
+    src: ArrayLike,
+    *,
+    size: tuple[int, int] | None = None,
+    fx: float | None = None,
+    fy: float | None = None,
+    interpolation: Literal['nearest', 'nearest-exact', 'linear', 'cubic', 'area', 'lanczos', 'box', 'hamming'] = 'linear',
+    rule: Literal['opencv', 'pillow', 'torch'] = 'opencv',
+    antialias: bool = False,
+    align_corners: bool = False,
+    out: ArrayLike | None = None,
+    dtype: DTypeLike | None = None,
+    layout: Literal['hw', 'hwc', 'chw', 'nhwc', 'nchw'] | None = None,
+    context: Context | None = None,
+) -> np.ndarray:
+    """resample to a size or by factors (cv2.resize, PIL.Image.resize, F.interpolate)."""
+
 __all__ = [
     'ArgumentError',
     'BORDER_ALIASES',
@@ -205,6 +222,7 @@ __all__ = [
     'halation',
     'last_run',
     'read_image',
+    'resize',
     'sep_filter2d',
     'write_image',
 ]
