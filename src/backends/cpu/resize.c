@@ -153,15 +153,15 @@ static void h_row(const lumen_resize_job *j, const lumen_resize_kernels *k, cons
     const lumen_image *s = j->src;
     const char *row = lumen_px_addr(s, b, grp * g->C, y, 0);
     if (g->src_contig) {
-        k->load_row(row, s->dtype, j->x.in * g->C, t->srow);
-    } else {
+        k->hpass(row, s->dtype, g->C, &j->x, out);
+    } else { /* gathered into f32 first */
         const int64_t es = (int64_t)lumen_dtype_size(s->dtype);
         for (int64_t x = 0; x < j->x.in; x++)
             for (int c = 0; c < g->C; c++)
                 t->srow[x * g->C + c] =
                     lumen_load_px(row + (x * s->stride_w + c * s->stride_c) * es, s->dtype);
+        k->hpass(t->srow, LUMEN_F32, g->C, &j->x, out);
     }
-    k->hpass(t->srow, g->C, &j->x, out);
     if (j->pillow_rounding)
         for (int64_t i = 0; i < j->x.out * g->C; i++)
             out[i] = (float)pillow_round(out[i]);

@@ -9,17 +9,17 @@ typedef struct lumen_resize_kernels {
     const char *isa;
     void (*load_row)(const void *src, lumen_dtype t, int64_t n, float *out);
     void (*store_row)(const float *v, int64_t n, lumen_dtype t, void *dst);
-    void (*hpass)(const float *in, int C, const lumen_resize_axis *x, float *out);
+    void (*hpass)(const void *in, lumen_dtype t, int C, const lumen_resize_axis *x, float *out);
     void (*vpass)(const float *const *rows, const float *w, int K, int64_t n, float *acc);
 } lumen_resize_kernels;
 
-#define RESIZE_DECLARE(suffix)                                                                     \
-    void lumen_resize_load_row_##suffix(const void *src, lumen_dtype t, int64_t n, float *out);    \
-    void lumen_resize_store_row_##suffix(const float *v, int64_t n, lumen_dtype t, void *dst);     \
-    void lumen_resize_hpass_##suffix(const float *in, int C, const lumen_resize_axis *x,           \
-                                     float *out);                                                  \
-    void lumen_resize_vpass_##suffix(const float *const *rows, const float *w, int K, int64_t n,   \
-                                     float *acc);
+#define RESIZE_DECLARE(sfx)                                                                        \
+    void lumen_resize_load_row_##sfx(const void *src, lumen_dtype t, int64_t n, float *out);       \
+    void lumen_resize_store_row_##sfx(const float *v, int64_t n, lumen_dtype t, void *dst);        \
+    void lumen_resize_hpass_##sfx(const void *in, lumen_dtype t, int C,                            \
+                                  const lumen_resize_axis *x, float *out);                         \
+    void lumen_resize_vpass_##sfx(const float *const *rows, const float *w, int K, int64_t n,      \
+                                  float *acc);
 RESIZE_DECLARE(generic)
 RESIZE_DECLARE(avx2)
 RESIZE_DECLARE(avx512)

@@ -19,9 +19,10 @@
 
 typedef float resize_v4f __attribute__((vector_size(16), aligned(4)));
 
+#define RESIZE_INLINE static inline __attribute__((always_inline))
+
 /* n elements of dtype t at src (contiguous) as f32. */
-static inline __attribute__((always_inline)) void load_row_t(const void *src, lumen_dtype t,
-                                                             int64_t n, float *out)
+RESIZE_INLINE void load_row_t(const void *src, lumen_dtype t, int64_t n, float *out)
 {
     const size_t es = lumen_dtype_bytes(t);
     for (int64_t i = 0; i < n; i++)
@@ -34,80 +35,167 @@ void RESIZE_NAME(load_row)(const void *src, lumen_dtype t, int64_t n, float *out
     case LUMEN_U8: load_row_t(src, LUMEN_U8, n, out); break;
     case LUMEN_U16: load_row_t(src, LUMEN_U16, n, out); break;
     case LUMEN_F32: memcpy(out, src, (size_t)n * sizeof(float)); break;
+    default: load_row_t(src, t, n, out); break;
     }
 }
 
-static inline __attribute__((always_inline)) void store_row_t(const float *v, int64_t n,
-                                                              lumen_dtype t, void *dst)
+/* lumen_sat_u8 / lumen_sat_u16 in a form the compiler vectorises: NaN and negatives to 0,
+ * saturated, rounded to nearest with ties to even (rintf in the default rounding mode, as
+ * lrintf there). Equal to lumen_store_px for every float. */
+RESIZE_INLINE void store_int_t(const float *v, int64_t n, float hi, int u16, void *dst)
 {
-    const size_t es = lumen_dtype_bytes(t);
-    for (int64_t i = 0; i < n; i++)
-        lumen_store_px((char *)dst + i * (int64_t)es, t, v[i]);
+    for (int64_t i = 0; i < n; i++) {
+        float x = v[i] > 0.0f ? v[i] : 0.0f;
+        x = x < hi ? x : hi;
+        const int32_t r = (int32_t)__builtin_rintf(x);
+        if (u16)
+            ((uint16_t *)dst)[i] = (uint16_t)r;
+        else
+            ((uint8_t *)dst)[i] = (uint8_t)r;
+    }
 }
 
 void RESIZE_NAME(store_row)(const float *v, int64_t n, lumen_dtype t, void *dst)
 {
     switch (t) {
-    case LUMEN_U8: store_row_t(v, n, LUMEN_U8, dst); break;
-    case LUMEN_U16: store_row_t(v, n, LUMEN_U16, dst); break;
+    case LUMEN_U8: store_int_t(v, n, 255.0f, 0, dst); break;
+    case LUMEN_U16: store_int_t(v, n, 65535.0f, 1, dst); break;
     case LUMEN_F32: memcpy(dst, v, (size_t)n * sizeof(float)); break;
+    default: /* any other storage type, through the shared rule */
+        for (int64_t i = 0; i < n; i++)
+            lumen_store_px((char *)dst + i * (int64_t)lumen_dtype_bytes(t), t, v[i]);
+        break;
     }
 }
 
-/* One channel: a dot product of `taps` weights per output pixel. */
-static void hpass_c1(const float *in, const lumen_resize_axis *x, float *out)
+/* One channel: a dot product of K weights per output pixel, reading src of dtype t. */
+RESIZE_INLINE void hpass_c1(const void *in, lumen_dtype t, const lumen_resize_axis *x, int K,
+                            float *out)
 {
-    const int K = x->taps;
+    const size_t es = lumen_dtype_bytes(t);
     for (int64_t o = 0; o < x->out; o++) {
-        const float *s = in + x->first[o], *w = x->weights + o * K;
+        const char *s = (const char *)in + (int64_t)x->first[o] * (int64_t)es;
+        const float *w = x->weights + o * K;
         float a = 0;
         for (int k = 0; k < K; k++)
-            a += w[k] * s[k];
+            a += w[k] * lumen_load_px(s + k * (int64_t)es, t);
         out[o] = a;
     }
 }
 
-/* Three or four channels: a pixel is one 4-lane vector (three channels read one float past
- * the pixel, and write one that the next pixel overwrites: the buffers carry 4 floats of
- * padding). */
-static inline __attribute__((always_inline)) void hpass_c34(const float *in, int C,
-                                                            const lumen_resize_axis *x, float *out)
+typedef uint8_t resize_v4u8 __attribute__((vector_size(4), aligned(1)));
+typedef uint16_t resize_v4u16 __attribute__((vector_size(8), aligned(2)));
+
+/* Four consecutive elements of dtype t at p as one vector. */
+RESIZE_INLINE resize_v4f load4(const char *p, lumen_dtype t)
 {
-    const int K = x->taps;
-    for (int64_t o = 0; o < x->out; o++) {
-        const float *s = in + (int64_t)x->first[o] * C, *w = x->weights + o * K;
-        resize_v4f a = {0, 0, 0, 0};
-        for (int k = 0; k < K; k++) {
-            resize_v4f p;
-            memcpy(&p, s + k * C, sizeof p);
-            a += w[k] * p;
-        }
-        memcpy(out + o * C, &a, sizeof a);
+    resize_v4f v;
+    if (t == LUMEN_U8) {
+        resize_v4u8 u;
+        memcpy(&u, p, sizeof u);
+        v = __builtin_convertvector(u, resize_v4f);
+    } else if (t == LUMEN_U16) {
+        resize_v4u16 u;
+        memcpy(&u, p, sizeof u);
+        v = __builtin_convertvector(u, resize_v4f);
+    } else {
+        memcpy(&v, p, sizeof v);
     }
+    return v;
 }
 
-/* Any channel count: C accumulators per output pixel. */
-static void hpass_cn(const float *in, int C, const lumen_resize_axis *x, float *out)
+/* Three or four channels: a pixel is one 4-lane vector. Three channels read one element past
+ * the pixel (never past the row: the outputs whose window ends at the row's last pixel take
+ * the plain loop) and write one float that the next pixel overwrites (out has 4 of padding). */
+RESIZE_INLINE void hpass_c34(const void *in, lumen_dtype t, int C, const lumen_resize_axis *x,
+                             int K, float *out)
 {
-    const int K = x->taps;
-    for (int64_t o = 0; o < x->out; o++) {
-        const float *s = in + (int64_t)x->first[o] * C, *w = x->weights + o * K;
+    const int64_t es = (int64_t)lumen_dtype_bytes(t);
+    int64_t end = x->out; /* outputs [end, out) touch the last pixel */
+    if (C == 3)
+        while (end > 0 && x->first[end - 1] + K >= x->in)
+            end--;
+    for (int64_t o = 0; o < end; o++) {
+        const char *s = (const char *)in + (int64_t)x->first[o] * C * es;
+        const float *w = x->weights + o * K;
+        resize_v4f a = {0, 0, 0, 0};
+        for (int k = 0; k < K; k++)
+            a += w[k] * load4(s + k * C * es, t);
+        memcpy(out + o * C, &a, sizeof a);
+    }
+    for (int64_t o = end; o < x->out; o++) {
+        const char *s = (const char *)in + (int64_t)x->first[o] * C * es;
+        const float *w = x->weights + o * K;
         for (int c = 0; c < C; c++) {
             float a = 0;
             for (int k = 0; k < K; k++)
-                a += w[k] * s[k * C + c];
+                a += w[k] * lumen_load_px(s + (k * C + c) * es, t);
             out[o * C + c] = a;
         }
     }
 }
 
-void RESIZE_NAME(hpass)(const float *in, int C, const lumen_resize_axis *x, float *out)
+/* Any channel count: C accumulators per output pixel. */
+RESIZE_INLINE void hpass_cn(const void *in, lumen_dtype t, int C, const lumen_resize_axis *x,
+                            float *out)
+{
+    const int K = x->taps;
+    const int64_t es = (int64_t)lumen_dtype_bytes(t);
+    for (int64_t o = 0; o < x->out; o++) {
+        const char *s = (const char *)in + (int64_t)x->first[o] * C * es;
+        const float *w = x->weights + o * K;
+        for (int c = 0; c < C; c++) {
+            float a = 0;
+            for (int k = 0; k < K; k++)
+                a += w[k] * lumen_load_px(s + (k * C + c) * es, t);
+            out[o * C + c] = a;
+        }
+    }
+}
+
+/* The common tap counts as constants, so that the compiler unrolls their loops. */
+RESIZE_INLINE void hpass_c34_k(const void *in, lumen_dtype t, int C, const lumen_resize_axis *x,
+                               float *out)
+{
+    switch (x->taps) {
+    case 1: hpass_c34(in, t, C, x, 1, out); break;
+    case 2: hpass_c34(in, t, C, x, 2, out); break;
+    case 3: hpass_c34(in, t, C, x, 3, out); break;
+    case 4: hpass_c34(in, t, C, x, 4, out); break;
+    case 8: hpass_c34(in, t, C, x, 8, out); break;
+    default: hpass_c34(in, t, C, x, x->taps, out); break;
+    }
+}
+
+RESIZE_INLINE void hpass_c1_k(const void *in, lumen_dtype t, const lumen_resize_axis *x, float *out)
+{
+    switch (x->taps) {
+    case 2: hpass_c1(in, t, x, 2, out); break;
+    case 4: hpass_c1(in, t, x, 4, out); break;
+    default: hpass_c1(in, t, x, x->taps, out); break;
+    }
+}
+
+RESIZE_INLINE void hpass_t(const void *in, lumen_dtype t, int C, const lumen_resize_axis *x,
+                           float *out)
 {
     switch (C) {
-    case 1: hpass_c1(in, x, out); break;
-    case 3: hpass_c34(in, 3, x, out); break;
-    case 4: hpass_c34(in, 4, x, out); break;
-    default: hpass_cn(in, C, x, out); break;
+    case 1: hpass_c1_k(in, t, x, out); break;
+    case 3: hpass_c34_k(in, t, 3, x, out); break;
+    case 4: hpass_c34_k(in, t, 4, x, out); break;
+    default: hpass_cn(in, t, C, x, out); break;
+    }
+}
+
+/* One row of C-channel pixels (contiguous, dtype t) resampled horizontally into out (f32). */
+void RESIZE_NAME(hpass)(const void *in, lumen_dtype t, int C, const lumen_resize_axis *x,
+                        float *out)
+{
+    switch (t) {
+    case LUMEN_U8: hpass_t(in, LUMEN_U8, C, x, out); break;
+    case LUMEN_U16: hpass_t(in, LUMEN_U16, C, x, out); break;
+    case LUMEN_F32: hpass_t(in, LUMEN_F32, C, x, out); break;
+    default: hpass_cn(in, t, C, x, out); break;
     }
 }
 
