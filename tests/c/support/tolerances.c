@@ -26,6 +26,23 @@ static const ts_tolerance table[] = {
      "docs/gaussian-fast.md: <= 1 + 1e-3 x range once rounded"},
     {TS_TOL_CONV, LUMEN_F32, TS_SCALE_TERMS, TS_CONV_REL, TS_CONV_ABS, 0,
      "relative 1e-6 of sum|x*w| + |bias| (issue 6), for every conv path"},
+    /* Resize: weights sum to 1 (cubic and Lanczos lobes give sum|w| up to ~1.5), so the f32
+     * bound is relative to the data's range. */
+    {TS_TOL_RESIZE, LUMEN_F32, TS_SCALE_RANGE, TS_F32_REL, TS_F32_ABS, 0,
+     "f32 sums of taps whose weights sum to 1: 1e-5 of the data's range"},
+    {TS_TOL_RESIZE, LUMEN_U8, TS_SCALE_RANGE, TS_F32_REL, TS_F32_ABS, 1,
+     "the f32 bound, then rounding: one level off only within it of a .5 tie"},
+    {TS_TOL_RESIZE, LUMEN_U16, TS_SCALE_RANGE, TS_F32_REL, TS_F32_ABS, 1,
+     "the f32 bound, then rounding: one level off only within it of a .5 tie"},
+    /* The 8-bit Pillow rule rounds and clips the horizontal pass to integers (as Pillow stores
+     * it), so the unrounded result is not its answer: u8 is held to the reference's own u8
+     * result, one level either way (an f32 sum at a .5 tie between the passes). */
+    {TS_TOL_RESIZE_PILLOW_U8, LUMEN_U8, TS_SCALE_RANGE, TS_F32_REL, 1.0, 1,
+     "Pillow's 8-bit rule: one level of the reference's own u8 result"},
+    {TS_TOL_RESIZE_PILLOW_U8, LUMEN_U16, TS_SCALE_RANGE, TS_F32_REL, TS_F32_ABS, 1,
+     "the f32 bound, then rounding: one level off only within it of a .5 tie"},
+    {TS_TOL_RESIZE_PILLOW_U8, LUMEN_F32, TS_SCALE_RANGE, TS_F32_REL, TS_F32_ABS, 0,
+     "f32 sums of taps whose weights sum to 1: 1e-5 of the data's range"},
 };
 
 const ts_tolerance *ts_tolerance_of(ts_tol_kind kind, lumen_dtype dtype)
@@ -39,7 +56,8 @@ const ts_tolerance *ts_tolerance_of(ts_tol_kind kind, lumen_dtype dtype)
 
 const char *ts_tol_kind_name(ts_tol_kind kind)
 {
-    static const char *names[] = {"filter", "fft", "gauss-fast", "conv"};
+    static const char *names[] = {"filter", "fft",    "gauss-fast",
+                                  "conv",   "resize", "resize-pillow-u8"};
     return (unsigned)kind < TS_TOL_KIND_COUNT ? names[kind] : "?";
 }
 

@@ -55,6 +55,8 @@ typedef enum ts_tol_kind {
     TS_TOL_FFT,        /* the FFT method of filter2d, sep_filter2d and the exact Gaussian */
     TS_TOL_GAUSS_FAST, /* the recursive Gaussian vs the exact one */
     TS_TOL_CONV,       /* conv2d and conv_transpose2d */
+    TS_TOL_RESIZE,     /* resize: f32 sums of at most a few dozen taps of weights summing to 1 */
+    TS_TOL_RESIZE_PILLOW_U8, /* resize, Pillow's 8-bit rule: rounded between the passes */
     TS_TOL_KIND_COUNT
 } ts_tol_kind;
 
