@@ -1,0 +1,183 @@
+/*
+ * lumen_resize's own semantics (docs/resize.md), worked by hand on tiny rows: OpenCV's
+ * half-pixel linear, its INTER_AREA and INTER_NEAREST floor rule, Pillow's box with ties
+ * rounded half up, torch's align_corners; the output size of factors per rule; interruption;
+ * and every bad argument named. The peers themselves are compared in tests/python/test_resize.py
+ * and every device against the reference in test_backend_ops.c.
+ */
+#include "test_support.h"
+
+#include <math.h>
+#include <string.h>
+
+static lumen_context *ctx;
+
+static int setup(void **state)
+{
+    (void)state;
+    return lumen_context_create(&ctx) == LUMEN_OK ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    lumen_context_destroy(ctx);
+    return 0;
+}
+
+/* A 1-row f32 resize of in[n] to out[m] with these options; checks within 1e-6. */
+static void row_f32(const float *in, int n, const float *want, int m, lumen_resize_options o)
+{
+    float got[64];
+    float src[64];
+    memcpy(src, in, sizeof(float) * (size_t)n);
+    lumen_image s = lumen_image_nhwc(src, LUMEN_F32, 1, 1, n, 1);
+    lumen_image d = lumen_image_nhwc(got, LUMEN_F32, 1, 1, m, 1);
+    assert_int_equal(lumen_resize(ctx, &s, &d, &o, NULL), LUMEN_OK);
+    for (int i = 0; i < m; i++)
+        if (fabsf(got[i] - want[i]) > 1e-6f)
+            fail_msg("%s %s: out[%d] = %.9g, expected %.9g", lumen_resize_rule_name(o.rule),
+                     lumen_interpolation_name(o.interpolation), i, (double)got[i], (double)want[i]);
+}
+
+static lumen_resize_options opts(lumen_resize_rule r, lumen_interpolation ip)
+{
+    lumen_resize_options o = lumen_resize_options_default();
+    o.rule = r, o.interpolation = ip;
+    return o;
+}
+
+static void test_opencv_by_hand(void **state)
+{
+    (void)state;
+    /* linear 2 -> 4: centres at -0.25 (edge), 0.25, 0.75, 1.25 (edge) */
+    const float two[2] = {0, 100};
+    row_f32(two, 2, (const float[]){0, 25, 75, 100}, 4,
+            opts(LUMEN_RESIZE_OPENCV, LUMEN_INTER_LINEAR));
+    /* area 4 -> 2: means of pairs; 3 -> 2: thirds (1, 0.5) / 1.5 */
+    row_f32((const float[]){10, 20, 30, 40}, 4, (const float[]){15, 35}, 2,
+            opts(LUMEN_RESIZE_OPENCV, LUMEN_INTER_AREA));
+    row_f32((const float[]){30, 60, 90}, 3, (const float[]){40, 80}, 2,
+            opts(LUMEN_RESIZE_OPENCV, LUMEN_INTER_AREA));
+    /* nearest 3 -> 5: floor(x * 3 / 5) = 0 0 1 1 2 (not the centre rule) */
+    row_f32((const float[]){1, 2, 3}, 3, (const float[]){1, 1, 2, 2, 3}, 5,
+            opts(LUMEN_RESIZE_OPENCV, LUMEN_INTER_NEAREST));
+    /* nearest-exact 3 -> 5: floor((x + 0.5) * 3 / 5) = 0 0 1 2 2 */
+    row_f32((const float[]){1, 2, 3}, 3, (const float[]){1, 1, 2, 3, 3}, 5,
+            opts(LUMEN_RESIZE_OPENCV, LUMEN_INTER_NEAREST_EXACT));
+    /* cubic on a constant row is the constant (weights sum to 1, edges replicated) */
+    row_f32((const float[]){7, 7, 7}, 3, (const float[]){7, 7, 7, 7, 7, 7, 7}, 7,
+            opts(LUMEN_RESIZE_OPENCV, LUMEN_INTER_CUBIC));
+}
+
+static void test_torch_align_corners(void **state)
+{
+    (void)state;
+    lumen_resize_options o = opts(LUMEN_RESIZE_TORCH, LUMEN_INTER_LINEAR);
+    o.align_corners = 1; /* 2 -> 5: corners meet, steps of a quarter */
+    row_f32((const float[]){0, 100}, 2, (const float[]){0, 25, 50, 75, 100}, 5, o);
+    /* adaptive average pooling 5 -> 2: [0, 3) and [2, 5) overlap on the middle pixel */
+    row_f32((const float[]){1, 2, 3, 4, 5}, 5, (const float[]){2, 4}, 2,
+            opts(LUMEN_RESIZE_TORCH, LUMEN_INTER_AREA));
+}
+
+/* Pillow's 8-bit rule rounds half up (its fixed point adds one half and shifts). */
+static void test_pillow_u8_rounds_half_up(void **state)
+{
+    (void)state;
+    uint8_t src[4] = {2, 3, 4, 5}, dst[2];
+    lumen_image s = lumen_image_nhwc(src, LUMEN_U8, 1, 1, 4, 1);
+    lumen_image d = lumen_image_nhwc(dst, LUMEN_U8, 1, 1, 2, 1);
+    lumen_resize_options o = opts(LUMEN_RESIZE_PILLOW, LUMEN_INTER_BOX);
+    assert_int_equal(lumen_resize(ctx, &s, &d, &o, NULL), LUMEN_OK);
+    assert_int_equal(dst[0], 3); /* 2.5 */
+    assert_int_equal(dst[1], 5); /* 4.5 */
+    o.rule = LUMEN_RESIZE_OPENCV, o.interpolation = LUMEN_INTER_AREA;
+    assert_int_equal(lumen_resize(ctx, &s, &d, &o, NULL), LUMEN_OK);
+    assert_int_equal(dst[0], 2); /* 2.5 to even, as cv2's saturate_cast */
+    assert_int_equal(dst[1], 4); /* 4.5 to even */
+}
+
+static void test_output_size(void **state)
+{
+    (void)state;
+    int64_t h, w;
+    /* OpenCV rounds (ties to even, as saturate_cast), torch floors */
+    assert_int_equal(lumen_resize_output_size(5, 7, 0.5, 0.5, LUMEN_RESIZE_OPENCV, &h, &w),
+                     LUMEN_OK);
+    assert_int_equal(h, 2), assert_int_equal(w, 4);
+    assert_int_equal(lumen_resize_output_size(5, 7, 0.5, 0.5, LUMEN_RESIZE_TORCH, &h, &w),
+                     LUMEN_OK);
+    assert_int_equal(h, 2), assert_int_equal(w, 3);
+    assert_int_equal(lumen_resize_output_size(5, 7, 0.01, 1, LUMEN_RESIZE_TORCH, &h, &w),
+                     LUMEN_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(lumen_last_error(), "fx"));
+}
+
+static void expect_error(const lumen_image *s, const lumen_image *d, lumen_resize_options o,
+                         const char *name)
+{
+    assert_int_equal(lumen_resize(ctx, s, d, &o, NULL), LUMEN_ERR_INVALID_ARGUMENT);
+    if (strncmp(lumen_last_error(), name, strlen(name)))
+        fail_msg("expected a message about %s, got '%s'", name, lumen_last_error());
+}
+
+static void test_bad_arguments(void **state)
+{
+    (void)state;
+    float buf[64] = {0}, out[64];
+    lumen_image s = lumen_image_nhwc(buf, LUMEN_F32, 1, 4, 4, 1);
+    lumen_image d = lumen_image_nhwc(out, LUMEN_F32, 1, 2, 3, 1);
+    lumen_image d2 = lumen_image_nhwc(out, LUMEN_F32, 1, 2, 3, 2);
+    lumen_image over = lumen_image_nhwc(buf + 8, LUMEN_F32, 1, 2, 3, 1);
+    expect_error(&s, &d2, opts(LUMEN_RESIZE_OPENCV, LUMEN_INTER_LINEAR), "dst");
+    expect_error(&s, &over, opts(LUMEN_RESIZE_OPENCV, LUMEN_INTER_LINEAR), "dst");
+    expect_error(&s, &d, opts(LUMEN_RESIZE_OPENCV, LUMEN_INTER_BOX), "interpolation");
+    expect_error(&s, &d, opts(LUMEN_RESIZE_PILLOW, LUMEN_INTER_AREA), "interpolation");
+    expect_error(&s, &d, opts(LUMEN_RESIZE_TORCH, LUMEN_INTER_LANCZOS), "interpolation");
+    expect_error(&s, &d, opts((lumen_resize_rule)7, LUMEN_INTER_LINEAR), "rule");
+    expect_error(&s, &d, opts(LUMEN_RESIZE_OPENCV, (lumen_interpolation)9), "interpolation");
+    lumen_resize_options o = opts(LUMEN_RESIZE_OPENCV, LUMEN_INTER_LINEAR);
+    o.antialias = 1;
+    expect_error(&s, &d, o, "antialias");
+    o = opts(LUMEN_RESIZE_TORCH, LUMEN_INTER_NEAREST);
+    o.align_corners = 1;
+    expect_error(&s, &d, o, "align_corners");
+    o = opts(LUMEN_RESIZE_OPENCV, LUMEN_INTER_LINEAR);
+    o.fx = NAN;
+    expect_error(&s, &d, o, "fx");
+    assert_int_equal(lumen_resize(NULL, &s, &d, NULL, NULL), LUMEN_ERR_INVALID_ARGUMENT);
+}
+
+static int stop_now(void *arg)
+{
+    (void)arg;
+    return 1;
+}
+
+static void test_interrupt(void **state)
+{
+    (void)state;
+    static float src[256 * 256], dst[100 * 100];
+    lumen_image s = lumen_image_nhwc(src, LUMEN_F32, 1, 256, 256, 1);
+    lumen_image d = lumen_image_nhwc(dst, LUMEN_F32, 1, 100, 100, 1);
+    assert_int_equal(lumen_context_set_interrupt(ctx, stop_now, NULL), LUMEN_OK);
+    assert_int_equal(lumen_resize(ctx, &s, &d, NULL, NULL), LUMEN_ERR_INTERRUPTED);
+    assert_int_equal(lumen_context_set_interrupt(ctx, NULL, NULL), LUMEN_OK);
+    lumen_run_info info;
+    assert_int_equal(lumen_resize(ctx, &s, &d, NULL, &info), LUMEN_OK);
+    assert_string_equal(info.algo, "separable");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_opencv_by_hand),
+        cmocka_unit_test(test_torch_align_corners),
+        cmocka_unit_test(test_pillow_u8_rounds_half_up),
+        cmocka_unit_test(test_output_size),
+        cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_interrupt),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
