@@ -166,7 +166,7 @@ static void test_interrupt(void **state)
     assert_int_equal(lumen_context_set_interrupt(ctx, NULL, NULL), LUMEN_OK);
     lumen_run_info info;
     assert_int_equal(lumen_resize(ctx, &s, &d, NULL, &info), LUMEN_OK);
-    assert_string_equal(info.algo, "separable");
+    assert_non_null(strstr(info.algo, "separable"));
 }
 
 int main(void)

@@ -126,7 +126,7 @@ static plane_geom geometry(const lumen_resize_job *j)
 /* Per-thread buffers: the source row in f32, the ring of horizontal rows, the sums. */
 typedef struct thread_bufs {
     float *srow, *ring, *acc;
-    const float **rows;
+    const void **rows;
     int64_t ring_row; /* floats per ring row */
 } thread_bufs;
 
@@ -201,9 +201,48 @@ static void chunk(const lumen_resize_job *j, const lumen_resize_kernels *k, cons
         have_lo = lo, have_hi = hi;
         for (int i = 0; i < K; i++)
             t->rows[i] = t->ring + ((lo + i) % K) * t->ring_row;
-        k->vpass(t->rows, j->y.weights + oy * K, K, j->x.out * g->C, t->acc);
+        k->vpass(t->rows, LUMEN_F32, j->y.weights + oy * K, K, j->x.out * g->C, t->acc);
         store(j, k, g, t->acc, b, grp, oy);
     }
+}
+
+/* Output rows [y0, y1) of one plane, the vertical pass first: each output row sums its source
+ * rows over the whole width (contiguous, the widest vectors), then that one row is resampled
+ * horizontally. Cheaper when shrinking (see vertical_first). */
+static void chunk_vfirst(const lumen_resize_job *j, const lumen_resize_kernels *k,
+                         const plane_geom *g, thread_bufs *t, int64_t b, int64_t grp, int64_t y0,
+                         int64_t y1)
+{
+    const int K = j->y.taps;
+    for (int64_t oy = y0; oy < y1; oy++) {
+        for (int i = 0; i < K; i++)
+            t->rows[i] = lumen_px_addr(j->src, b, grp * g->C, j->y.first[oy] + i, 0);
+        k->vpass(t->rows, j->src->dtype, j->y.weights + oy * K, K, j->x.in * g->C, t->srow);
+        k->hpass(t->srow, LUMEN_F32, g->C, &j->x, t->acc);
+        store(j, k, g, t->acc, b, grp, oy);
+    }
+}
+
+/* Which order costs less, in multiply-adds (the contiguous vertical pass counted at 16 lanes,
+ * the horizontal one a pixel per step): horizontal first touches each needed source row once
+ * and then sums output-width rows; vertical first sums source-width rows per output row and
+ * then resamples only those. Pillow's 8-bit rule rounds between horizontal and vertical, and
+ * strided sources gather first: both keep horizontal first. */
+static bool vertical_first(const lumen_resize_job *j, const plane_geom *g)
+{
+    if (j->pillow_rounding || !g->src_contig) return false;
+    int64_t needed = 0, hi = 0; /* distinct source rows the vertical windows cover */
+    for (int64_t oy = 0; oy < j->y.out; oy++) {
+        const int64_t lo = j->y.first[oy], top = lo + j->y.taps;
+        needed += top - (lo > hi ? lo : hi) > 0 ? top - (lo > hi ? lo : hi) : 0;
+        hi = top > hi ? top : hi;
+    }
+    const double C = g->C, px = g->C <= 4 ? 1 : C, lanes = 16;
+    const double out_h = (double)j->y.out, out_w = (double)j->x.out, Ky = j->y.taps;
+    const double h_first = (double)needed * out_w * j->x.taps * px + out_h * out_w * C * Ky / lanes;
+    const double v_first =
+        out_h * (double)j->x.in * C * Ky / lanes + out_h * out_w * j->x.taps * px;
+    return v_first < h_first;
 }
 
 static const lumen_resize_kernels *kernels_for(const lumen_context *ctx)
@@ -221,7 +260,7 @@ static const lumen_resize_kernels *kernels_for(const lumen_context *ctx)
 }
 
 static lumen_status separable(lumen_context *ctx, const lumen_resize_job *j,
-                              const lumen_resize_kernels *k)
+                              const lumen_resize_kernels *k, bool vfirst)
 {
     const plane_geom g = geometry(j);
     const int64_t planes = j->dst->n * g.groups;
@@ -243,7 +282,10 @@ static lumen_status separable(lumen_context *ctx, const lumen_resize_job *j,
             if (!ok || lumen_cpu_should_stop(&st)) continue;
             const int64_t plane = it / chunks, c = it % chunks;
             const int64_t y0 = c * per, y1 = y0 + per < j->y.out ? y0 + per : j->y.out;
-            chunk(j, k, &g, &t, plane / g.groups, plane % g.groups, y0, y1);
+            if (vfirst)
+                chunk_vfirst(j, k, &g, &t, plane / g.groups, plane % g.groups, y0, y1);
+            else
+                chunk(j, k, &g, &t, plane / g.groups, plane % g.groups, y0, y1);
         }
         bufs_free(&t);
     }
@@ -262,6 +304,8 @@ lumen_status lumen_cpu_resize(lumen_context *ctx, const lumen_resize_job *j, lum
         return nearest(ctx, j);
     }
     const lumen_resize_kernels *k = kernels_for(ctx);
-    info->isa = k->isa, info->algo = "separable";
-    return separable(ctx, j, k);
+    const plane_geom g = geometry(j);
+    const bool vfirst = vertical_first(j, &g);
+    info->isa = k->isa, info->algo = vfirst ? "separable:vertical-first" : "separable";
+    return separable(ctx, j, k, vfirst);
 }

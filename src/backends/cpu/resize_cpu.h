@@ -10,7 +10,8 @@ typedef struct lumen_resize_kernels {
     void (*load_row)(const void *src, lumen_dtype t, int64_t n, float *out);
     void (*store_row)(const float *v, int64_t n, lumen_dtype t, void *dst);
     void (*hpass)(const void *in, lumen_dtype t, int C, const lumen_resize_axis *x, float *out);
-    void (*vpass)(const float *const *rows, const float *w, int K, int64_t n, float *acc);
+    void (*vpass)(const void *const *rows, lumen_dtype t, const float *w, int K, int64_t n,
+                  float *acc);
 } lumen_resize_kernels;
 
 #define RESIZE_DECLARE(sfx)                                                                        \
@@ -18,8 +19,8 @@ typedef struct lumen_resize_kernels {
     void lumen_resize_store_row_##sfx(const float *v, int64_t n, lumen_dtype t, void *dst);        \
     void lumen_resize_hpass_##sfx(const void *in, lumen_dtype t, int C,                            \
                                   const lumen_resize_axis *x, float *out);                         \
-    void lumen_resize_vpass_##sfx(const float *const *rows, const float *w, int K, int64_t n,      \
-                                  float *acc);
+    void lumen_resize_vpass_##sfx(const void *const *rows, lumen_dtype t, const float *w, int K,   \
+                                  int64_t n, float *acc);
 RESIZE_DECLARE(generic)
 RESIZE_DECLARE(avx2)
 RESIZE_DECLARE(avx512)

@@ -125,6 +125,67 @@ RESIZE_INLINE resize_v4f load4(const char *p, lumen_dtype t)
     return v;
 }
 
+#if defined(__AVX512F__)
+/* Pixels p = 0..3 of dtype t at s[p] (4 elements each) in the 4 lanes of group p. */
+RESIZE_INLINE __m512 load4x4(const char *const s[4], lumen_dtype t)
+{
+    if (t == LUMEN_U8) {
+        int32_t u[4];
+        for (int p = 0; p < 4; p++)
+            memcpy(&u[p], s[p], 4);
+        const __m128i b = _mm_set_epi32(u[3], u[2], u[1], u[0]);
+        return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(b));
+    }
+    if (t == LUMEN_U16) {
+        int64_t u[4];
+        for (int p = 0; p < 4; p++)
+            memcpy(&u[p], s[p], 8);
+        const __m256i b = _mm256_set_epi64x(u[3], u[2], u[1], u[0]);
+        return _mm512_cvtepi32_ps(_mm512_cvtepu16_epi32(b));
+    }
+    __m512 v = _mm512_castps128_ps512(_mm_loadu_ps((const float *)s[0]));
+    v = _mm512_insertf32x4(v, _mm_loadu_ps((const float *)s[1]), 1);
+    v = _mm512_insertf32x4(v, _mm_loadu_ps((const float *)s[2]), 2);
+    return _mm512_insertf32x4(v, _mm_loadu_ps((const float *)s[3]), 3);
+}
+
+/* Four output pixels per 512-bit step (hpass_c34's arithmetic, lane for lane: products then
+ * sums in tap order, no fusing, so that every layout gives the same bits). The weights of
+ * four consecutive outputs are 4K consecutive floats: one load (K <= 4) or a gather, spread
+ * to the pixel lanes by a permute. Returns the first output not done. */
+RESIZE_INLINE int64_t hpass_c34_x4(const void *in, lumen_dtype t, int C, const lumen_resize_axis *x,
+                                   int K, int64_t end, float *out)
+{
+    const int64_t es = (int64_t)lumen_dtype_bytes(t);
+    const __m512i group = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+    const __m512i stride = _mm512_mullo_epi32(group, _mm512_set1_epi32(K));
+    const __mmask16 keep = C == 3 ? 0x7777 : 0xFFFF, lanes = C == 3 ? 0x0FFF : 0xFFFF;
+    const int32_t *first = x->first;
+    const float *weights = x->weights;
+    int64_t o = 0;
+    for (; o + 4 <= end; o += 4) {
+        const char *s[4];
+        for (int p = 0; p < 4; p++)
+            s[p] = (const char *)in + (int64_t)first[o + p] * C * es;
+        const float *w = weights + o * K;
+        const __m512 wv = K <= 4 ? _mm512_maskz_loadu_ps((__mmask16)((1u << (4 * K)) - 1), w)
+                                 : _mm512_setzero_ps();
+        __m512 a = _mm512_setzero_ps();
+        for (int k = 0; k < K; k++) {
+            const __m512i idx = _mm512_add_epi32(stride, _mm512_set1_epi32(k));
+            const __m512 wk =
+                K <= 4 ? _mm512_permutexvar_ps(idx, wv) : _mm512_i32gather_ps(idx, w, 4);
+            const char *sk[4] = {s[0] + k * C * es, s[1] + k * C * es, s[2] + k * C * es,
+                                 s[3] + k * C * es};
+            a = _mm512_add_ps(a, _mm512_mul_ps(wk, load4x4(sk, t)));
+        }
+        /* three channels: drop lane 3 of each pixel, write 12 floats */
+        _mm512_mask_storeu_ps(out + o * C, lanes, _mm512_maskz_compress_ps(keep, a));
+    }
+    return o;
+}
+#endif
+
 /* Three or four channels: a pixel is one 4-lane vector. Three channels read one element past
  * the pixel (never past the row: the outputs whose window ends at the row's last pixel take
  * the plain loop) and write one float that the next pixel overwrites (out has 4 of padding). */
@@ -136,7 +197,11 @@ RESIZE_INLINE void hpass_c34(const void *in, lumen_dtype t, int C, const lumen_r
     if (C == 3)
         while (end > 0 && x->first[end - 1] + K >= x->in)
             end--;
-    for (int64_t o = 0; o < end; o++) {
+    int64_t o = 0;
+#if defined(__AVX512F__)
+    o = hpass_c34_x4(in, t, C, x, K, end, out);
+#endif
+    for (; o < end; o++) {
         const char *s = (const char *)in + (int64_t)x->first[o] * C * es;
         const float *w = x->weights + o * K;
         resize_v4f a = {0, 0, 0, 0};
@@ -220,21 +285,34 @@ void RESIZE_NAME(hpass)(const void *in, lumen_dtype t, int C, const lumen_resize
     }
 }
 
-/* acc[i] = sum_k w[k] * rows[k][i], in blocks that stay in L1. */
-void RESIZE_NAME(vpass)(const float *const *rows, const float *w, int K, int64_t n, float *acc)
+/* acc[i] = sum_k w[k] * rows[k][i] (rows of dtype t), in blocks that stay in L1. */
+RESIZE_INLINE void vpass_t(const void *const *rows, lumen_dtype t, const float *w, int K, int64_t n,
+                           float *acc)
 {
+    const int64_t es = (int64_t)lumen_dtype_bytes(t);
     for (int64_t i0 = 0; i0 < n; i0 += 2048) {
         const int64_t m = n - i0 < 2048 ? n - i0 : 2048;
         float *restrict a = acc + i0;
-        const float *restrict r0 = rows[0] + i0;
+        const char *restrict r0 = (const char *)rows[0] + i0 * es;
         const float w0 = w[0];
         for (int64_t i = 0; i < m; i++)
-            a[i] = w0 * r0[i];
+            a[i] = w0 * lumen_load_px(r0 + i * es, t);
         for (int k = 1; k < K; k++) {
-            const float *restrict r = rows[k] + i0;
+            const char *restrict r = (const char *)rows[k] + i0 * es;
             const float wk = w[k];
             for (int64_t i = 0; i < m; i++)
-                a[i] = RESIZE_FMA(wk, r[i], a[i]);
+                a[i] = RESIZE_FMA(wk, lumen_load_px(r + i * es, t), a[i]);
         }
+    }
+}
+
+void RESIZE_NAME(vpass)(const void *const *rows, lumen_dtype t, const float *w, int K, int64_t n,
+                        float *acc)
+{
+    switch (t) {
+    case LUMEN_U8: vpass_t(rows, LUMEN_U8, w, K, n, acc); break;
+    case LUMEN_U16: vpass_t(rows, LUMEN_U16, w, K, n, acc); break;
+    case LUMEN_F32: vpass_t(rows, LUMEN_F32, w, K, n, acc); break;
+    default: vpass_t(rows, t, w, K, n, acc); break;
     }
 }
