@@ -14,6 +14,8 @@ pkgs=(gcc make cmake ninja-build pkg-config libpng-dev libjpeg-dev libtiff-dev l
 if [ "${1:-build}" = test ]; then
   pkgs+=(libcmocka-dev python3-opencv python3-scipy python3-pytest python3-torch
          python3-pip python3-setuptools python3-wheel time
+         # Pillow: the pillow rule's peer (tests/python/test_resize.py, bench/resize_bench.py)
+         python3-pil
          # the Vulkan module and its tests on lavapipe (docs/vulkan.md); not needed by make run
          libvulkan-dev glslc mesa-vulkan-drivers
          # the web studio's test in a headless browser (tests/python/test_studio.py, docs/studio.md)

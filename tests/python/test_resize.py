@@ -8,6 +8,8 @@ tests/python/tolerances.py (RESIZE_*)."""
 import numpy as np
 import pytest
 
+from conftest import run_cli
+
 from tolerances import (RESIZE_F32_REL, RESIZE_INT_LEVELS, RESIZE_SELF_F32_REL,
                         RESIZE_SELF_INT_LEVELS, data_span)
 
@@ -295,3 +297,38 @@ def test_size_or_factor_is_needed():
         lumen.resize(make((9, 11), np.uint8))
     with pytest.raises(lumen.ArgumentError, match="output size of 0"):
         lumen.resize(make((9, 11), np.uint8), fx=0.01)  # 0 pixels wide
+
+
+# ---- the CLI ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args,size,call", [
+    (["--size", "20x15", "--interpolation", "area"], (15, 20),
+     dict(size=(20, 15), interpolation="area")),
+    (["--size", "50,41", "--interpolation", "lanczos"], (41, 50),
+     dict(size=(50, 41), interpolation="lanczos")),
+    (["--fx", "0.5", "--rule", "torch", "--interpolation", "cubic", "--antialias"], (15, 20),
+     dict(fx=0.5, rule="torch", interpolation="cubic", antialias=True)),
+    (["--size", "17,11", "--rule", "pillow", "--interpolation", "hamming"], (11, 17),
+     dict(size=(17, 11), rule="pillow", interpolation="hamming")),
+])
+def test_cli_resize(lumen_bin, tmp_path, args, size, call):
+    """lumen resize IN OUT ... writes what lumen.resize returns for the same arguments."""
+    src = make((30, 40, 3), np.uint8)
+    np.save(tmp_path / "in.npy", src)
+    r = run_cli(lumen_bin, "resize", tmp_path / "in.npy", tmp_path / "out.npy", *args)
+    assert r.returncode == 0, r.stderr
+    got = np.load(tmp_path / "out.npy")
+    assert got.shape == size + (3,)
+    np.testing.assert_array_equal(got, lumen.resize(src, **call))
+
+
+def test_cli_resize_errors(lumen_bin, tmp_path):
+    np.save(tmp_path / "in.npy", make((8, 9), np.uint8))
+    r = run_cli(lumen_bin, "resize", tmp_path / "in.npy", tmp_path / "out.npy", "--size", "4x")
+    assert r.returncode == 2 and "--size" in r.stderr
+    r = run_cli(lumen_bin, "resize", tmp_path / "in.npy", tmp_path / "out.npy", "--size", "4,4",
+                "--interpolation", "box")
+    assert r.returncode != 0 and "interpolation" in r.stderr and "box" in r.stderr
+    assert not (tmp_path / "out.npy").exists()
+    r = run_cli(lumen_bin, "resize", tmp_path / "in.npy", tmp_path / "out.npy")
+    assert r.returncode == 2 and "size" in r.stderr

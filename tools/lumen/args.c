@@ -491,7 +491,9 @@ int cli_arg_pair(const char *name, const char *value, long lo, long hi, int both
 {
     long x = 0, y = 0;
     int has_b;
-    if (parse_pair(value, ',', !both, &x, &y, &has_b) == 0) {
+    /* "A,B", or "AxB" as sizes are written (lumen resize --size 640x360) */
+    if (parse_pair(value, ',', !both, &x, &y, &has_b) == 0 ||
+        (strchr(value, 'x') && parse_pair(value, 'x', 0, &x, &y, &has_b) == 0)) {
         if (!has_b) y = x;
         if (x >= lo && x <= hi && y >= lo && y <= hi) {
             *a = (int)x;
@@ -499,8 +501,8 @@ int cli_arg_pair(const char *name, const char *value, long lo, long hi, int both
             return 0;
         }
     }
-    cli_error(name, "expected %s with integers from %ld to %ld, got '%s'", both ? "A,B" : "A or A,B",
-              lo, hi, value);
+    cli_error(name, "expected %s with integers from %ld to %ld, got '%s'",
+              both ? "A,B (or AxB)" : "A or A,B", lo, hi, value);
     return CLI_EXIT_USAGE;
 }
 
