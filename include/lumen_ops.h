@@ -87,7 +87,8 @@ typedef struct lumen_value {
 
 /* How the output follows from the inputs. */
 typedef struct lumen_out_shape {
-    lumen_arg_type type; /* IMAGE: as the input image (front ends keep its layout) or TENSOR */
+    lumen_arg_type type; /* IMAGE: in the input image's layout (h, w may differ: resize), or
+                          * TENSOR */
     lumen_dtype dtype;   /* IMAGE: the input's dtype (front ends may ask for another) */
     int64_t n, c, h, w;
 } lumen_out_shape;

@@ -162,20 +162,16 @@ static void h_row(const lumen_resize_job *j, const lumen_resize_kernels *k, cons
                     lumen_load_px(row + (x * s->stride_w + c * s->stride_c) * es, s->dtype);
         k->hpass(t->srow, LUMEN_F32, g->C, &j->x, out);
     }
-    if (j->pillow_rounding)
-        for (int64_t i = 0; i < j->x.out * g->C; i++)
-            out[i] = (float)pillow_round(out[i]);
+    if (j->pillow_rounding) k->round_u8(out, j->x.out * g->C);
 }
 
 /* Output row oy of plane (b, g) from the sums in t->acc. */
 static void store(const lumen_resize_job *j, const lumen_resize_kernels *k, const plane_geom *g,
-                  const float *acc, int64_t b, int64_t grp, int64_t oy)
+                  float *acc, int64_t b, int64_t grp, int64_t oy)
 {
     const lumen_image *d = j->dst;
     char *row = lumen_px_addr(d, b, grp * g->C, oy, 0);
-    if (j->pillow_rounding) /* acc is the thread's own buffer */
-        for (int64_t i = 0; i < j->x.out * g->C; i++)
-            ((float *)acc)[i] = (float)pillow_round(acc[i]);
+    if (j->pillow_rounding) k->round_u8(acc, j->x.out * g->C);
     if (g->dst_contig) {
         k->store_row(acc, j->x.out * g->C, d->dtype, row);
         return;
@@ -247,15 +243,24 @@ static bool vertical_first(const lumen_resize_job *j, const plane_geom *g)
 
 static const lumen_resize_kernels *kernels_for(const lumen_context *ctx)
 {
-    static const lumen_resize_kernels k512 = {"avx512", lumen_resize_load_row_avx512,
+    static const lumen_resize_kernels k512 = {"avx512",
+                                              lumen_resize_load_row_avx512,
                                               lumen_resize_store_row_avx512,
-                                              lumen_resize_hpass_avx512, lumen_resize_vpass_avx512};
-    static const lumen_resize_kernels k2 = {"avx2+fma", lumen_resize_load_row_avx2,
-                                            lumen_resize_store_row_avx2, lumen_resize_hpass_avx2,
+                                              lumen_resize_hpass_avx512,
+                                              lumen_resize_round_u8_avx512,
+                                              lumen_resize_vpass_avx512};
+    static const lumen_resize_kernels k2 = {"avx2+fma",
+                                            lumen_resize_load_row_avx2,
+                                            lumen_resize_store_row_avx2,
+                                            lumen_resize_hpass_avx2,
+                                            lumen_resize_round_u8_avx2,
                                             lumen_resize_vpass_avx2};
-    static const lumen_resize_kernels kg = {"generic", lumen_resize_load_row_generic,
+    static const lumen_resize_kernels kg = {"generic",
+                                            lumen_resize_load_row_generic,
                                             lumen_resize_store_row_generic,
-                                            lumen_resize_hpass_generic, lumen_resize_vpass_generic};
+                                            lumen_resize_hpass_generic,
+                                            lumen_resize_round_u8_generic,
+                                            lumen_resize_vpass_generic};
     return lumen_ctx_use_avx512(ctx) ? &k512 : lumen_ctx_use_avx2(ctx) ? &k2 : &kg;
 }
 
