@@ -63,8 +63,6 @@ typedef lumen_status (*xb_run)(lumen_context *ctx, const xb_row *row, const xb_v
 typedef struct xb_resize {
     lumen_resize_options o;
     int num_h, den_h, num_w, den_w;
-    /* No kernel on that backend yet: its fallbacks are expected (docs/resize.md). */
-    int no_vulkan_yet;
 } xb_resize;
 
 struct xb_row {
@@ -166,8 +164,7 @@ static float bias6[6], bias4[4], bias3[3];
      .want_method = SEPARABLE,                                                                     \
      .rs = &(const xb_resize){.o = {.rule = rule_, .interpolation = ip, .antialias = aa,           \
                                     .align_corners = ac},                                          \
-                              .num_h = nh, .den_h = dh, .num_w = nw, .den_w = dw,                  \
-                              .no_vulkan_yet = 1}}
+                              .num_h = nh, .den_h = dh, .num_w = nw, .den_w = dw}}
 #define CV LUMEN_RESIZE_OPENCV
 #define PIL LUMEN_RESIZE_PILLOW
 #define TORCH LUMEN_RESIZE_TORCH
@@ -322,7 +319,6 @@ typedef struct xb_device {
     bool cpu;
     lumen_context *ctx, *strict;
     int64_t cases, fallbacks, device_views;
-    int64_t expected_fallbacks; /* of rows that say their kernel is not there yet */
     xb_stat stat[ROWS];
 } xb_device;
 
@@ -423,11 +419,7 @@ static void test_vulkan_ran_everything(void **state)
     for (int i = 0; i < n_devices; i++) {
         const xb_device *d = &devices[i];
         if (strcmp(d->info.backend, "vulkan")) continue;
-        if (d->expected_fallbacks)
-            print_message("backend-ops: %s: %lld resize cases fell back to the CPU (no Vulkan "
-                          "resize yet: docs/resize.md)\n",
-                          d->spec, (long long)d->expected_fallbacks);
-        if (d->fallbacks - d->expected_fallbacks)
+        if (d->fallbacks)
             fail_msg("%s: %lld of %lld cases fell back to the CPU (run with XB_LOG=1 "
                      "LUMEN_LOG=warn to see which)",
                      d->spec, (long long)d->fallbacks, (long long)d->cases);
@@ -808,11 +800,7 @@ static void run_case(const xb_row *row, int r, const xb_case *cs)
         xb_device *dev = &devices[i];
         xb_stat *st = &dev->stat[r];
         st->cases++, dev->cases++;
-        const bool fell_back = run_host_views(&d, dev, st);
-        dev->fallbacks += fell_back;
-        if (fell_back && row->family == XB_RESIZE && row->rs->no_vulkan_yet &&
-            !strcmp(dev->info.backend, "vulkan"))
-            dev->expected_fallbacks++;
+        dev->fallbacks += run_host_views(&d, dev, st);
         if (!dev->cpu) {
             run_device_views(&d, dev, st);
             dev->device_views++;

@@ -602,6 +602,7 @@ static const vk_op_impl *const op_impls[LUMEN_OP_KIND_COUNT] = {
     [LUMEN_OP_FILTER_DIRECT] = &vk_op_direct, [LUMEN_OP_FILTER_SEPARABLE] = &vk_op_separable,
     [LUMEN_OP_FILTER_FFT] = &vk_op_fft,       [LUMEN_OP_GAUSSIAN_FAST] = &vk_op_gauss_fast,
     [LUMEN_OP_CONV2D] = &vk_op_conv2d,        [LUMEN_OP_CONV_TRANSPOSE2D] = &vk_op_conv_transpose2d,
+    [LUMEN_OP_RESIZE] = &vk_op_resize,
 };
 
 static const vk_op_impl *impl_of(const lumen_op *op)

@@ -290,7 +290,7 @@ typedef struct vk_op_impl {
 } vk_op_impl;
 
 extern const vk_op_impl vk_op_direct, vk_op_separable, vk_op_fft, vk_op_gauss_fast, vk_op_conv2d,
-    vk_op_conv_transpose2d;
+    vk_op_conv_transpose2d, vk_op_resize;
 
 /* ---- filters on images larger than a binding (vk_pieces.c) ----------------------------- */
 
