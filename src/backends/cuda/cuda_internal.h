@@ -129,6 +129,9 @@ lumen_status cu_gaussian_fast(lumen_context *ctx, const lumen_gauss_job *job);
 lumen_status cu_conv2d(lumen_context *ctx, lumen_op_kind kind, const lumen_conv_job *job,
                        lumen_run_info *info);
 
+/* Resize (resize.cu): the op's tables applied, one thread per output pixel. */
+lumen_status cu_resize(lumen_context *ctx, const lumen_resize_job *job);
+
 /* FFT lengths (fft.cu): the padded size the FFT path uses along an axis of n samples. */
 int cu_fft_length(int64_t n, bool even);
 

@@ -169,10 +169,19 @@ double cost(lumen_context *ctx, const lumen_op *op)
     }
 }
 
-/* Every op kind of ABI 3, on u8, u16 and f32 (conv: f32, which the ops layer guarantees). */
+/* Every op kind of ABI 3 and resize, on u8, u16 and f32 (conv: f32, which the ops layer
+ * guarantees); resize outputs up to 65535 x 8 rows tall (its grid's y). */
 bool supports(lumen_context *ctx, const lumen_op *op)
 {
     (void)ctx;
+    if (op->kind == LUMEN_OP_RESIZE) {
+        const lumen_resize_job *j = static_cast<const lumen_resize_job *>(op->job);
+        for (int i = 0; i < 2; i++)
+            if (j->views[i]->dtype != LUMEN_U8 && j->views[i]->dtype != LUMEN_U16 &&
+                j->views[i]->dtype != LUMEN_F32)
+                return false;
+        return (j->dst->h + 7) / 8 <= CU_GRID_YZ_MAX;
+    }
     return op->kind >= LUMEN_OP_FILTER_DIRECT && op->kind <= LUMEN_OP_CONV_TRANSPOSE2D;
 }
 
@@ -190,6 +199,9 @@ lumen_status run(lumen_context *ctx, const lumen_op *op, lumen_run_info *info)
     case LUMEN_OP_CONV2D:
     case LUMEN_OP_CONV_TRANSPOSE2D:
         return cu_conv2d(ctx, op->kind, static_cast<const lumen_conv_job *>(op->job), info);
+    case LUMEN_OP_RESIZE:
+        info->algo = "cuda:resize";
+        return cu_resize(ctx, static_cast<const lumen_resize_job *>(op->job));
     default: break;
     }
     return cu_host->set_error(LUMEN_ERR_UNSUPPORTED, "cuda: op kind %d", (int)op->kind);
