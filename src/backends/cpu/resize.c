@@ -130,11 +130,12 @@ typedef struct thread_bufs {
     int64_t ring_row; /* floats per ring row */
 } thread_bufs;
 
-static bool bufs_alloc(thread_bufs *t, const lumen_resize_job *j, int C)
+/* The ring only for horizontal first (vertical first sums straight from src). */
+static bool bufs_alloc(thread_bufs *t, const lumen_resize_job *j, int C, bool vfirst)
 {
     t->ring_row = ((j->x.out * C + 4) + 15) & ~(int64_t)15;
     t->srow = malloc(sizeof(float) * (size_t)(j->x.in * C + 4));
-    t->ring = malloc(sizeof(float) * (size_t)(t->ring_row * j->y.taps));
+    t->ring = malloc(sizeof(float) * (size_t)(vfirst ? 1 : t->ring_row * j->y.taps));
     t->acc = malloc(sizeof(float) * (size_t)t->ring_row);
     t->rows = malloc(sizeof(float *) * (size_t)j->y.taps);
     if (t->srow) memset(t->srow, 0, sizeof(float) * (size_t)(j->x.in * C + 4));
@@ -273,14 +274,14 @@ static lumen_status separable(lumen_context *ctx, const lumen_resize_job *j,
      * shared by neighbouring chunks (y.taps at most per chunk) cost little. */
     int64_t per = (j->y.out + 4 * ctx->threads - 1) / (4 * ctx->threads);
     if (per < 8) per = 8;
-    if (per < 4 * (int64_t)j->y.taps) per = 4 * (int64_t)j->y.taps;
+    if (!vfirst && per < 4 * (int64_t)j->y.taps) per = 4 * (int64_t)j->y.taps;
     const int64_t chunks = (j->y.out + per - 1) / per, items = planes * chunks;
     lumen_cpu_stop st = lumen_cpu_stop_init(ctx);
     int failed = 0;
 #pragma omp parallel num_threads(ctx->threads) reduction(| : failed)
     {
         thread_bufs t;
-        const bool ok = bufs_alloc(&t, j, g.C);
+        const bool ok = bufs_alloc(&t, j, g.C, vfirst);
         failed |= !ok;
 #pragma omp for schedule(dynamic, 1)
         for (int64_t it = 0; it < items; it++) {
