@@ -170,13 +170,17 @@ typedef struct lumen_resize_axis {
     int taps;
     const int32_t *first; /* out entries */
     const float *weights; /* out * taps */
+    /* Pillow's 8-bit rule only (else NULL): the weights as Pillow quantises them, round(w *
+     * 2^22) from its double weights; its sums are then integers, exactly Pillow's. */
+    const int32_t *iweights;
 } lumen_resize_axis;
 
 /* A resize (LUMEN_OP_RESIZE): src (n, c, h, w) to dst (n, c, y.out, x.out), x.in = w and
  * y.in = h, dst disjoint from src. nearest: taps = 1 and every weight 1; the pixel is copied
  * (exact for every dtype, NaN payloads included). pillow_rounding: Pillow's 8-bit path (src
- * and dst u8): the horizontal pass's result is rounded half up and clipped to 0..255 before
- * the vertical pass, and the result is rounded half up too (docs/resize.md). */
+ * and dst u8), in integers as Pillow: each pass sums bytes times the axis's iweights plus
+ * 2^21, shifts right by 22 and clips to 0..255, the horizontal pass's bytes feeding the
+ * vertical one (docs/resize.md). */
 typedef struct lumen_resize_job {
     union {
         struct {

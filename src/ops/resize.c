@@ -145,17 +145,17 @@ lumen_status lumen_resize(lumen_context *ctx, const lumen_image *src, const lume
         ax.rule = LUMEN_RESIZE_OPENCV, ax.interpolation = LUMEN_INTER_NEAREST, ax.fx = ax.fy = 0;
     const bool nearest =
         ax.interpolation == LUMEN_INTER_NEAREST || ax.interpolation == LUMEN_INTER_NEAREST_EXACT;
-    lumen_resize_axis_spec sx = {ax.rule, ax.interpolation, src->w,           dst->w,
-                                 ax.fx,   ax.antialias,     ax.align_corners, 0};
+    lumen_resize_axis_spec sx = {ax.rule,      ax.interpolation, src->w, dst->w, ax.fx,
+                                 ax.antialias, ax.align_corners, 0,      0};
     lumen_resize_axis_spec sy = sx;
     sy.in = src->h, sy.out = dst->h, sy.factor = ax.fy;
     sx.area_shrinks = sy.area_shrinks =
         lumen_resize_cv_scale(&sx) >= 1 && lumen_resize_cv_scale(&sy) >= 1;
-    lumen_resize_job job = {.src = src,
-                            .dst = dst,
-                            .nearest = nearest,
-                            .pillow_rounding = ax.rule == LUMEN_RESIZE_PILLOW &&
-                                             src->dtype == LUMEN_U8 && dst->dtype == LUMEN_U8};
+    const int pillow_u8 =
+        ax.rule == LUMEN_RESIZE_PILLOW && src->dtype == LUMEN_U8 && dst->dtype == LUMEN_U8;
+    sx.pillow_u8 = sy.pillow_u8 = pillow_u8 && !nearest;
+    lumen_resize_job job = {
+        .src = src, .dst = dst, .nearest = nearest, .pillow_rounding = pillow_u8 && !nearest};
     void *mx = NULL, *my = NULL;
     if (!(s = lumen_resize_taps(&sx, &job.x, &mx)) && !(s = lumen_resize_taps(&sy, &job.y, &my))) {
         const lumen_op op = lumen_op_resize(&job);

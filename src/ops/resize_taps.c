@@ -354,21 +354,28 @@ lumen_status lumen_resize_taps(const lumen_resize_axis_spec *s, lumen_resize_axi
         lo[o] = a;
         if (b - a + 1 > width) width = b - a + 1;
     }
-    const size_t bytes =
-        sizeof(int32_t) * (size_t)s->out + sizeof(float) * (size_t)(s->out * width);
-    char *m = calloc(1, bytes + 64);
+    /* first, weights and (Pillow u8) iweights, each 64-byte aligned */
+    const size_t first_bytes = (sizeof(int32_t) * (size_t)s->out + 63) & ~(size_t)63;
+    const size_t w_bytes = (sizeof(float) * (size_t)(s->out * width) + 63) & ~(size_t)63;
+    char *m = calloc(1, first_bytes + w_bytes * (s->pillow_u8 ? 2 : 1) + 64);
     if (!m) goto oom;
     int32_t *first = (int32_t *)m;
-    float *weights = (float *)(m + ((sizeof(int32_t) * (size_t)s->out + 63) & ~(size_t)63));
+    float *weights = (float *)(m + first_bytes);
+    int32_t *iweights = s->pillow_u8 ? (int32_t *)(m + first_bytes + w_bytes) : NULL;
     for (int64_t o = 0; o < s->out; o++) { /* pass 2: windows of that width inside the image */
         raw_of(s, o, &t);
         const int64_t f = lo[o] < s->in - width ? lo[o] : s->in - width;
         first[o] = (int32_t)f;
         for (int k = 0; k < t.n; k++)
             weights[o * width + (t.idx[k] - f)] += (float)t.w[k];
+        /* normalize_coeffs_8bpc: (int)(w * 2^22 +- 0.5), half away from zero (Pillow's taps
+         * never share an index, so nothing is merged) */
+        for (int k = 0; iweights && k < t.n; k++)
+            iweights[o * width + (t.idx[k] - f)] =
+                (int32_t)(t.w[k] * (1 << 22) + (t.w[k] < 0 ? -0.5 : 0.5));
     }
     free(lo), free(idx), free(w);
-    *axis = (lumen_resize_axis){s->in, s->out, (int)width, first, weights};
+    *axis = (lumen_resize_axis){s->in, s->out, (int)width, first, weights, iweights};
     *mem = m;
     return LUMEN_OK;
 oom:

@@ -14,6 +14,7 @@ typedef struct lumen_resize_axis_spec {
     int antialias;     /* torch */
     int align_corners; /* torch */
     int area_shrinks;  /* OpenCV INTER_AREA: both axes shrink (or keep) their size */
+    int pillow_u8;     /* also Pillow's 22-bit integer weights (iweights) */
 } lumen_resize_axis_spec;
 
 /* Fills *axis (first and weights in one allocation, returned in *mem: free() it). */

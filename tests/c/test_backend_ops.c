@@ -633,8 +633,9 @@ static void compare(const xb_data *d, const lumen_image *got, xb_stat *st, const
                         d->tol->scale == TS_SCALE_TERMS
                             ? ts_tolerance_bound(d->tol, ts_get(&d->terms.v, b, c, y, x))
                             : d->bound;
-                    /* Pillow's 8-bit rule rounds and clips between its passes: the unrounded
-                     * result is not its answer, the reference's integer result is. */
+                    /* Pillow's 8-bit rule is integer arithmetic that rounds and clips between
+                     * its passes: the unrounded result is not its answer, the reference's
+                     * bytes are. */
                     const bool own = d->row->tol == TS_TOL_RESIZE_PILLOW_U8 &&
                                      got->dtype == LUMEN_U8;
                     const double r = integer && !own ? ts_get(&d->exact.v, b, c, y, x) : w;

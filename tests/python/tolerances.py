@@ -239,9 +239,9 @@ RESIZE_F32_REL = 1e-5
 
 #: u8/u16 resize against a peer's integer result: levels apart. The peers' own fixed point
 #: differs from lumen's f32 sums: cv2's INTER_LINEAR/CUBIC/LANCZOS4 on u8 use 11-bit weights,
-#: its 2x2 INTER_AREA rounds ties up; Pillow quantises weights to 22 bits (so exact .5 ties of
-#: real arithmetic round down there); torch has no u8 linear/cubic/area in 1.13, so its float
-#: result on the same data is rounded to nearest (ties to even) for the comparison.
+#: its 2x2 INTER_AREA rounds ties up; torch has no u8 linear/cubic/area in 1.13, so its float
+#: result on the same data is rounded to nearest (ties to even) for the comparison. (Pillow's
+#: 8-bit path is matched exactly: lumen runs its integer arithmetic; u16 against its "F" mode.)
 RESIZE_INT_LEVELS = 1
 
 #: lumen's fast path against its own scalar reference (double sums): f32 within this fraction

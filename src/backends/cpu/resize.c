@@ -17,13 +17,6 @@
 
 /* ---- the reference ---- */
 
-/* Pillow's 8-bit path stores the horizontal pass: rounded half up, clipped. */
-static double pillow_round(double v)
-{
-    v = floor(v + 0.5);
-    return v < 0 ? 0 : v > 255 ? 255 : v;
-}
-
 /* One output pixel: the vertical sum of horizontal sums, in double, in that order. */
 static double ref_pixel(const lumen_resize_job *j, int64_t b, int64_t c, int64_t oy, int64_t ox)
 {
@@ -36,9 +29,34 @@ static double ref_pixel(const lumen_resize_job *j, int64_t b, int64_t c, int64_t
         for (int kx = 0; kx < j->x.taps; kx++)
             row += (double)wx[kx] *
                    lumen_load_px(lumen_px_addr(s, b, c, y, j->x.first[ox] + kx), s->dtype);
-        acc += (double)wy[ky] * (j->pillow_rounding ? pillow_round(row) : row);
+        acc += (double)wy[ky] * row;
     }
     return acc;
+}
+
+/* Pillow's clip8: a 22-bit fixed-point sum (one half added) to a byte. */
+static inline uint8_t clip8(int32_t ss)
+{
+    ss >>= 22;
+    return (uint8_t)(ss < 0 ? 0 : ss > 255 ? 255 : ss);
+}
+
+/* One output pixel of Pillow's 8-bit path in its integers: the bytes of the horizontal pass,
+ * then their vertical sum. */
+static uint8_t ref_pixel_pillow(const lumen_resize_job *j, int64_t b, int64_t c, int64_t oy,
+                                int64_t ox)
+{
+    const lumen_image *s = j->src;
+    const int32_t *wy = j->y.iweights + oy * j->y.taps, *wx = j->x.iweights + ox * j->x.taps;
+    int32_t acc = 1 << 21;
+    for (int ky = 0; ky < j->y.taps; ky++) {
+        const int64_t y = j->y.first[oy] + ky;
+        int32_t row = 1 << 21;
+        for (int kx = 0; kx < j->x.taps; kx++)
+            row += wx[kx] * *(const uint8_t *)lumen_px_addr(s, b, c, y, j->x.first[ox] + kx);
+        acc += wy[ky] * clip8(row);
+    }
+    return clip8(acc);
 }
 
 /* The copy of one element (nearest): bit for bit when the dtypes agree. */
@@ -64,8 +82,7 @@ static lumen_status reference(lumen_context *ctx, const lumen_resize_job *j)
                     if (j->nearest)
                         copy_px(s, d, lumen_px_addr(s, b, c, j->y.first[oy], j->x.first[ox]), to);
                     else if (j->pillow_rounding)
-                        lumen_store_px(to, d->dtype,
-                                       (float)pillow_round(ref_pixel(j, b, c, oy, ox)));
+                        *(uint8_t *)to = ref_pixel_pillow(j, b, c, oy, ox);
                     else
                         lumen_store_px(to, d->dtype, (float)ref_pixel(j, b, c, oy, ox));
                 }
@@ -163,7 +180,6 @@ static void h_row(const lumen_resize_job *j, const lumen_resize_kernels *k, cons
                     lumen_load_px(row + (x * s->stride_w + c * s->stride_c) * es, s->dtype);
         k->hpass(t->srow, LUMEN_F32, g->C, &j->x, out);
     }
-    if (j->pillow_rounding) k->round_u8(out, j->x.out * g->C);
 }
 
 /* Output row oy of plane (b, g) from the sums in t->acc. */
@@ -172,7 +188,6 @@ static void store(const lumen_resize_job *j, const lumen_resize_kernels *k, cons
 {
     const lumen_image *d = j->dst;
     char *row = lumen_px_addr(d, b, grp * g->C, oy, 0);
-    if (j->pillow_rounding) k->round_u8(acc, j->x.out * g->C);
     if (g->dst_contig) {
         k->store_row(acc, j->x.out * g->C, d->dtype, row);
         return;
@@ -242,26 +257,98 @@ static bool vertical_first(const lumen_resize_job *j, const plane_geom *g)
     return v_first < h_first;
 }
 
+/* ---- Pillow's 8-bit path, in its integers ---- */
+
+/* Row y of plane (b, grp) of src (u8) horizontally: bytes, as Pillow's first pass stores. */
+static void pillow_h_row(const lumen_resize_job *j, const plane_geom *g, int64_t b, int64_t grp,
+                         int64_t y, uint8_t *out)
+{
+    const lumen_image *s = j->src;
+    const uint8_t *row = (const uint8_t *)lumen_px_addr(s, b, grp * g->C, y, 0);
+    const int K = j->x.taps, C = g->C;
+    const int64_t sw = s->stride_w, sc = s->stride_c;
+    for (int64_t o = 0; o < j->x.out; o++) {
+        const uint8_t *p = row + (int64_t)j->x.first[o] * sw;
+        const int32_t *w = j->x.iweights + o * K;
+        for (int c = 0; c < C; c++) {
+            int32_t ss = 1 << 21;
+            for (int k = 0; k < K; k++)
+                ss += w[k] * p[k * sw + c * sc];
+            out[o * C + c] = clip8(ss);
+        }
+    }
+}
+
+/* Output rows [y0, y1) of one plane: a ring of horizontal byte rows, as chunk(). */
+static void pillow_chunk(const lumen_resize_job *j, const plane_geom *g, uint8_t *ring,
+                         int32_t *acc, int64_t b, int64_t grp, int64_t y0, int64_t y1)
+{
+    const int K = j->y.taps, C = g->C;
+    const int64_t n = j->x.out * C;
+    const lumen_image *d = j->dst;
+    int64_t have_lo = 0, have_hi = 0;
+    for (int64_t oy = y0; oy < y1; oy++) {
+        const int64_t lo = j->y.first[oy], hi = lo + K;
+        const int64_t from = lo > have_hi || lo < have_lo ? lo : have_hi;
+        for (int64_t y = from; y < hi; y++)
+            pillow_h_row(j, g, b, grp, y, ring + (y % K) * n);
+        have_lo = lo, have_hi = hi;
+        const int32_t *w = j->y.iweights + oy * K;
+        for (int64_t i = 0; i < n; i++)
+            acc[i] = 1 << 21;
+        for (int k = 0; k < K; k++) {
+            const uint8_t *r = ring + ((lo + k) % K) * n;
+            const int32_t wk = w[k];
+            for (int64_t i = 0; i < n; i++)
+                acc[i] += wk * r[i];
+        }
+        uint8_t *row = (uint8_t *)lumen_px_addr(d, b, grp * C, oy, 0);
+        for (int64_t x = 0; x < j->x.out; x++)
+            for (int c = 0; c < C; c++)
+                row[x * d->stride_w + c * d->stride_c] = clip8(acc[x * C + c]);
+    }
+}
+
+static lumen_status pillow_u8(lumen_context *ctx, const lumen_resize_job *j)
+{
+    const plane_geom g = geometry(j);
+    const int64_t planes = j->dst->n * g.groups, n = j->x.out * g.C;
+    int64_t per = (j->y.out + 4 * ctx->threads - 1) / (4 * ctx->threads);
+    if (per < 8) per = 8;
+    if (per < 4 * (int64_t)j->y.taps) per = 4 * (int64_t)j->y.taps;
+    const int64_t chunks = (j->y.out + per - 1) / per, items = planes * chunks;
+    lumen_cpu_stop st = lumen_cpu_stop_init(ctx);
+    int failed = 0;
+#pragma omp parallel num_threads(ctx->threads) reduction(| : failed)
+    {
+        uint8_t *ring = malloc((size_t)(n * j->y.taps));
+        int32_t *acc = malloc(sizeof(int32_t) * (size_t)n);
+        const bool ok = ring && acc;
+        failed |= !ok;
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t it = 0; it < items; it++) {
+            if (!ok || lumen_cpu_should_stop(&st)) continue;
+            const int64_t plane = it / chunks, c = it % chunks;
+            const int64_t y0 = c * per, y1 = y0 + per < j->y.out ? y0 + per : j->y.out;
+            pillow_chunk(j, &g, ring, acc, plane / g.groups, plane % g.groups, y0, y1);
+        }
+        free(ring), free(acc);
+    }
+    if (failed) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "resize: out of memory for rows");
+    return lumen_cpu_stop_status(&st, LUMEN_OK);
+}
+
 static const lumen_resize_kernels *kernels_for(const lumen_context *ctx)
 {
-    static const lumen_resize_kernels k512 = {"avx512",
-                                              lumen_resize_load_row_avx512,
+    static const lumen_resize_kernels k512 = {"avx512", lumen_resize_load_row_avx512,
                                               lumen_resize_store_row_avx512,
-                                              lumen_resize_hpass_avx512,
-                                              lumen_resize_round_u8_avx512,
-                                              lumen_resize_vpass_avx512};
-    static const lumen_resize_kernels k2 = {"avx2+fma",
-                                            lumen_resize_load_row_avx2,
-                                            lumen_resize_store_row_avx2,
-                                            lumen_resize_hpass_avx2,
-                                            lumen_resize_round_u8_avx2,
+                                              lumen_resize_hpass_avx512, lumen_resize_vpass_avx512};
+    static const lumen_resize_kernels k2 = {"avx2+fma", lumen_resize_load_row_avx2,
+                                            lumen_resize_store_row_avx2, lumen_resize_hpass_avx2,
                                             lumen_resize_vpass_avx2};
-    static const lumen_resize_kernels kg = {"generic",
-                                            lumen_resize_load_row_generic,
+    static const lumen_resize_kernels kg = {"generic", lumen_resize_load_row_generic,
                                             lumen_resize_store_row_generic,
-                                            lumen_resize_hpass_generic,
-                                            lumen_resize_round_u8_generic,
-                                            lumen_resize_vpass_generic};
+                                            lumen_resize_hpass_generic, lumen_resize_vpass_generic};
     return lumen_ctx_use_avx512(ctx) ? &k512 : lumen_ctx_use_avx2(ctx) ? &k2 : &kg;
 }
 
@@ -308,6 +395,10 @@ lumen_status lumen_cpu_resize(lumen_context *ctx, const lumen_resize_job *j, lum
     if (j->nearest) {
         info->isa = "generic", info->algo = "nearest";
         return nearest(ctx, j);
+    }
+    if (j->pillow_rounding) {
+        info->isa = "generic", info->algo = "pillow-u8";
+        return pillow_u8(ctx, j);
     }
     const lumen_resize_kernels *k = kernels_for(ctx);
     const plane_geom g = geometry(j);

@@ -10,7 +10,6 @@ typedef struct lumen_resize_kernels {
     void (*load_row)(const void *src, lumen_dtype t, int64_t n, float *out);
     void (*store_row)(const float *v, int64_t n, lumen_dtype t, void *dst);
     void (*hpass)(const void *in, lumen_dtype t, int C, const lumen_resize_axis *x, float *out);
-    void (*round_u8)(float *v, int64_t n); /* Pillow's 8-bit rounding, in place */
     void (*vpass)(const void *const *rows, lumen_dtype t, const float *w, int K, int64_t n,
                   float *acc);
 } lumen_resize_kernels;
@@ -20,7 +19,6 @@ typedef struct lumen_resize_kernels {
     void lumen_resize_store_row_##sfx(const float *v, int64_t n, lumen_dtype t, void *dst);        \
     void lumen_resize_hpass_##sfx(const void *in, lumen_dtype t, int C,                            \
                                   const lumen_resize_axis *x, float *out);                         \
-    void lumen_resize_round_u8_##sfx(float *v, int64_t n);                                         \
     void lumen_resize_vpass_##sfx(const void *const *rows, lumen_dtype t, const float *w, int K,   \
                                   int64_t n, float *acc);
 RESIZE_DECLARE(generic)

@@ -71,17 +71,6 @@ void RESIZE_NAME(store_row)(const float *v, int64_t n, lumen_dtype t, void *dst)
     }
 }
 
-/* Pillow's 8-bit rounding, in place: floor(v + 0.5) clipped to 0..255 (NaN cannot occur: the
- * sums are of bytes). */
-void RESIZE_NAME(round_u8)(float *v, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++) {
-        float r = __builtin_floorf(v[i] + 0.5f);
-        r = r > 0.0f ? r : 0.0f;
-        v[i] = r < 255.0f ? r : 255.0f;
-    }
-}
-
 /* One channel: a dot product of K weights per output pixel, reading src of dtype t. */
 RESIZE_INLINE void hpass_c1(const void *in, lumen_dtype t, const lumen_resize_axis *x, int K,
                             float *out)

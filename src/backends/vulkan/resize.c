@@ -48,9 +48,12 @@ static float *pack_tables(const lumen_resize_job *j, size_t *n, vk_resize_push *
     float *t = malloc(*n * sizeof(float));
     if (!t) return NULL;
     memcpy(t, j->x.first, nx * sizeof(int32_t)); /* ints travel as their bits */
-    memcpy(t + nx, j->x.weights, nx * kx * sizeof(float));
+    /* Pillow's 8-bit rule: its integer weights, as their bits */
+    const void *wxs = j->pillow_rounding ? (const void *)j->x.iweights : j->x.weights;
+    const void *wys = j->pillow_rounding ? (const void *)j->y.iweights : j->y.weights;
+    memcpy(t + nx, wxs, nx * kx * sizeof(float));
     memcpy(t + nx + nx * kx, j->y.first, ny * sizeof(int32_t));
-    memcpy(t + nx + nx * kx + ny, j->y.weights, ny * ky * sizeof(float));
+    memcpy(t + nx + nx * kx + ny, wys, ny * ky * sizeof(float));
     pc->wx = (int32_t)nx, pc->fy = (int32_t)(nx + nx * kx), pc->wy = (int32_t)(nx + nx * kx + ny);
     return t;
 }

@@ -34,11 +34,10 @@ static const ts_tolerance table[] = {
      "the f32 bound, then rounding: one level off only within it of a .5 tie"},
     {TS_TOL_RESIZE, LUMEN_U16, TS_SCALE_RANGE, TS_F32_REL, TS_F32_ABS, 1,
      "the f32 bound, then rounding: one level off only within it of a .5 tie"},
-    /* The 8-bit Pillow rule rounds and clips the horizontal pass to integers (as Pillow stores
-     * it), so the unrounded result is not its answer: u8 is held to the reference's own u8
-     * result, one level either way (an f32 sum at a .5 tie between the passes). */
-    {TS_TOL_RESIZE_PILLOW_U8, LUMEN_U8, TS_SCALE_RANGE, TS_F32_REL, 1.0, 1,
-     "Pillow's 8-bit rule: one level of the reference's own u8 result"},
+    /* Pillow's 8-bit rule is integer arithmetic (its 22-bit weights, bytes between the
+     * passes): every device must give the reference's bytes exactly. */
+    {TS_TOL_RESIZE_PILLOW_U8, LUMEN_U8, TS_SCALE_RANGE, 0.0, 0.0, 1,
+     "Pillow's 8-bit rule is integer arithmetic: the reference's own bytes exactly"},
     {TS_TOL_RESIZE_PILLOW_U8, LUMEN_U16, TS_SCALE_RANGE, TS_F32_REL, TS_F32_ABS, 1,
      "the f32 bound, then rounding: one level off only within it of a .5 tie"},
     {TS_TOL_RESIZE_PILLOW_U8, LUMEN_F32, TS_SCALE_RANGE, TS_F32_REL, TS_F32_ABS, 0,

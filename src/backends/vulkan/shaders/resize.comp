@@ -3,7 +3,7 @@
 // one buffer: for output pixel x the window starts at tab[x] (an int's bits) with kx weights at
 // tab[wx + x kx]; rows likewise from fy and wy. Every window lies inside the image (the tables
 // fold the edge rules in), so there is no border code. Sums run horizontal then vertical, as
-// the CPU's; Pillow's 8-bit rule rounds (half up, clipped) between them and at the end.
+// the CPU's; Pillow's 8-bit rule runs in its integers (22-bit weights, bytes between).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -45,15 +45,25 @@ void main()
             store_dst(DST_DT, o, load_src(SRC_DT, e));
         return;
     }
+    if (PILLOW_U8 != 0) { // Pillow's integers: 22-bit weights (tab holds them), bytes between
+        int acc = 1 << 21;
+        for (int i = 0; i < pc.ky; i++) {
+            int row = base + (y0 + i) * pc.s.sh + x0 * pc.s.sw;
+            int r = 1 << 21;
+            for (int t = 0; t < pc.kx; t++)
+                r += int(tab[pc.wx + x * pc.kx + t]) * int(load_src(SRC_DT, row + t * pc.s.sw));
+            acc += int(tab[pc.wy + y * pc.ky + i]) * clamp(r >> 22, 0, 255);
+        }
+        store_dst(DST_DT, o, float(clamp(acc >> 22, 0, 255)));
+        return;
+    }
     float acc = 0.0;
     for (int i = 0; i < pc.ky; i++) {
         int row = base + (y0 + i) * pc.s.sh + x0 * pc.s.sw;
         float r = 0.0;
         for (int t = 0; t < pc.kx; t++)
             r += uintBitsToFloat(tab[pc.wx + x * pc.kx + t]) * load_src(SRC_DT, row + t * pc.s.sw);
-        if (PILLOW_U8 != 0) r = clamp(floor(r + 0.5), 0.0, 255.0);
         acc += uintBitsToFloat(tab[pc.wy + y * pc.ky + i]) * r;
     }
-    if (PILLOW_U8 != 0) acc = floor(acc + 0.5);
     store_dst(DST_DT, o, acc);
 }
