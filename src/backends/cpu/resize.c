@@ -279,9 +279,11 @@ static void pillow_h_row(const lumen_resize_job *j, const plane_geom *g, int64_t
     }
 }
 
-/* Output rows [y0, y1) of one plane: a ring of horizontal byte rows, as chunk(). */
-static void pillow_chunk(const lumen_resize_job *j, const plane_geom *g, uint8_t *ring,
-                         int32_t *acc, int64_t b, int64_t grp, int64_t y0, int64_t y1)
+/* Output rows [y0, y1) of one plane: a ring of horizontal byte rows, as chunk(); out: n
+ * bytes of scratch for a non-contiguous dst row. */
+static void pillow_chunk(const lumen_resize_job *j, const lumen_resize_kernels *k,
+                         const plane_geom *g, uint8_t *ring, int32_t *acc, uint8_t *out,
+                         const uint8_t **rows, int64_t b, int64_t grp, int64_t y0, int64_t y1)
 {
     const int K = j->y.taps, C = g->C;
     const int64_t n = j->x.out * C;
@@ -290,26 +292,27 @@ static void pillow_chunk(const lumen_resize_job *j, const plane_geom *g, uint8_t
     for (int64_t oy = y0; oy < y1; oy++) {
         const int64_t lo = j->y.first[oy], hi = lo + K;
         const int64_t from = lo > have_hi || lo < have_lo ? lo : have_hi;
-        for (int64_t y = from; y < hi; y++)
-            pillow_h_row(j, g, b, grp, y, ring + (y % K) * n);
-        have_lo = lo, have_hi = hi;
-        const int32_t *w = j->y.iweights + oy * K;
-        for (int64_t i = 0; i < n; i++)
-            acc[i] = 1 << 21;
-        for (int k = 0; k < K; k++) {
-            const uint8_t *r = ring + ((lo + k) % K) * n;
-            const int32_t wk = w[k];
-            for (int64_t i = 0; i < n; i++)
-                acc[i] += wk * r[i];
+        for (int64_t y = from; y < hi; y++) {
+            if (g->src_contig)
+                k->pillow_hrow((const uint8_t *)lumen_px_addr(j->src, b, grp * C, y, 0), C, &j->x,
+                               ring + (y % K) * n);
+            else
+                pillow_h_row(j, g, b, grp, y, ring + (y % K) * n);
         }
+        have_lo = lo, have_hi = hi;
+        for (int i = 0; i < K; i++)
+            rows[i] = ring + ((lo + i) % K) * n;
         uint8_t *row = (uint8_t *)lumen_px_addr(d, b, grp * C, oy, 0);
-        for (int64_t x = 0; x < j->x.out; x++)
-            for (int c = 0; c < C; c++)
-                row[x * d->stride_w + c * d->stride_c] = clip8(acc[x * C + c]);
+        k->pillow_vrow(rows, j->y.iweights + oy * K, K, n, acc, g->dst_contig ? row : out);
+        if (!g->dst_contig)
+            for (int64_t x = 0; x < j->x.out; x++)
+                for (int c = 0; c < C; c++)
+                    row[x * d->stride_w + c * d->stride_c] = out[x * C + c];
     }
 }
 
-static lumen_status pillow_u8(lumen_context *ctx, const lumen_resize_job *j)
+static lumen_status pillow_u8(lumen_context *ctx, const lumen_resize_job *j,
+                              const lumen_resize_kernels *k)
 {
     const plane_geom g = geometry(j);
     const int64_t planes = j->dst->n * g.groups, n = j->x.out * g.C;
@@ -321,34 +324,38 @@ static lumen_status pillow_u8(lumen_context *ctx, const lumen_resize_job *j)
     int failed = 0;
 #pragma omp parallel num_threads(ctx->threads) reduction(| : failed)
     {
-        uint8_t *ring = malloc((size_t)(n * j->y.taps));
+        uint8_t *ring = malloc((size_t)(n * j->y.taps)), *out = malloc((size_t)n);
         int32_t *acc = malloc(sizeof(int32_t) * (size_t)n);
-        const bool ok = ring && acc;
+        const uint8_t **rows = malloc(sizeof(uint8_t *) * (size_t)j->y.taps);
+        const bool ok = ring && acc && out && rows;
         failed |= !ok;
 #pragma omp for schedule(dynamic, 1)
         for (int64_t it = 0; it < items; it++) {
             if (!ok || lumen_cpu_should_stop(&st)) continue;
             const int64_t plane = it / chunks, c = it % chunks;
             const int64_t y0 = c * per, y1 = y0 + per < j->y.out ? y0 + per : j->y.out;
-            pillow_chunk(j, &g, ring, acc, plane / g.groups, plane % g.groups, y0, y1);
+            pillow_chunk(j, k, &g, ring, acc, out, rows, plane / g.groups, plane % g.groups, y0,
+                         y1);
         }
-        free(ring), free(acc);
+        free(ring), free(acc), free(out), free(rows);
     }
     if (failed) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "resize: out of memory for rows");
     return lumen_cpu_stop_status(&st, LUMEN_OK);
 }
 
+#define RESIZE_KERNELS(isa_name, sfx)                                                              \
+    {                                                                                              \
+        .isa = isa_name, .load_row = lumen_resize_load_row_##sfx,                                  \
+        .store_row = lumen_resize_store_row_##sfx, .hpass = lumen_resize_hpass_##sfx,              \
+        .pillow_hrow = lumen_resize_pillow_hrow_##sfx,                                             \
+        .pillow_vrow = lumen_resize_pillow_vrow_##sfx, .vpass = lumen_resize_vpass_##sfx           \
+    }
+
 static const lumen_resize_kernels *kernels_for(const lumen_context *ctx)
 {
-    static const lumen_resize_kernels k512 = {"avx512", lumen_resize_load_row_avx512,
-                                              lumen_resize_store_row_avx512,
-                                              lumen_resize_hpass_avx512, lumen_resize_vpass_avx512};
-    static const lumen_resize_kernels k2 = {"avx2+fma", lumen_resize_load_row_avx2,
-                                            lumen_resize_store_row_avx2, lumen_resize_hpass_avx2,
-                                            lumen_resize_vpass_avx2};
-    static const lumen_resize_kernels kg = {"generic", lumen_resize_load_row_generic,
-                                            lumen_resize_store_row_generic,
-                                            lumen_resize_hpass_generic, lumen_resize_vpass_generic};
+    static const lumen_resize_kernels k512 = RESIZE_KERNELS("avx512", avx512),
+                                      k2 = RESIZE_KERNELS("avx2+fma", avx2),
+                                      kg = RESIZE_KERNELS("generic", generic);
     return lumen_ctx_use_avx512(ctx) ? &k512 : lumen_ctx_use_avx2(ctx) ? &k2 : &kg;
 }
 
@@ -396,11 +403,11 @@ lumen_status lumen_cpu_resize(lumen_context *ctx, const lumen_resize_job *j, lum
         info->isa = "generic", info->algo = "nearest";
         return nearest(ctx, j);
     }
-    if (j->pillow_rounding) {
-        info->isa = "generic", info->algo = "pillow-u8";
-        return pillow_u8(ctx, j);
-    }
     const lumen_resize_kernels *k = kernels_for(ctx);
+    if (j->pillow_rounding) {
+        info->isa = k->isa, info->algo = "pillow-u8";
+        return pillow_u8(ctx, j, k);
+    }
     const plane_geom g = geometry(j);
     const bool vfirst = vertical_first(j, &g);
     info->isa = k->isa, info->algo = vfirst ? "separable:vertical-first" : "separable";

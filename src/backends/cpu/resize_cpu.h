@@ -10,6 +10,10 @@ typedef struct lumen_resize_kernels {
     void (*load_row)(const void *src, lumen_dtype t, int64_t n, float *out);
     void (*store_row)(const float *v, int64_t n, lumen_dtype t, void *dst);
     void (*hpass)(const void *in, lumen_dtype t, int C, const lumen_resize_axis *x, float *out);
+    /* Pillow's 8-bit rule: one contiguous byte row horizontally; the vertical sums */
+    void (*pillow_hrow)(const uint8_t *row, int C, const lumen_resize_axis *x, uint8_t *out);
+    void (*pillow_vrow)(const uint8_t *const *rows, const int32_t *w, int K, int64_t n,
+                        int32_t *acc, uint8_t *out);
     void (*vpass)(const void *const *rows, lumen_dtype t, const float *w, int K, int64_t n,
                   float *acc);
 } lumen_resize_kernels;
@@ -19,6 +23,10 @@ typedef struct lumen_resize_kernels {
     void lumen_resize_store_row_##sfx(const float *v, int64_t n, lumen_dtype t, void *dst);        \
     void lumen_resize_hpass_##sfx(const void *in, lumen_dtype t, int C,                            \
                                   const lumen_resize_axis *x, float *out);                         \
+    void lumen_resize_pillow_hrow_##sfx(const uint8_t *row, int C, const lumen_resize_axis *x,     \
+                                        uint8_t *out);                                             \
+    void lumen_resize_pillow_vrow_##sfx(const uint8_t *const *rows, const int32_t *w, int K,       \
+                                        int64_t n, int32_t *acc, uint8_t *out);                    \
     void lumen_resize_vpass_##sfx(const void *const *rows, lumen_dtype t, const float *w, int K,   \
                                   int64_t n, float *acc);
 RESIZE_DECLARE(generic)

@@ -285,6 +285,86 @@ void RESIZE_NAME(hpass)(const void *in, lumen_dtype t, int C, const lumen_resize
     }
 }
 
+/* ---- Pillow's 8-bit rule, in its integers ---- */
+
+static inline uint8_t pil_clip8(int32_t ss)
+{
+    ss >>= 22;
+    return (uint8_t)(ss < 0 ? 0 : ss > 255 ? 255 : ss);
+}
+
+/* One contiguous row of C-channel bytes resampled horizontally into bytes: per output and
+ * channel 2^21 + sum of bytes x 22-bit weights, shifted and clipped. 3 and 4 channels take a
+ * 4-lane int32 vector per pixel (three read one byte past the pixel: never past the row, the
+ * outputs whose window ends at the row's last pixel take the plain loop). */
+RESIZE_INLINE void pillow_hrow_c(const uint8_t *row, int C, const lumen_resize_axis *x,
+                                 uint8_t *out)
+{
+    const int K = x->taps;
+    const int32_t *first = x->first, *iw = x->iweights;
+    int64_t o = 0;
+#if defined(__SSE4_1__)
+    if (C == 3 || C == 4) {
+        int64_t end = x->out;
+        if (C == 3)
+            while (end > 0 && first[end - 1] + K >= x->in)
+                end--;
+        for (; o < end; o++) {
+            const uint8_t *p = row + (int64_t)first[o] * C;
+            const int32_t *w = iw + o * K;
+            __m128i a = _mm_set1_epi32(1 << 21);
+            for (int k = 0; k < K; k++) {
+                int32_t u;
+                memcpy(&u, p + k * C, 4);
+                const __m128i v = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(u));
+                a = _mm_add_epi32(a, _mm_mullo_epi32(v, _mm_set1_epi32(w[k])));
+            }
+            int32_t r[4];
+            _mm_storeu_si128((__m128i *)r, a);
+            for (int c = 0; c < C; c++)
+                out[o * C + c] = pil_clip8(r[c]);
+        }
+    }
+#endif
+    for (; o < x->out; o++) {
+        const uint8_t *p = row + (int64_t)first[o] * C;
+        const int32_t *w = iw + o * K;
+        for (int c = 0; c < C; c++) {
+            int32_t ss = 1 << 21;
+            for (int k = 0; k < K; k++)
+                ss += w[k] * p[k * C + c];
+            out[o * C + c] = pil_clip8(ss);
+        }
+    }
+}
+
+void RESIZE_NAME(pillow_hrow)(const uint8_t *row, int C, const lumen_resize_axis *x, uint8_t *out)
+{
+    switch (C) {
+    case 1: pillow_hrow_c(row, 1, x, out); break;
+    case 3: pillow_hrow_c(row, 3, x, out); break;
+    case 4: pillow_hrow_c(row, 4, x, out); break;
+    default: pillow_hrow_c(row, C, x, out); break;
+    }
+}
+
+/* out[i] = clip8(2^21 + sum_k w[k] rows[k][i]) over n bytes (acc: n int32 of scratch). */
+void RESIZE_NAME(pillow_vrow)(const uint8_t *const *rows, const int32_t *w, int K, int64_t n,
+                              int32_t *acc, uint8_t *out)
+{
+    for (int64_t i = 0; i < n; i++)
+        acc[i] = 1 << 21;
+    for (int k = 0; k < K; k++) {
+        const uint8_t *restrict r = rows[k];
+        const int32_t wk = w[k];
+        int32_t *restrict a = acc;
+        for (int64_t i = 0; i < n; i++)
+            a[i] += wk * r[i];
+    }
+    for (int64_t i = 0; i < n; i++)
+        out[i] = pil_clip8(acc[i]);
+}
+
 /* acc[i] = sum_k w[k] * rows[k][i] (rows of dtype t), in blocks that stay in L1. */
 RESIZE_INLINE void vpass_t(const void *const *rows, lumen_dtype t, const float *w, int K, int64_t n,
                            float *acc)
