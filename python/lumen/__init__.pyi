@@ -186,8 +186,8 @@ def grain(
 
 def resize(
     src: ArrayLike,
-    *,
     size: tuple[int, int] | None = None,
+    *,
     fx: float | None = None,
     fy: float | None = None,
     interpolation: Literal['nearest', 'nearest-exact', 'linear', 'cubic', 'area', 'lanczos', 'box', 'hamming'] = 'linear',

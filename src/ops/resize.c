@@ -193,7 +193,8 @@ static const lumen_arg_desc resize_args[RS_N] = {
                 .help = "the image (or N frames) to resample"},
     [RS_SIZE] = {.name = "size",
                  .type = LUMEN_ARG_INT_PAIR,
-                 .flags = LUMEN_ARG_NULLABLE | LUMEN_ARG_PAIR_XY | LUMEN_ARG_PAIR_BOTH,
+                 .flags = LUMEN_ARG_POSITIONAL | LUMEN_ARG_NULLABLE | LUMEN_ARG_PAIR_XY |
+                          LUMEN_ARG_PAIR_BOTH,
                  .def_text = "from fx and fy",
                  .min = 1,
                  .max = INT32_MAX,

@@ -277,6 +277,12 @@ def test_strided_view_and_dtype_change():
     check(f, ref, src.astype(np.float32), "u8 -> f32")
 
 
+def test_size_by_position():
+    """size may come by position, as cv2.resize's dsize and PIL's size."""
+    src = make((9, 11, 3), np.uint8)
+    np.testing.assert_array_equal(lumen.resize(src, (5, 4)), cv2.resize(src, (5, 4)))
+
+
 def test_same_size_copies():
     src = make((9, 11, 3), np.float32)
     for rule, interp in ALL:
