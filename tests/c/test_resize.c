@@ -5,6 +5,7 @@
  * and every bad argument named. The peers themselves are compared in tests/python/test_resize.py
  * and every device against the reference in test_backend_ops.c.
  */
+#include "lumen_ops.h"
 #include "test_support.h"
 
 #include <math.h>
@@ -149,6 +150,35 @@ static void test_bad_arguments(void **state)
     assert_int_equal(lumen_resize(NULL, &s, &d, NULL, NULL), LUMEN_ERR_INVALID_ARGUMENT);
 }
 
+/* The descriptor carries the output's shape: from size, or from the factors by the rule. */
+static void test_descriptor_shape(void **state)
+{
+    (void)state;
+    const lumen_op_desc *op = lumen_op_find("resize");
+    assert_non_null(op);
+    uint8_t buf[5 * 7 * 3] = {0};
+    lumen_image src = lumen_image_nhwc(buf, LUMEN_U8, 1, 5, 7, 3);
+    lumen_value v[16];
+    lumen_op_values_init(op, v);
+    v[0].given = 1, v[0].u.image = &src;
+    lumen_out_shape sh;
+    assert_int_equal(lumen_op_output_shape(op, v, &sh), LUMEN_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(lumen_last_error(), "size"));
+    const int fx = lumen_op_arg_index(op, "fx"), size = lumen_op_arg_index(op, "size"),
+              rule = lumen_op_arg_index(op, "rule");
+    v[fx].given = 1, v[fx].u.real = 0.5;
+    assert_int_equal(lumen_op_output_shape(op, v, &sh), LUMEN_OK);
+    assert_int_equal(sh.h, 2), assert_int_equal(sh.w, 4); /* 2.5 and 3.5 to even */
+    v[rule].given = 1, v[rule].u.i = LUMEN_RESIZE_TORCH;
+    assert_int_equal(lumen_op_output_shape(op, v, &sh), LUMEN_OK);
+    assert_int_equal(sh.h, 2), assert_int_equal(sh.w, 3);              /* floored */
+    v[size].given = 1, v[size].u.pair[0] = 11, v[size].u.pair[1] = 13; /* (w, h) */
+    assert_int_equal(lumen_op_output_shape(op, v, &sh), LUMEN_OK);
+    assert_int_equal(sh.n, 1), assert_int_equal(sh.c, 3);
+    assert_int_equal(sh.h, 13), assert_int_equal(sh.w, 11);
+    assert_int_equal(sh.dtype, LUMEN_U8);
+}
+
 static int stop_now(void *arg)
 {
     (void)arg;
@@ -178,6 +208,7 @@ int main(void)
         cmocka_unit_test(test_output_size),
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_interrupt),
+        cmocka_unit_test(test_descriptor_shape),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
