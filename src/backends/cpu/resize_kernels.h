@@ -151,8 +151,9 @@ RESIZE_INLINE __m512 load4x4(const char *const s[4], lumen_dtype t)
 
 /* Four output pixels per 512-bit step (hpass_c34's arithmetic, lane for lane: products then
  * sums in tap order, no fusing, so that every layout gives the same bits). The weights of
- * four consecutive outputs are 4K consecutive floats: one load (K <= 4) or a gather, spread
- * to the pixel lanes by a permute. Returns the first output not done. */
+ * four consecutive outputs are 4K consecutive floats: one or two registers (K <= 8) spread to
+ * the pixel lanes by a permute, or a gather (wider kernels). Returns the first output not
+ * done. */
 RESIZE_INLINE int64_t hpass_c34_x4(const void *in, lumen_dtype t, int C, const lumen_resize_axis *x,
                                    int K, int64_t end, float *out)
 {
@@ -168,13 +169,19 @@ RESIZE_INLINE int64_t hpass_c34_x4(const void *in, lumen_dtype t, int C, const l
         for (int p = 0; p < 4; p++)
             s[p] = (const char *)in + (int64_t)first[o + p] * C * es;
         const float *w = weights + o * K;
-        const __m512 wv = K <= 4 ? _mm512_maskz_loadu_ps((__mmask16)((1u << (4 * K)) - 1), w)
-                                 : _mm512_setzero_ps();
+        /* the 4K weights in one register (K <= 4) or two (K <= 8), never read past them */
+        const __m512 wv = K <= 4   ? _mm512_maskz_loadu_ps((__mmask16)((1u << (4 * K)) - 1), w)
+                          : K <= 8 ? _mm512_loadu_ps(w)
+                                   : _mm512_setzero_ps();
+        const __m512 wv2 =
+            K > 4 && K <= 8 ? _mm512_maskz_loadu_ps((__mmask16)((1u << (4 * K - 16)) - 1), w + 16)
+                            : _mm512_setzero_ps();
         __m512 a = _mm512_setzero_ps();
         for (int k = 0; k < K; k++) {
             const __m512i idx = _mm512_add_epi32(stride, _mm512_set1_epi32(k));
-            const __m512 wk =
-                K <= 4 ? _mm512_permutexvar_ps(idx, wv) : _mm512_i32gather_ps(idx, w, 4);
+            const __m512 wk = K <= 4   ? _mm512_permutexvar_ps(idx, wv)
+                              : K <= 8 ? _mm512_permutex2var_ps(wv, idx, wv2)
+                                       : _mm512_i32gather_ps(idx, w, 4);
             const char *sk[4] = {s[0] + k * C * es, s[1] + k * C * es, s[2] + k * C * es,
                                  s[3] + k * C * es};
             a = _mm512_add_ps(a, _mm512_mul_ps(wk, load4x4(sk, t)));
@@ -248,6 +255,7 @@ RESIZE_INLINE void hpass_c34_k(const void *in, lumen_dtype t, int C, const lumen
     case 2: hpass_c34(in, t, C, x, 2, out); break;
     case 3: hpass_c34(in, t, C, x, 3, out); break;
     case 4: hpass_c34(in, t, C, x, 4, out); break;
+    case 6: hpass_c34(in, t, C, x, 6, out); break;
     case 8: hpass_c34(in, t, C, x, 8, out); break;
     default: hpass_c34(in, t, C, x, x->taps, out); break;
     }
