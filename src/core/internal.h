@@ -126,6 +126,10 @@ typedef struct lumen_filter_job {
     const float *kernel;
     const float *kx, *ky;
     float scale;
+    /* NULL but in the film ops' fused jobs (film_map.h): only the CPU's FFT path runs those;
+     * every other path refuses them with LUMEN_ERR_UNSUPPORTED, and the op runs its own
+     * passes instead. The op layer sends them to the CPU only. */
+    const struct lumen_film_map *map;
 } lumen_filter_job;
 
 /* The fast Gaussian: an approximation whose cost does not grow with sigma. */
@@ -284,6 +288,8 @@ lumen_status lumen_view_check_residence(const lumen_context *ctx, const lumen_im
                                         const char *what);
 /* Whether two views' byte ranges overlap; views in different memories never do. */
 bool lumen_views_overlap(const lumen_image *a, const lumen_image *b);
+/* Whether the context runs ops on the CPU backend itself (not a device). */
+bool lumen_context_on_cpu(const lumen_context *ctx);
 
 /* Address of element (b, ch, y, x) of a host view. */
 static inline char *lumen_px_addr(const lumen_image *im, int64_t b, int64_t ch, int64_t y, int64_t x)

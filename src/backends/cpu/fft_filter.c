@@ -13,6 +13,7 @@
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include "semantics.h"
 #include "cpu.h"
+#include "film_map.h"
 #include "row_kernels.h"
 #include "rows.h"
 
@@ -293,6 +294,30 @@ typedef struct fft_run {
     int64_t tiles_y, tiles_x; /* per plane */
 } fft_run;
 
+/* A film job's highlights of a loaded row, in place (film_map.h). */
+static void film_highlights_row(const lumen_film_map *m, int64_t ch, float *row, int64_t n)
+{
+    const float t = m->threshold, g = m->gain[ch];
+    for (int64_t x = 0; x < n; x++)
+        row[x] = lumen_film_highlight(row[x] * m->in_scale, t, g);
+}
+
+/* A film job's output row: the blend of the source row (loaded into `scratch`) with the
+ * convolved layer `layer`, stored to dst (film_map.h). */
+static void film_blend_row(const fft_run *r, int64_t b, int64_t ch, int64_t y, int64_t x0,
+                           int64_t n, float *layer, float *scratch)
+{
+    const lumen_filter_job *job = r->job;
+    const lumen_film_map *m = job->map;
+    const float t = m->threshold, g = m->gain[ch], lg = m->layer_gain[ch];
+    lumen_rows_load(job, 1, b, ch, y, x0, n, scratch);
+    for (int64_t x = 0; x < n; x++) {
+        const float v = scratch[x] * m->in_scale;
+        layer[x] = lumen_film_blend(v, lumen_film_highlight(v, t, g), layer[x] * lg) * m->out_scale;
+    }
+    lumen_rows_store(r->rk, job->dst, 1, layer, lumen_px_addr(job->dst, b, ch, y, x0), n);
+}
+
 /* The tile's input window, rows and columns mapped by the border rule; zeros beyond. */
 static void load_window(const fft_run *r, int64_t b, int64_t ch, int64_t y0, int64_t x0,
                         int64_t rows, int64_t cols, float *in)
@@ -303,6 +328,7 @@ static void load_window(const fft_run *r, int64_t b, int64_t ch, int64_t y0, int
         if (i < rows) {
             int64_t yy = lumen_border_index(y0 - job->ay + i, job->src->h, job->border);
             lumen_rows_load(job, 1, b, ch, yy, x0 - job->ax, cols, row);
+            if (job->map) film_highlights_row(job->map, ch, row, cols);
             memset(row + cols, 0, sizeof(float) * (size_t)(r->nw - cols));
         } else {
             memset(row, 0, sizeof(float) * (size_t)r->nw);
@@ -410,8 +436,13 @@ static void process_tile(const fft_run *r, int64_t item, float *in, fftwf_comple
         fftwf_execute_dft_c2r(r->plans->inv, freq, out);
         if (r->exact_ties) fix_ties(r, in, amax, th, tw, out);
     }
-    for (int64_t y = 0; y < th; y++)
-        lumen_rows_store(r->rk, job->dst, 1, out + y * r->nw, lumen_px_addr(job->dst, b, ch, y0 + y, x0), tw);
+    for (int64_t y = 0; y < th; y++) {
+        if (job->map) /* `in` is free once the window is transformed */
+            film_blend_row(r, b, ch, y0 + y, x0, tw, out + y * r->nw, in);
+        else
+            lumen_rows_store(r->rk, job->dst, 1, out + y * r->nw,
+                             lumen_px_addr(job->dst, b, ch, y0 + y, x0), tw);
+    }
 }
 
 static lumen_status run_tiles(lumen_context *ctx, const fft_run *r)
@@ -455,7 +486,8 @@ lumen_status lumen_cpu_fft(lumen_context *ctx, const lumen_filter_job *job)
                  NULL, NULL, t.nh, t.nw, 0.0f, false, t.nh - job->kh + 1, t.nw - job->kw + 1, 0, 0};
     for (int i = 0; i < job->kh; i++)
         for (int j = 0; j < job->kw; j++) r.sum_abs_k += fabsf(kernel_tap(job, i, j));
-    r.exact_ties = job->dst->dtype != LUMEN_F32 && kernel_is_dyadic(job);
+    /* a film job rounds its blend, not the convolution: no ties of the filter's own */
+    r.exact_ties = job->dst->dtype != LUMEN_F32 && !job->map && kernel_is_dyadic(job);
     r.tiles_y = (job->src->h + r.th - 1) / r.th;
     r.tiles_x = (job->src->w + r.tw - 1) / r.tw;
     if (!(r.plans = get_plans(ctx, t.nh, t.nw)))

@@ -44,6 +44,10 @@
  * (issue 6: relative error 1e-6). The reference accumulates in double and rounds once
  * (2^-24 of TERMS), so it meets this with room; fast paths and devices are held to it too. */
 #define TS_CONV_REL 1e-6
+/* film_layer_sums (test_film_layer_sum.c): sums in double of f32 terms, against the same sum
+ * taken term by term; bound relative to (1 + |sum E| x taps), far above double's rounding
+ * over these few thousand terms, far below any missed or doubled pixel. */
+#define TS_FILM_SUM_REL 1e-10
 #define TS_CONV_ABS 1e-30
 
 /* What a bound is relative to (see above). */
