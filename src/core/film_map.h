@@ -17,6 +17,10 @@ typedef struct lumen_film_map {
     float threshold;         /* what exceeds it is a highlight */
     const float *gain;       /* per channel of the job's views: E's scale */
     const float *layer_gain; /* per channel: the convolved layer's scale in the blend */
+    /* per channel (at most 4): its own kernel, the job's size; NULL: the job's kernel for all.
+     * Bloom's PSF differs by channel, and one job over all channels reads an interleaved
+     * image once rather than once per channel. */
+    const float *const *kernels;
 } lumen_film_map;
 
 /* E of one linear value. */

@@ -109,34 +109,32 @@ static lumen_status scatter_all(lumen_context *ctx, const lumen_bloom_params *p,
     return s;
 }
 
-/* The whole bloom in one fused FFT pass per distinct PSF (film_fused_scatter);
+/* The whole bloom in one fused FFT pass (film_fused_scatter), each channel with its own PSF;
  * LUMEN_ERR_UNSUPPORTED with nothing written where that path does not apply. */
 static lumen_status bloom_fused(lumen_context *ctx, const lumen_image *src, const lumen_image *dst,
                                 const lumen_bloom_params *p, lumen_run_info *info)
 {
     const int radius = radius_of(p);
-    const bool one = src->c == 1 || (same_psf(p, 0, 1) && same_psf(p, 1, 2));
-    float gain[3];
+    float gain[3], *psfs[3] = {NULL, NULL, NULL};
     const float unit[3] = {1.0f, 1.0f, 1.0f};
-    for (int64_t c = 0; c < src->c; c++)
-        gain[c] = (float)p->eta[film_channel_param(src->c, c)];
-    lumen_film_map m = {.in_scale = 1.0f / film_dtype_scale(src->dtype),
-                        .out_scale = film_dtype_scale(dst->dtype),
-                        .threshold = (float)p->threshold,
-                        .layer_gain = unit};
     lumen_status s = LUMEN_OK;
-    for (int64_t c = 0; c < (one ? 1 : src->c) && !s; c++) {
-        float *k = psf(p, film_channel_param(src->c, c), radius);
-        if (!k) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "bloom: PSF");
-        const film_conv conv = {.kernel = k,
-                                .size = 2 * radius + 1,
-                                .border = LUMEN_BORDER_REFLECT}; /* as Phos passes it */
-        const int64_t nc = one ? src->c : 1;
-        const lumen_image sv = film_channel_view(src, c, nc), dv = film_channel_view(dst, c, nc);
-        m.gain = gain + c;
-        s = film_fused_scatter(ctx, &sv, &dv, &conv, &m, info);
-        free(k);
+    for (int64_t c = 0; c < src->c && !s; c++) {
+        gain[c] = (float)p->eta[film_channel_param(src->c, c)];
+        if (!(psfs[c] = psf(p, film_channel_param(src->c, c), radius)))
+            s = lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "bloom: PSF");
     }
+    const lumen_film_map m = {.in_scale = 1.0f / film_dtype_scale(src->dtype),
+                              .out_scale = film_dtype_scale(dst->dtype),
+                              .threshold = (float)p->threshold,
+                              .gain = gain,
+                              .layer_gain = unit,
+                              .kernels = (const float *const *)psfs};
+    const film_conv conv = {.kernel = psfs[0],
+                            .size = 2 * radius + 1,
+                            .border = LUMEN_BORDER_REFLECT}; /* as Phos passes it */
+    if (!s) s = film_fused_scatter(ctx, src, dst, &conv, &m, info);
+    for (int c = 0; c < 3; c++)
+        free(psfs[c]);
     return s;
 }
 

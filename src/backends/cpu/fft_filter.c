@@ -282,19 +282,48 @@ static const fftwf_complex *get_spectrum(lumen_context *ctx, const fft_plans *fp
 
 /* ---- tiles ------------------------------------------------------------------ */
 
+/* Channels one tile item takes together when the source is interleaved (stride_c 1, stride_w
+ * c): its window rows are then read as one contiguous run, not c strided ones. */
+#define FFT_GROUP_MAX 4
+
 typedef struct fft_run {
     const lumen_filter_job *job;
     const lumen_row_kernels *rk;
     const fft_plans *plans;
-    const fftwf_complex *spec;
+    /* per channel of the job: the job itself, or (film maps with per-channel kernels) a copy
+     * with that channel's kernel; and its spectrum */
+    const lumen_filter_job *kjob[FFT_GROUP_MAX];
+    const fftwf_complex *spec[FFT_GROUP_MAX];
+    lumen_filter_job kjobs[FFT_GROUP_MAX];
     int nh, nw;
+    int group;  /* channels per item: c when interleaved and c <= FFT_GROUP_MAX, else 1 */
+    bool per_channel; /* a film map's kernel per channel: kjob[ch], spec[ch] */
+    bool store_group; /* dst interleaved like src: outputs stored as one run per row */
     float sum_abs_k;
     bool exact_ties;          /* integer dst and a dyadic kernel: exact .5 ties can occur */
     int64_t th, tw;           /* outputs per tile */
     int64_t tiles_y, tiles_x; /* per plane */
 } fft_run;
 
-/* A film job's highlights of a loaded row, in place (film_map.h). */
+/* One thread's buffers: a window and an output per channel of a group, the spectrum, and two
+ * rows of interleaved pixels. */
+typedef struct tile_bufs {
+    float *in[FFT_GROUP_MAX], *out[FFT_GROUP_MAX];
+    fftwf_complex *freq;
+    float *row, *row2;
+} tile_bufs;
+
+static const lumen_filter_job *kjob(const fft_run *r, int64_t ch)
+{
+    return r->kjob[r->per_channel ? ch : 0];
+}
+
+static bool interleaved(const lumen_image *v)
+{
+    return v->c > 1 && v->stride_c == 1 && v->stride_w == v->c;
+}
+
+/* A film job's highlights of n loaded values of channel ch, in place (film_map.h). */
 static void film_highlights_row(const lumen_film_map *m, int64_t ch, float *row, int64_t n)
 {
     const float t = m->threshold, g = m->gain[ch];
@@ -302,36 +331,42 @@ static void film_highlights_row(const lumen_film_map *m, int64_t ch, float *row,
         row[x] = lumen_film_highlight(row[x] * m->in_scale, t, g);
 }
 
-/* A film job's output row: the blend of the source row (loaded into `scratch`) with the
- * convolved layer `layer`, stored to dst (film_map.h). */
-static void film_blend_row(const fft_run *r, int64_t b, int64_t ch, int64_t y, int64_t x0,
-                           int64_t n, float *layer, float *scratch)
+/* Row i of the group's windows: source row yy (border-mapped) from column xs, cols values of
+ * each of the group's channels ch0 ..; E of them for a film job; zeros beyond. */
+static void load_window_row(const fft_run *r, const tile_bufs *tb, int64_t b, int64_t ch0,
+                            int64_t yy, int64_t xs, int64_t cols, int64_t i)
 {
     const lumen_filter_job *job = r->job;
-    const lumen_film_map *m = job->map;
-    const float t = m->threshold, g = m->gain[ch], lg = m->layer_gain[ch];
-    lumen_rows_load(job, 1, b, ch, y, x0, n, scratch);
-    for (int64_t x = 0; x < n; x++) {
-        const float v = scratch[x] * m->in_scale;
-        layer[x] = lumen_film_blend(v, lumen_film_highlight(v, t, g), layer[x] * lg) * m->out_scale;
+    const int g = r->group;
+    if (g == 1) {
+        float *row = tb->in[0] + i * r->nw;
+        lumen_rows_load(job, 1, b, ch0, yy, xs, cols, row);
+        if (job->map) film_highlights_row(job->map, ch0, row, cols);
+        return;
     }
-    lumen_rows_store(r->rk, job->dst, 1, layer, lumen_px_addr(job->dst, b, ch, y, x0), n);
+    lumen_rows_load(job, g, b, 0, yy, xs, cols, tb->row);
+    for (int k = 0; k < g; k++) {
+        float *row = tb->in[k] + i * r->nw;
+        for (int64_t x = 0; x < cols; x++)
+            row[x] = tb->row[x * g + k];
+        if (job->map) film_highlights_row(job->map, k, row, cols);
+    }
 }
 
-/* The tile's input window, rows and columns mapped by the border rule; zeros beyond. */
-static void load_window(const fft_run *r, int64_t b, int64_t ch, int64_t y0, int64_t x0,
-                        int64_t rows, int64_t cols, float *in)
+/* The group's input windows, rows and columns mapped by the border rule; zeros beyond. */
+static void load_windows(const fft_run *r, const tile_bufs *tb, int64_t b, int64_t ch0,
+                         int64_t y0, int64_t x0, int64_t rows, int64_t cols)
 {
     const lumen_filter_job *job = r->job;
     for (int64_t i = 0; i < r->nh; i++) {
-        float *row = in + i * r->nw;
         if (i < rows) {
             int64_t yy = lumen_border_index(y0 - job->ay + i, job->src->h, job->border);
-            lumen_rows_load(job, 1, b, ch, yy, x0 - job->ax, cols, row);
-            if (job->map) film_highlights_row(job->map, ch, row, cols);
-            memset(row + cols, 0, sizeof(float) * (size_t)(r->nw - cols));
-        } else {
-            memset(row, 0, sizeof(float) * (size_t)r->nw);
+            load_window_row(r, tb, b, ch0, yy, x0 - job->ax, cols, i);
+        }
+        for (int k = 0; k < r->group; k++) {
+            float *row = tb->in[k] + i * r->nw;
+            const int64_t from = i < rows ? cols : 0;
+            memset(row + from, 0, sizeof(float) * (size_t)(r->nw - from));
         }
     }
 }
@@ -348,10 +383,11 @@ static float window_max_abs(const fft_run *r, const float *in, int64_t rows, int
     return m;
 }
 
-/* Output (y, x) of the tile summed directly over its window, in double. */
-static double direct_at(const fft_run *r, const float *in, int64_t y, int64_t x)
+/* Output (y, x) of the tile summed directly over its window, in double (job: the channel's
+ * kernel). */
+static double direct_at(const fft_run *r, const lumen_filter_job *job, const float *in, int64_t y,
+                        int64_t x)
 {
-    const lumen_filter_job *job = r->job;
     double acc = 0.0;
     for (int i = 0; i < job->kh; i++)
         for (int j = 0; j < job->kw; j++)
@@ -390,10 +426,11 @@ static bool needs_direct(const fft_run *r, float amax)
            (double)amax * r->nh * r->nw * fmax(1.0, (double)r->sum_abs_k) > FLT_MAX / 64.0;
 }
 
-static void direct_tile(const fft_run *r, const float *in, int64_t th, int64_t tw, float *out)
+static void direct_tile(const fft_run *r, const lumen_filter_job *job, const float *in, int64_t th,
+                        int64_t tw, float *out)
 {
     for (int64_t y = 0; y < th; y++)
-        for (int64_t x = 0; x < tw; x++) out[y * r->nw + x] = (float)direct_at(r, in, y, x);
+        for (int64_t x = 0; x < tw; x++) out[y * r->nw + x] = (float)direct_at(r, job, in, y, x);
 }
 
 /*
@@ -408,20 +445,18 @@ static void fix_ties(const fft_run *r, const float *in, float amax, int64_t th, 
     for (int64_t y = 0; y < th; y++)
         for (int64_t x = 0; x < tw; x++) {
             float v = out[y * r->nw + x];
-            if (fabsf(v - floorf(v) - 0.5f) <= eps) out[y * r->nw + x] = (float)direct_at(r, in, y, x);
+            if (fabsf(v - floorf(v) - 0.5f) <= eps)
+                out[y * r->nw + x] = (float)direct_at(r, r->job, in, y, x);
         }
 }
 
-static void process_tile(const fft_run *r, int64_t item, float *in, fftwf_complex *freq, float *out)
+/* Channel k of the group: its window transformed, multiplied and transformed back into out[k]
+ * (or summed directly, or zeros; see above). */
+static void filter_window(const fft_run *r, const tile_bufs *tb, int k, int64_t ch, int64_t th,
+                          int64_t tw)
 {
     const lumen_filter_job *job = r->job;
-    const lumen_image *s = job->src;
-    const int64_t per_plane = r->tiles_y * r->tiles_x, plane = item / per_plane;
-    const int64_t b = plane / s->c, ch = plane % s->c;
-    const int64_t y0 = (item % per_plane) / r->tiles_x * r->th, x0 = item % r->tiles_x * r->tw;
-    const int64_t th = s->h - y0 < r->th ? s->h - y0 : r->th;
-    const int64_t tw = s->w - x0 < r->tw ? s->w - x0 : r->tw;
-    load_window(r, b, ch, y0, x0, th + job->kh - 1, tw + job->kw - 1, in);
+    float *in = tb->in[k], *out = tb->out[k];
     float amax = window_max_abs(r, in, th + job->kh - 1, tw + job->kw - 1);
     if (amax == 0.0f) {
         /* an all-zero window (the highlights of a film effect are mostly zeros): its outputs
@@ -429,31 +464,102 @@ static void process_tile(const fft_run *r, int64_t item, float *in, fftwf_comple
         for (int64_t y = 0; y < th; y++)
             memset(out + y * r->nw, 0, (size_t)tw * sizeof *out);
     } else if (needs_direct(r, amax)) {
-        direct_tile(r, in, th, tw, out);
+        direct_tile(r, kjob(r, ch), in, th, tw, out);
     } else {
-        fftwf_execute_dft_r2c(r->plans->fwd, in, freq);
-        r->rk->complex_mul((float *)freq, (const float *)r->spec, (int64_t)r->nh * (r->nw / 2 + 1));
-        fftwf_execute_dft_c2r(r->plans->inv, freq, out);
+        fftwf_execute_dft_r2c(r->plans->fwd, in, tb->freq);
+        r->rk->complex_mul((float *)tb->freq, (const float *)r->spec[r->per_channel ? ch : 0],
+                           (int64_t)r->nh * (r->nw / 2 + 1));
+        fftwf_execute_dft_c2r(r->plans->inv, tb->freq, out);
         if (r->exact_ties) fix_ties(r, in, amax, th, tw, out);
     }
-    for (int64_t y = 0; y < th; y++) {
-        if (job->map) /* `in` is free once the window is transformed */
-            film_blend_row(r, b, ch, y0 + y, x0, tw, out + y * r->nw, in);
-        else
-            lumen_rows_store(r->rk, job->dst, 1, out + y * r->nw,
-                             lumen_px_addr(job->dst, b, ch, y0 + y, x0), tw);
+}
+
+/* A film job's n outputs of row y from x0, cp channels interleaved from ch0 (cp 1: one
+ * channel): the blend of the source values with the convolved layer, in place (film_map.h). */
+static void film_blend_row(const fft_run *r, int64_t cp, int64_t b, int64_t ch0, int64_t y,
+                           int64_t x0, int64_t n, float *layer, float *src_row)
+{
+    const lumen_filter_job *job = r->job;
+    const lumen_film_map *m = job->map;
+    lumen_rows_load(job, cp, b, ch0, y, x0, n, src_row);
+    for (int64_t x = 0; x < n * cp; x++) {
+        const int64_t ch = ch0 + x % cp;
+        const float v = src_row[x] * m->in_scale;
+        const float e = lumen_film_highlight(v, m->threshold, m->gain[ch]);
+        layer[x] = lumen_film_blend(v, e, layer[x] * m->layer_gain[ch]) * m->out_scale;
     }
+}
+
+/* Row y of the group's outputs to dst (blended first for a film job). */
+static void store_row(const fft_run *r, const tile_bufs *tb, int64_t b, int64_t ch0, int64_t y,
+                      int64_t y0, int64_t x0, int64_t tw)
+{
+    const lumen_filter_job *job = r->job;
+    const int g = r->group;
+    if (g > 1 && r->store_group) { /* one interleaved run */
+        for (int k = 0; k < g; k++)
+            for (int64_t x = 0; x < tw; x++)
+                tb->row[x * g + k] = tb->out[k][y * r->nw + x];
+        if (job->map) film_blend_row(r, g, b, 0, y0 + y, x0, tw, tb->row, tb->row2);
+        lumen_rows_store(r->rk, job->dst, g, tb->row, lumen_px_addr(job->dst, b, 0, y0 + y, x0),
+                         tw * g);
+        return;
+    }
+    for (int k = 0; k < g; k++) {
+        float *row = tb->out[k] + y * r->nw;
+        if (job->map) film_blend_row(r, 1, b, ch0 + k, y0 + y, x0, tw, row, tb->row2);
+        lumen_rows_store(r->rk, job->dst, 1, row, lumen_px_addr(job->dst, b, ch0 + k, y0 + y, x0),
+                         tw);
+    }
+}
+
+static void process_tile(const fft_run *r, int64_t item, const tile_bufs *tb)
+{
+    const lumen_filter_job *job = r->job;
+    const lumen_image *s = job->src;
+    const int64_t groups = s->c / r->group;
+    const int64_t per_plane = r->tiles_y * r->tiles_x, plane = item / per_plane;
+    const int64_t b = plane / groups, ch0 = plane % groups * r->group;
+    const int64_t y0 = (item % per_plane) / r->tiles_x * r->th, x0 = item % r->tiles_x * r->tw;
+    const int64_t th = s->h - y0 < r->th ? s->h - y0 : r->th;
+    const int64_t tw = s->w - x0 < r->tw ? s->w - x0 : r->tw;
+    load_windows(r, tb, b, ch0, y0, x0, th + job->kh - 1, tw + job->kw - 1);
+    for (int k = 0; k < r->group; k++)
+        filter_window(r, tb, k, ch0 + k, th, tw);
+    for (int64_t y = 0; y < th; y++)
+        store_row(r, tb, b, ch0, y, y0, x0, tw);
+}
+
+static void bufs_free(tile_bufs *tb)
+{
+    for (int k = 0; k < FFT_GROUP_MAX; k++)
+        fftwf_free(tb->in[k]), fftwf_free(tb->out[k]);
+    fftwf_free(tb->freq);
+    free(tb->row);
+}
+
+static bool bufs_alloc(const fft_run *r, tile_bufs *tb)
+{
+    const size_t n = (size_t)r->nh * r->nw, row = (size_t)r->nw * (size_t)r->group;
+    *tb = (tile_bufs){0};
+    bool ok = (tb->freq = fftwf_alloc_complex((size_t)r->nh * (r->nw / 2 + 1))) &&
+              (tb->row = malloc(2 * row * sizeof(float)));
+    for (int k = 0; k < r->group && ok; k++)
+        ok = (tb->in[k] = fftwf_alloc_real(n)) && (tb->out[k] = fftwf_alloc_real(n));
+    if (ok) tb->row2 = tb->row + row;
+    return ok;
 }
 
 static lumen_status run_tiles(lumen_context *ctx, const fft_run *r)
 {
-    const int64_t items = r->job->src->n * r->job->src->c * r->tiles_y * r->tiles_x;
+    const lumen_image *s = r->job->src;
+    const int64_t items = s->n * (s->c / r->group) * r->tiles_y * r->tiles_x;
     int failed = 0;
     lumen_cpu_stop stop = lumen_cpu_stop_init(ctx); /* polled per tile (docs/faults.md) */
-    /* Every thread's three tile buffers, and what FFTW allocates in those that execute. */
+    /* Every thread's tile buffers, and what FFTW allocates in those that execute. */
     const int64_t busy = items < ctx->threads ? items : ctx->threads;
-    const size_t need = sizeof(float) * (size_t)r->nh * (size_t)(r->nw + 2) * 3 *
-                            (size_t)ctx->threads +
+    const size_t need = sizeof(float) * (size_t)r->nh * (size_t)(r->nw + 2) *
+                            (size_t)(2 * r->group + 1) * (size_t)ctx->threads +
                         fftw_internal_bytes(r->nh, r->nw) * (size_t)busy;
     if (!headroom(need))
         return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY,
@@ -461,19 +567,42 @@ static lumen_status run_tiles(lumen_context *ctx, const fft_run *r)
                                ctx->threads, need >> 20, r->nh, r->nw);
 #pragma omp parallel num_threads(ctx->threads) reduction(| : failed)
     {
-        float *in = fftwf_alloc_real((size_t)r->nh * r->nw);
-        float *out = fftwf_alloc_real((size_t)r->nh * r->nw);
-        fftwf_complex *freq = fftwf_alloc_complex((size_t)r->nh * (r->nw / 2 + 1));
-        failed = !in || !out || !freq;
+        tile_bufs tb;
+        failed = !bufs_alloc(r, &tb);
 #pragma omp for schedule(dynamic, 1)
         for (int64_t it = 0; it < items; it++)
-            if (!failed && !lumen_cpu_should_stop(&stop)) process_tile(r, it, in, freq, out);
-        fftwf_free(in), fftwf_free(out), fftwf_free(freq);
+            if (!failed && !lumen_cpu_should_stop(&stop)) process_tile(r, it, &tb);
+        bufs_free(&tb);
     }
     if (failed)
         return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "fft: out of memory for %dx%d tile buffers",
                                r->nh, r->nw);
     return lumen_cpu_stop_status(&stop, LUMEN_OK);
+}
+
+/* Each channel's kernel job and spectrum: one for all, or a film map's kernel per channel. */
+static lumen_status channel_spectra(lumen_context *ctx, fft_run *r)
+{
+    const lumen_filter_job *job = r->job;
+    r->per_channel = job->map && job->map->kernels;
+    const int n = r->per_channel ? (int)job->src->c : 1;
+    if (n > FFT_GROUP_MAX)
+        return lumen_set_error(LUMEN_ERR_UNSUPPORTED, "fft: at most %d per-channel kernels",
+                               FFT_GROUP_MAX);
+    for (int c = 0; c < n; c++) {
+        r->kjobs[c] = *job;
+        if (r->per_channel) r->kjobs[c].kernel = job->map->kernels[c];
+        r->kjob[c] = &r->kjobs[c];
+        float sum = 0.0f; /* the largest sum|k| bounds every channel's transform */
+        for (int i = 0; i < job->kh; i++)
+            for (int j = 0; j < job->kw; j++)
+                sum += fabsf(kernel_tap(r->kjob[c], i, j));
+        r->sum_abs_k = fmaxf(r->sum_abs_k, sum);
+        if (!(r->spec[c] = get_spectrum(ctx, r->plans, r->kjob[c], r->nh, r->nw)))
+            return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY,
+                                   "fft: out of memory for the kernel spectrum");
+    }
+    return LUMEN_OK;
 }
 
 lumen_status lumen_cpu_fft(lumen_context *ctx, const lumen_filter_job *job)
@@ -482,10 +611,18 @@ lumen_status lumen_cpu_fft(lumen_context *ctx, const lumen_filter_job *job)
     if (t.nh == 0)
         return lumen_set_error(LUMEN_ERR_UNSUPPORTED, "fft: no FFT size fits a %dx%d kernel",
                                job->kw, job->kh);
-    fft_run r = {job, lumen_ctx_use_avx2(ctx) ? &lumen_row_kernels_avx2 : &lumen_row_kernels_generic,
-                 NULL, NULL, t.nh, t.nw, 0.0f, false, t.nh - job->kh + 1, t.nw - job->kw + 1, 0, 0};
-    for (int i = 0; i < job->kh; i++)
-        for (int j = 0; j < job->kw; j++) r.sum_abs_k += fabsf(kernel_tap(job, i, j));
+    fft_run r = {.job = job,
+                 .rk = lumen_ctx_use_avx2(ctx) ? &lumen_row_kernels_avx2
+                                               : &lumen_row_kernels_generic,
+                 .nh = t.nh,
+                 .nw = t.nw,
+                 .group = 1,
+                 .th = t.nh - job->kh + 1,
+                 .tw = t.nw - job->kw + 1};
+    if (interleaved(job->src) && job->src->c <= FFT_GROUP_MAX) {
+        r.group = (int)job->src->c;
+        r.store_group = interleaved(job->dst);
+    }
     /* a film job rounds its blend, not the convolution: no ties of the filter's own */
     r.exact_ties = job->dst->dtype != LUMEN_F32 && !job->map && kernel_is_dyadic(job);
     r.tiles_y = (job->src->h + r.th - 1) / r.th;
@@ -493,9 +630,9 @@ lumen_status lumen_cpu_fft(lumen_context *ctx, const lumen_filter_job *job)
     if (!(r.plans = get_plans(ctx, t.nh, t.nw)))
         return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY,
                                "fft: out of memory planning a %dx%d transform", t.nh, t.nw);
-    if (!(r.spec = get_spectrum(ctx, r.plans, job, t.nh, t.nw)))
-        return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "fft: out of memory for the kernel spectrum");
-    lumen_log(LUMEN_LOG_DEBUG, "fft: %dx%d tiles of %lldx%lld outputs, %lld tiles", t.nh, t.nw,
-              (long long)r.tw, (long long)r.th, (long long)t.tiles);
+    lumen_status s = channel_spectra(ctx, &r);
+    if (s) return s;
+    lumen_log(LUMEN_LOG_DEBUG, "fft: %dx%d tiles of %lldx%lld outputs, %lld tiles, %d channels each",
+              t.nh, t.nw, (long long)r.tw, (long long)r.th, (long long)t.tiles, r.group);
     return run_tiles(ctx, &r);
 }
