@@ -63,6 +63,9 @@ void lumen_plan_cache_destroy(lumen_plan_cache *c);
 void lumen_plan_cache_clear(lumen_plan_cache *c);
 /* The value cached under key, or NULL; a hit makes the entry most recently used. */
 void *lumen_plan_cache_get(lumen_plan_cache *c, const void *key, size_t len);
+/* The value cached under key, removed from the cache and handed to the caller (who puts it
+ * back when done: nothing else can drop it meanwhile), or NULL. */
+void *lumen_plan_cache_take(lumen_plan_cache *c, const void *key, size_t len);
 /*
  * Caches value under key, taking ownership (destroy frees it, also on
  * failure, when NULL is returned). Least recently used entries beyond the

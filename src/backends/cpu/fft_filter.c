@@ -20,6 +20,7 @@
 #include <fftw3.h>
 #include <float.h>
 #include <math.h>
+#include <omp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -482,11 +483,13 @@ static void film_blend_row(const fft_run *r, int64_t cp, int64_t b, int64_t ch0,
     const lumen_filter_job *job = r->job;
     const lumen_film_map *m = job->map;
     lumen_rows_load(job, cp, b, ch0, y, x0, n, src_row);
-    for (int64_t x = 0; x < n * cp; x++) {
-        const int64_t ch = ch0 + x % cp;
-        const float v = src_row[x] * m->in_scale;
-        const float e = lumen_film_highlight(v, m->threshold, m->gain[ch]);
-        layer[x] = lumen_film_blend(v, e, layer[x] * m->layer_gain[ch]) * m->out_scale;
+    for (int64_t k = 0; k < cp; k++) { /* channel by channel: constants hoisted, rows in L1 */
+        const float t = m->threshold, g = m->gain[ch0 + k], lg = m->layer_gain[ch0 + k];
+        for (int64_t x = k; x < n * cp; x += cp) {
+            const float v = src_row[x] * m->in_scale;
+            layer[x] = lumen_film_blend(v, lumen_film_highlight(v, t, g), layer[x] * lg) *
+                       m->out_scale;
+        }
     }
 }
 
@@ -550,33 +553,79 @@ static bool bufs_alloc(const fft_run *r, tile_bufs *tb)
     return ok;
 }
 
+/* Every thread's tile buffers, kept in the plan cache between calls: a large filter allocates
+ * tens of MB of them, and fresh pages cost the kernel's zeroing on every call. */
+typedef struct workspace {
+    int threads;
+    tile_bufs bufs[];
+} workspace;
+
+static void workspace_free(void *p)
+{
+    workspace *ws = p;
+    for (int t = 0; t < ws->threads; t++)
+        bufs_free(&ws->bufs[t]);
+    free(ws);
+}
+
+static size_t workspace_bytes(const fft_run *r, int threads)
+{
+    return sizeof(float) * (size_t)r->nh * (size_t)(r->nw + 2) * (size_t)(2 * r->group + 1) *
+           (size_t)threads;
+}
+
+static void workspace_key(const fft_run *r, int threads, int key[5])
+{
+    key[0] = 'W', key[1] = r->nh, key[2] = r->nw, key[3] = r->group, key[4] = threads;
+}
+
+/* The cached workspace (taken out of the cache while in use), or a new one; NULL: no memory. */
+static workspace *workspace_get(lumen_context *ctx, const fft_run *r)
+{
+    int key[5];
+    workspace_key(r, ctx->threads, key);
+    workspace *ws = lumen_plan_cache_take(ctx->plans, key, sizeof key);
+    if (ws) return ws;
+    if (!(ws = calloc(1, sizeof *ws + (size_t)ctx->threads * sizeof(tile_bufs)))) return NULL;
+    for (ws->threads = 0; ws->threads < ctx->threads; ws->threads++)
+        if (!bufs_alloc(r, &ws->bufs[ws->threads])) {
+            bufs_free(&ws->bufs[ws->threads]);
+            workspace_free(ws);
+            return NULL;
+        }
+    return ws;
+}
+
+static void workspace_put(lumen_context *ctx, const fft_run *r, workspace *ws)
+{
+    int key[5];
+    workspace_key(r, ws->threads, key);
+    lumen_plan_cache_put(ctx->plans, key, sizeof key, ws, workspace_free,
+                         workspace_bytes(r, ws->threads));
+}
+
 static lumen_status run_tiles(lumen_context *ctx, const fft_run *r)
 {
     const lumen_image *s = r->job->src;
     const int64_t items = s->n * (s->c / r->group) * r->tiles_y * r->tiles_x;
-    int failed = 0;
     lumen_cpu_stop stop = lumen_cpu_stop_init(ctx); /* polled per tile (docs/faults.md) */
-    /* Every thread's tile buffers, and what FFTW allocates in those that execute. */
+    /* What FFTW allocates in the threads that execute, and the tile buffers unless cached. */
     const int64_t busy = items < ctx->threads ? items : ctx->threads;
-    const size_t need = sizeof(float) * (size_t)r->nh * (size_t)(r->nw + 2) *
-                            (size_t)(2 * r->group + 1) * (size_t)ctx->threads +
+    const size_t need = workspace_bytes(r, ctx->threads) +
                         fftw_internal_bytes(r->nh, r->nw) * (size_t)busy;
-    if (!headroom(need))
+    workspace *ws = headroom(need) ? workspace_get(ctx, r) : NULL;
+    if (!ws)
         return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY,
                                "fft: out of memory: %d threads need %zu MB for %dx%d tiles",
                                ctx->threads, need >> 20, r->nh, r->nw);
-#pragma omp parallel num_threads(ctx->threads) reduction(| : failed)
+#pragma omp parallel num_threads(ctx->threads)
     {
-        tile_bufs tb;
-        failed = !bufs_alloc(r, &tb);
+        const tile_bufs *tb = &ws->bufs[omp_get_thread_num()];
 #pragma omp for schedule(dynamic, 1)
         for (int64_t it = 0; it < items; it++)
-            if (!failed && !lumen_cpu_should_stop(&stop)) process_tile(r, it, &tb);
-        bufs_free(&tb);
+            if (!lumen_cpu_should_stop(&stop)) process_tile(r, it, tb);
     }
-    if (failed)
-        return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "fft: out of memory for %dx%d tile buffers",
-                               r->nh, r->nw);
+    workspace_put(ctx, r, ws);
     return lumen_cpu_stop_status(&stop, LUMEN_OK);
 }
 
