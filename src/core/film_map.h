@@ -23,17 +23,20 @@ typedef struct lumen_film_map {
     const float *const *kernels;
 } lumen_film_map;
 
-/* E of one linear value. */
+/* E of one linear value. Every operation runs unconditionally (selects, no branches), so the
+ * compiler vectorises the loops around these under IEEE (trapping) math. */
 static inline float lumen_film_highlight(float v, float threshold, float gain)
 {
-    return (v > threshold ? v - threshold : 0.0f) * gain;
+    const float d = v - threshold;
+    return (v > threshold ? d : 0.0f) * gain;
 }
 
 /* The blend of one linear value v, its highlight e and its layer value (already scaled). */
 static inline float lumen_film_blend(float v, float e, float layer)
 {
     const float o = v - e + layer;
-    return o < 0.0f ? 0.0f : o > 1.0f ? 1.0f : o; /* NaN stays NaN */
+    const float lo = o < 0.0f ? 0.0f : o;
+    return lo > 1.0f ? 1.0f : lo; /* NaN stays NaN */
 }
 
 #endif

@@ -332,26 +332,60 @@ static void film_highlights_row(const lumen_film_map *m, int64_t ch, float *row,
         row[x] = lumen_film_highlight(row[x] * m->in_scale, t, g);
 }
 
+/* n pixels of g interleaved channels into g rows, and back. Literal strides for 3 and 4
+ * channels let the compiler vectorise the shuffles (a runtime stride reads lane by lane). */
+static void deinterleave(const float *in, int g, int64_t n, float *const *out)
+{
+    if (g == 3) {
+        float *a = out[0], *b = out[1], *c = out[2];
+        for (int64_t x = 0; x < n; x++)
+            a[x] = in[3 * x], b[x] = in[3 * x + 1], c[x] = in[3 * x + 2];
+    } else if (g == 4) {
+        float *a = out[0], *b = out[1], *c = out[2], *d = out[3];
+        for (int64_t x = 0; x < n; x++)
+            a[x] = in[4 * x], b[x] = in[4 * x + 1], c[x] = in[4 * x + 2], d[x] = in[4 * x + 3];
+    } else {
+        for (int k = 0; k < g; k++)
+            for (int64_t x = 0; x < n; x++)
+                out[k][x] = in[x * g + k];
+    }
+}
+
+static void interleave(float *const *in, int g, int64_t n, float *out)
+{
+    if (g == 3) {
+        const float *a = in[0], *b = in[1], *c = in[2];
+        for (int64_t x = 0; x < n; x++)
+            out[3 * x] = a[x], out[3 * x + 1] = b[x], out[3 * x + 2] = c[x];
+    } else if (g == 4) {
+        const float *a = in[0], *b = in[1], *c = in[2], *d = in[3];
+        for (int64_t x = 0; x < n; x++)
+            out[4 * x] = a[x], out[4 * x + 1] = b[x], out[4 * x + 2] = c[x], out[4 * x + 3] = d[x];
+    } else {
+        for (int k = 0; k < g; k++)
+            for (int64_t x = 0; x < n; x++)
+                out[x * g + k] = in[k][x];
+    }
+}
+
 /* Row i of the group's windows: source row yy (border-mapped) from column xs, cols values of
- * each of the group's channels ch0 ..; E of them for a film job; zeros beyond. */
+ * each of the group's channels ch0 ..; E of them for a film job. */
 static void load_window_row(const fft_run *r, const tile_bufs *tb, int64_t b, int64_t ch0,
                             int64_t yy, int64_t xs, int64_t cols, int64_t i)
 {
     const lumen_filter_job *job = r->job;
     const int g = r->group;
+    float *rows[FFT_GROUP_MAX];
+    for (int k = 0; k < g; k++)
+        rows[k] = tb->in[k] + i * r->nw;
     if (g == 1) {
-        float *row = tb->in[0] + i * r->nw;
-        lumen_rows_load(job, 1, b, ch0, yy, xs, cols, row);
-        if (job->map) film_highlights_row(job->map, ch0, row, cols);
-        return;
+        lumen_rows_load(job, 1, b, ch0, yy, xs, cols, rows[0]);
+    } else {
+        lumen_rows_load(job, g, b, 0, yy, xs, cols, tb->row);
+        deinterleave(tb->row, g, cols, rows);
     }
-    lumen_rows_load(job, g, b, 0, yy, xs, cols, tb->row);
-    for (int k = 0; k < g; k++) {
-        float *row = tb->in[k] + i * r->nw;
-        for (int64_t x = 0; x < cols; x++)
-            row[x] = tb->row[x * g + k];
-        if (job->map) film_highlights_row(job->map, k, row, cols);
-    }
+    for (int k = 0; job->map && k < g; k++)
+        film_highlights_row(job->map, ch0 + k, rows[k], cols);
 }
 
 /* The group's input windows, rows and columns mapped by the border rule; zeros beyond. */
@@ -475,21 +509,16 @@ static void filter_window(const fft_run *r, const tile_bufs *tb, int k, int64_t 
     }
 }
 
-/* A film job's n outputs of row y from x0, cp channels interleaved from ch0 (cp 1: one
- * channel): the blend of the source values with the convolved layer, in place (film_map.h). */
-static void film_blend_row(const fft_run *r, int64_t cp, int64_t b, int64_t ch0, int64_t y,
-                           int64_t x0, int64_t n, float *layer, float *src_row)
+/* A film job's blend of n values of channel ch (film_map.h): src holds the source values,
+ * layer the convolved ones, and gets the outputs (scaled to dst's units). */
+static void film_blend(const lumen_film_map *m, int64_t ch, const float *src, float *layer,
+                       int64_t n)
 {
-    const lumen_filter_job *job = r->job;
-    const lumen_film_map *m = job->map;
-    lumen_rows_load(job, cp, b, ch0, y, x0, n, src_row);
-    for (int64_t k = 0; k < cp; k++) { /* channel by channel: constants hoisted, rows in L1 */
-        const float t = m->threshold, g = m->gain[ch0 + k], lg = m->layer_gain[ch0 + k];
-        for (int64_t x = k; x < n * cp; x += cp) {
-            const float v = src_row[x] * m->in_scale;
-            layer[x] = lumen_film_blend(v, lumen_film_highlight(v, t, g), layer[x] * lg) *
-                       m->out_scale;
-        }
+    const float t = m->threshold, g = m->gain[ch], lg = m->layer_gain[ch];
+    const float in = m->in_scale, out = m->out_scale;
+    for (int64_t x = 0; x < n; x++) {
+        const float v = src[x] * in;
+        layer[x] = lumen_film_blend(v, lumen_film_highlight(v, t, g), layer[x] * lg) * out;
     }
 }
 
@@ -499,21 +528,28 @@ static void store_row(const fft_run *r, const tile_bufs *tb, int64_t b, int64_t 
 {
     const lumen_filter_job *job = r->job;
     const int g = r->group;
-    if (g > 1 && r->store_group) { /* one interleaved run */
+    float *outs[FFT_GROUP_MAX], *srcs[FFT_GROUP_MAX];
+    for (int k = 0; k < g; k++)
+        outs[k] = tb->out[k] + y * r->nw, srcs[k] = tb->row + k * r->nw;
+    if (job->map) { /* the source values, channel by channel, into tb->row */
+        if (g == 1) {
+            lumen_rows_load(job, 1, b, ch0, y0 + y, x0, tw, srcs[0]);
+        } else {
+            lumen_rows_load(job, g, b, 0, y0 + y, x0, tw, tb->row2);
+            deinterleave(tb->row2, g, tw, srcs);
+        }
         for (int k = 0; k < g; k++)
-            for (int64_t x = 0; x < tw; x++)
-                tb->row[x * g + k] = tb->out[k][y * r->nw + x];
-        if (job->map) film_blend_row(r, g, b, 0, y0 + y, x0, tw, tb->row, tb->row2);
-        lumen_rows_store(r->rk, job->dst, g, tb->row, lumen_px_addr(job->dst, b, 0, y0 + y, x0),
-                         tw * g);
+            film_blend(job->map, ch0 + k, srcs[k], outs[k], tw);
+    }
+    if (g > 1 && r->store_group) { /* one interleaved run */
+        interleave(outs, g, tw, tb->row2);
+        lumen_rows_store(r->rk, job->dst, g, tb->row2,
+                         lumen_px_addr(job->dst, b, 0, y0 + y, x0), tw * g);
         return;
     }
-    for (int k = 0; k < g; k++) {
-        float *row = tb->out[k] + y * r->nw;
-        if (job->map) film_blend_row(r, 1, b, ch0 + k, y0 + y, x0, tw, row, tb->row2);
-        lumen_rows_store(r->rk, job->dst, 1, row, lumen_px_addr(job->dst, b, ch0 + k, y0 + y, x0),
-                         tw);
-    }
+    for (int k = 0; k < g; k++)
+        lumen_rows_store(r->rk, job->dst, 1, outs[k],
+                         lumen_px_addr(job->dst, b, ch0 + k, y0 + y, x0), tw);
 }
 
 static void process_tile(const fft_run *r, int64_t item, const tile_bufs *tb)
