@@ -215,7 +215,8 @@ static void test_window_rules(void **state)
      * (growths of 1 move no start) */
     o.aspect = 1.0, o.min_w = 7, o.k_w = 4, o.k_h = 3;
     assert_box(window(box, 10, 12, &o), (lumen_box){3, 2, 11, 8}, "aspect + min + k");
-    o.outside = LUMEN_CROP_CLIP, o.min_w = 0, o.min_h = 30, o.k_h = 1;
+    o = lumen_crop_options_default();
+    o.outside = LUMEN_CROP_CLIP, o.min_h = 30;
     assert_box(window(box, 10, 12, &o), (lumen_box){4, 0, 9, 10}, "clip to the image");
     /* an empty box: an error naming the mask, or the whole image (then the rules apply) */
     o = lumen_crop_options_default();
