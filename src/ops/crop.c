@@ -154,82 +154,106 @@ typedef struct crop_job {
     const lumen_box *windows;
     int64_t n_windows;
     lumen_border border;
-    size_t ses, des;        /* element sizes */
-    unsigned char cval[16]; /* the constant border value in dst's dtype */
-    int same;               /* same dtype: elements are copied as bytes */
+    size_t ses, des;     /* element sizes */
+    unsigned char *fill; /* dst->w * dst->c elements of the constant value in dst's dtype */
+    int same;            /* same dtype: elements are copied as bytes */
+    int interleaved;     /* both views hold a row's pixels as one run of w * c elements */
+    int planar;          /* both views hold each channel's row as a run of w elements */
 } crop_job;
 
 /* One element: copied, or converted as the filters store (rounded, saturated). */
 static void put(const crop_job *j, char *d, const char *s)
 {
-    if (j->same)
-        memcpy(d, s, j->des);
-    else
+    if (!j->same)
         lumen_store_px(d, j->dst->dtype, lumen_load_px(s, j->src->dtype));
+    else if (j->des == 1)
+        *d = *s;
+    else if (j->des == 2)
+        memcpy(d, s, 2);
+    else if (j->des == 4)
+        memcpy(d, s, 4);
+    else
+        memcpy(d, s, j->des);
 }
 
-/* Output pixel x of a row: every channel from source pixel sx of srow (sx < 0: the constant). */
+/* Output pixel x of a row: every channel from source pixel sx of srow (srow NULL: the
+ * constant). */
 static void put_pixel(const crop_job *j, char *drow, const char *srow, int64_t x, int64_t sx)
 {
     const lumen_image *s = j->src, *d = j->dst;
     char *dp = drow + x * d->stride_w * (int64_t)j->des;
     for (int64_t c = 0; c < d->c; c++) {
         char *de = dp + c * d->stride_c * (int64_t)j->des;
-        if (sx < 0 || !srow)
-            memcpy(de, j->cval, j->des);
+        if (!srow)
+            memcpy(de, j->fill, j->des);
         else
             put(j, de, srow + (sx * s->stride_w + c * s->stride_c) * (int64_t)j->ses);
     }
 }
 
-/* Source pixels x0 + [a, b) of srow into output pixels [a, b): whole rows of interleaved pixels
- * or of planar channels as one memcpy where both views allow it. */
-static void copy_span(const crop_job *j, char *drow, const char *srow, int64_t x0, int64_t a,
-                      int64_t b)
+/* Output columns [x, x + len) from source columns [sx, sx + len) of srow (NULL: the constant),
+ * as one memcpy per row (interleaved) or per channel row (planar) where the views allow. */
+static void copy_run(const crop_job *j, char *drow, const char *srow, int64_t x, int64_t sx,
+                     int64_t len)
 {
     const lumen_image *s = j->src, *d = j->dst;
-    const int64_t c = d->c;
-    if (j->same && s->stride_w == c && d->stride_w == c &&
-        (c == 1 || (s->stride_c == 1 && d->stride_c == 1))) {
-        memcpy(drow + a * c * (int64_t)j->des, srow + (x0 + a) * c * (int64_t)j->ses,
-               (size_t)((b - a) * c) * j->des);
+    const int64_t c = d->c, des = (int64_t)j->des, ses = (int64_t)j->ses;
+    if (j->interleaved && (j->same || !srow)) {
+        memcpy(drow + x * c * des, srow ? srow + sx * c * ses : (const char *)j->fill,
+               (size_t)(len * c * des));
         return;
     }
-    if (j->same && s->stride_w == 1 && d->stride_w == 1) {
+    if (j->planar && (j->same || !srow)) {
         for (int64_t ch = 0; ch < c; ch++)
-            memcpy(drow + (ch * d->stride_c + a) * (int64_t)j->des,
-                   srow + (ch * s->stride_c + x0 + a) * (int64_t)j->ses, (size_t)(b - a) * j->des);
+            memcpy(drow + (ch * d->stride_c + x) * des,
+                   srow ? srow + (ch * s->stride_c + sx) * ses : (const char *)j->fill,
+                   (size_t)(len * des));
         return;
     }
-    for (int64_t x = a; x < b; x++)
-        put_pixel(j, drow, srow, x, x0 + x);
+    for (int64_t k = 0; k < len; k++)
+        put_pixel(j, drow, srow, x + k, sx + k);
 }
 
-/* Output row y of image b: the source row by the border rule, the inside span copied, the
- * columns outside the image by the border rule too. */
+/* Output columns [xa, xb) outside the image, by the border rule: runs of the constant and runs
+ * of consecutive source columns (wrap's, and reflect's mirrored pixel by pixel) as copy_run's. */
+static void pad_columns(const crop_job *j, char *drow, const char *srow, int64_t x0, int64_t xa,
+                        int64_t xb)
+{
+    const int64_t w = j->src->w;
+    for (int64_t x = xa, len; x < xb; x += len) {
+        const int64_t sx = lumen_border_index(x0 + x, w, j->border);
+        len = 1;
+        if (sx < 0)
+            while (x + len < xb && lumen_border_index(x0 + x + len, w, j->border) < 0)
+                len++;
+        else
+            while (x + len < xb && lumen_border_index(x0 + x + len, w, j->border) == sx + len)
+                len++;
+        copy_run(j, drow, sx < 0 ? NULL : srow, x, sx, len);
+    }
+}
+
+/* Output row y of image b: the source row by the border rule (or the constant), the columns
+ * inside the image copied, the columns outside by the border rule too. */
 static void crop_row(const crop_job *j, int64_t b, int64_t y)
 {
     const lumen_image *s = j->src, *d = j->dst;
     const lumen_box *win = &j->windows[j->n_windows == 1 ? 0 : b];
     const int64_t sy = lumen_border_index(win->y0 + y, s->h, j->border);
     char *drow = (char *)d->data + (b * d->stride_n + y * d->stride_h) * (int64_t)j->des;
-    const char *srow =
-        sy < 0 ? NULL
-               : (const char *)s->data + (b * s->stride_n + sy * s->stride_h) * (int64_t)j->ses;
     const int64_t ow = d->w, x0 = win->x0;
+    if (sy < 0) {
+        copy_run(j, drow, NULL, 0, 0, ow);
+        return;
+    }
+    const char *srow =
+        (const char *)s->data + (b * s->stride_n + sy * s->stride_h) * (int64_t)j->ses;
     int64_t a = -x0, e = s->w - x0; /* output columns [a, e) lie inside the image */
     a = a < 0 ? 0 : a > ow ? ow : a;
     e = e < a ? a : e > ow ? ow : e;
-    if (!srow) { /* a row of the constant */
-        for (int64_t x = 0; x < ow; x++)
-            put_pixel(j, drow, NULL, x, -1);
-        return;
-    }
-    if (e > a) copy_span(j, drow, srow, x0, a, e);
-    for (int64_t x = 0; x < a; x++)
-        put_pixel(j, drow, srow, x, lumen_border_index(x0 + x, s->w, j->border));
-    for (int64_t x = e; x < ow; x++)
-        put_pixel(j, drow, srow, x, lumen_border_index(x0 + x, s->w, j->border));
+    if (e > a) copy_run(j, drow, srow, a, x0 + a, e - a);
+    pad_columns(j, drow, srow, x0, 0, a);
+    pad_columns(j, drow, srow, x0, e, ow);
 }
 
 /* Copies every row, on the context's threads for a large output; polls the interrupt hook. */
@@ -300,6 +324,7 @@ static lumen_status crop_copy(lumen_context *ctx, const lumen_image *src, const 
                               int64_t nw, const lumen_image *dst, lumen_border border,
                               float border_value, lumen_run_info *info)
 {
+    const int64_t c = dst->c;
     crop_job j = {.src = src,
                   .dst = dst,
                   .windows = windows,
@@ -308,9 +333,19 @@ static lumen_status crop_copy(lumen_context *ctx, const lumen_image *src, const 
                   .ses = lumen_dtype_size(src->dtype),
                   .des = lumen_dtype_size(dst->dtype),
                   .same = src->dtype == dst->dtype};
-    lumen_store_px(j.cval, dst->dtype, border_value);
+    j.interleaved = src->stride_w == c && dst->stride_w == c &&
+                    (c == 1 || (src->stride_c == 1 && dst->stride_c == 1));
+    j.planar = src->stride_w == 1 && dst->stride_w == 1;
+    j.fill = malloc((size_t)(dst->w * c) * j.des);
+    if (!j.fill)
+        return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "dst: no memory for a row of %lld pixels",
+                               (long long)dst->w);
+    lumen_store_px(j.fill, dst->dtype, border_value);
+    for (int64_t i = 1; i < dst->w * c; i++)
+        memcpy(j.fill + i * (int64_t)j.des, j.fill, j.des);
     int threads = 1;
     lumen_status s = crop_rows(ctx, &j, &threads);
+    free(j.fill);
     if (!s) lumen_crop_info(ctx, "crop", threads, info);
     return s;
 }

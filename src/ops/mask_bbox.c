@@ -22,6 +22,7 @@ typedef struct mask_scan {
     int64_t ithr; /* u8/u16: foreground iff v > ithr (floor of the threshold, exact) */
     float fthr;   /* f32: foreground iff v > fthr, in float32 as NumPy and PyTorch compare */
     double thr;   /* other dtypes: through lumen_load_px */
+    int kind;     /* ROW_*: how a row's elements lie */
 } mask_scan;
 
 static int fg_u8(const mask_scan *s, const uint8_t *p)
@@ -64,20 +65,121 @@ static int fg(const mask_scan *s, int64_t y, int64_t x)
     }
 }
 
+/* ---- runs of contiguous elements: the maximum of each block without an early exit (the
+ * compiler vectorises it to pmaxub/maxps; NaN never wins `v > m`), then the exact element
+ * inside the first block whose maximum passes ---- */
+
+#define BLOCK 64
+
+#define DEFINE_RUN_SCANS(name, type, thr_expr, lowest)                                             \
+    static int64_t first_##name(const mask_scan *s, const type *p, int64_t n)                      \
+    {                                                                                              \
+        const type t = thr_expr;                                                                   \
+        int64_t i = 0;                                                                             \
+        for (; i + BLOCK <= n; i += BLOCK) {                                                       \
+            type m = lowest;                                                                       \
+            for (int k = 0; k < BLOCK; k++)                                                        \
+                m = p[i + k] > m ? p[i + k] : m;                                                   \
+            if (m > t) break;                                                                      \
+        }                                                                                          \
+        for (; i < n; i++)                                                                         \
+            if (p[i] > t) return i;                                                                \
+        return -1;                                                                                 \
+    }                                                                                              \
+    static int64_t last_##name(const mask_scan *s, const type *p, int64_t n)                       \
+    {                                                                                              \
+        const type t = thr_expr;                                                                   \
+        int64_t i = n;                                                                             \
+        for (; i - BLOCK >= 0; i -= BLOCK) {                                                       \
+            type m = lowest;                                                                       \
+            for (int k = 0; k < BLOCK; k++)                                                        \
+                m = p[i - BLOCK + k] > m ? p[i - BLOCK + k] : m;                                   \
+            if (m > t) break;                                                                      \
+        }                                                                                          \
+        for (i = i - 1; i >= 0; i--)                                                               \
+            if (p[i] > t) return i;                                                                \
+        return -1;                                                                                 \
+    }
+
+/* u8/u16 thresholds are in range here (run_scan handles "every value" and "none" first). */
+DEFINE_RUN_SCANS(u8, uint8_t, (uint8_t)s->ithr, 0)
+DEFINE_RUN_SCANS(u16, uint16_t, (uint16_t)s->ithr, 0)
+DEFINE_RUN_SCANS(f32, float, s->fthr, -INFINITY)
+
+/* The first (last = 0) or last (last = 1) element > threshold of n contiguous elements at p
+ * (element offset from the image's data), or -1. */
+static int64_t run_scan(const mask_scan *s, int64_t off, int64_t n, int last)
+{
+    if (n <= 0) return -1;
+    const lumen_dtype t = s->m->dtype;
+    if ((t == LUMEN_U8 || t == LUMEN_U16) && s->ithr < 0) return last ? n - 1 : 0;
+    if ((t == LUMEN_U8 && s->ithr >= 255) || (t == LUMEN_U16 && s->ithr >= 65535)) return -1;
+    switch (t) {
+    case LUMEN_U8: {
+        const uint8_t *p = (const uint8_t *)s->base + off;
+        return last ? last_u8(s, p, n) : first_u8(s, p, n);
+    }
+    case LUMEN_U16: {
+        const uint16_t *p = (const uint16_t *)s->base + off;
+        return last ? last_u16(s, p, n) : first_u16(s, p, n);
+    }
+    default: {
+        const float *p = (const float *)s->base + off;
+        return last ? last_f32(s, p, n) : first_f32(s, p, n);
+    }
+    }
+}
+
+/* How row y's pixels lie: interleaved (a run of w * c elements), planar (c runs of w), or
+ * neither (pixel by pixel). */
+enum { ROW_PIXELS, ROW_INTERLEAVED, ROW_PLANAR };
+
+static int row_kind(const lumen_image *m)
+{
+    if (m->dtype != LUMEN_U8 && m->dtype != LUMEN_U16 && m->dtype != LUMEN_F32) return ROW_PIXELS;
+    if (m->stride_w == m->c && (m->c == 1 || m->stride_c == 1)) return ROW_INTERLEAVED;
+    if (m->stride_w == 1) return ROW_PLANAR;
+    return ROW_PIXELS;
+}
+
+/* The first (last = 1: last) foreground x of row y in [xa, xb), or -1. */
+static int64_t row_scan(const mask_scan *s, int64_t y, int64_t xa, int64_t xb, int last)
+{
+    if (xb <= xa) return -1;
+    const lumen_image *m = s->m;
+    const int64_t row = y * m->stride_h;
+    if (s->kind == ROW_INTERLEAVED) {
+        const int64_t i = run_scan(s, row + xa * m->c, (xb - xa) * m->c, last);
+        return i < 0 ? -1 : xa + i / m->c;
+    }
+    if (s->kind == ROW_PLANAR) {
+        int64_t best = -1;
+        for (int64_t c = 0; c < m->c; c++) {
+            const int64_t i = run_scan(s, row + c * m->stride_c + xa, xb - xa, last);
+            if (i >= 0 && (best < 0 || (last ? xa + i > best : xa + i < best))) best = xa + i;
+        }
+        return best;
+    }
+    if (last) {
+        for (int64_t x = xb - 1; x >= xa; x--)
+            if (fg(s, y, x)) return x;
+    } else {
+        for (int64_t x = xa; x < xb; x++)
+            if (fg(s, y, x)) return x;
+    }
+    return -1;
+}
+
 /* The first foreground x of row y in [xa, xb) going right, or -1. */
 static int64_t first_fg(const mask_scan *s, int64_t y, int64_t xa, int64_t xb)
 {
-    for (int64_t x = xa; x < xb; x++)
-        if (fg(s, y, x)) return x;
-    return -1;
+    return row_scan(s, y, xa, xb, 0);
 }
 
 /* The last foreground x of row y in [xa, xb) going left, or -1. */
 static int64_t last_fg(const mask_scan *s, int64_t y, int64_t xa, int64_t xb)
 {
-    for (int64_t x = xb - 1; x >= xa; x--)
-        if (fg(s, y, x)) return x;
-    return -1;
+    return row_scan(s, y, xa, xb, 1);
 }
 
 /* The box of rows [ya, yb): the first row with foreground from the top, the last from the
@@ -130,6 +232,7 @@ static mask_scan scan_of(const lumen_image *mask, double threshold, int64_t imag
     const double f = floor(threshold);
     s.ithr = f < -1.0 ? -1 : f > 65535.0 ? 65535 : (int64_t)f;
     s.fthr = (float)threshold;
+    s.kind = row_kind(mask);
     return s;
 }
 
