@@ -55,9 +55,13 @@ def _crop_form(fn):
     return crop
 
 
-@functools.wraps(_lumen.mask_bbox)
-def mask_bbox(mask, threshold=0.0, **kwargs):
-    return _lumen.mask_bbox(_as_uint8(mask), threshold, **kwargs)
+def mask_bbox(mask, threshold=0.0, *, layout=None, context=None):
+    """The box (x0, y0, x1, y1), half-open, of the pixels where any channel of mask is >
+    threshold: an int64 array of shape (4,) for one image, (N, 4) for a batch (an N x H x W x C
+    array, or layout='nhwc'/'nchw'); (0, 0, 0, 0) where an image has none (MONAI's empty box).
+    Masks: bool, uint8, uint16, float32 (compared in float32), float64, any strides, DLPack
+    tensors. docs/crop.md."""
+    return _lumen.mask_bbox(_as_uint8(mask), threshold, layout=layout, context=context)
 
 
 #: lumen/__init__.py wraps the ops named here by descriptor name.

@@ -77,12 +77,14 @@ static int64_t round_up(int64_t v, int64_t k)
     return (v + k - 1) / k * k;
 }
 
-static lumen_status too_large(const lumen_box *r)
+/* A window longer than 2^31 on a side is an error naming the step that made it so. */
+static lumen_status check_sides(const lumen_box *r, const char *what)
 {
+    if (r->x1 - r->x0 <= MAX_SIDE && r->y1 - r->y0 <= MAX_SIDE) return LUMEN_OK;
     return lumen_set_error(ERR_ARG,
-                           "aspect: the window would be %lld x %lld pixels (w x h), more than "
-                           "2^31 on a side",
-                           (long long)(r->x1 - r->x0), (long long)(r->y1 - r->y0));
+                           "%s: the window would be %lld x %lld pixels (w x h), more than 2^31 "
+                           "on a side",
+                           what, (long long)(r->x1 - r->x0), (long long)(r->y1 - r->y0));
 }
 
 /* Grows the shorter side of r to the aspect ratio w / h. */
@@ -90,7 +92,11 @@ static lumen_status apply_aspect(lumen_box *r, double aspect)
 {
     const int64_t w = r->x1 - r->x0, h = r->y1 - r->y0;
     const double want_w = (double)h * aspect, want_h = (double)w / aspect;
-    if (!(want_w < (double)MAX_SIDE && want_h < (double)MAX_SIDE)) return too_large(r);
+    if (!(want_w <= (double)MAX_SIDE && want_h <= (double)MAX_SIDE)) {
+        const lumen_box big = {0, 0, (int64_t)fmin(want_w, 4.0 * MAX_SIDE),
+                               (int64_t)fmin(want_h, 4.0 * MAX_SIDE)};
+        return check_sides(&big, "aspect");
+    }
     if ((double)w < want_w)
         grow(&r->x0, &r->x1, ceil_side(want_w));
     else if ((double)h < want_h)
@@ -123,6 +129,7 @@ lumen_status lumen_crop_window(const lumen_box *box, int64_t h, int64_t w,
                                (long long)r.x0, (long long)r.y0, (long long)r.x1, (long long)r.y1);
     r.x0 -= opt->margin_x, r.x1 += opt->margin_x;
     r.y0 -= opt->margin_y, r.y1 += opt->margin_y;
+    if ((s = check_sides(&r, "margin"))) return s;
     if (opt->allow_smaller) {
         r.x0 = r.x0 < 0 ? 0 : r.x0, r.y0 = r.y0 < 0 ? 0 : r.y0;
         r.x1 = r.x1 > w ? w : r.x1, r.y1 = r.y1 > h ? h : r.y1;
@@ -132,11 +139,11 @@ lumen_status lumen_crop_window(const lumen_box *box, int64_t h, int64_t w,
     grow(&r.y0, &r.y1, opt->min_h);
     grow(&r.x0, &r.x1, round_up(r.x1 - r.x0, opt->k_w));
     grow(&r.y0, &r.y1, round_up(r.y1 - r.y0, opt->k_h));
+    if ((s = check_sides(&r, "k_divisible"))) return s;
     if (opt->outside == LUMEN_CROP_CLIP) {
         r.x0 = r.x0 < 0 ? 0 : r.x0, r.y0 = r.y0 < 0 ? 0 : r.y0;
         r.x1 = r.x1 > w ? w : r.x1, r.y1 = r.y1 > h ? h : r.y1;
     }
-    if (r.x1 - r.x0 > MAX_SIDE || r.y1 - r.y0 > MAX_SIDE) return too_large(&r);
     if (lumen_box_empty(&r)) /* a box wholly outside the image, clipped */
         return lumen_set_error(ERR_ARG,
                                "box: (%lld, %lld, %lld, %lld) lies outside the %lld x "

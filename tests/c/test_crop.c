@@ -507,6 +507,15 @@ static void test_errors(void **state)
     o.aspect = 1e15;
     expect_error(lumen_crop_window(&win, 4, 5, &o, &box), "aspect");
     o = lumen_crop_options_default();
+    o.margin_x = INT32_MAX;
+    expect_error(lumen_crop_window(&win, 4, 5, &o, &box), "margin");
+    o = lumen_crop_options_default();
+    o.min_w = (int64_t)1 << 31, o.k_w = 3;
+    expect_error(lumen_crop_window(&win, 4, 5, &o, &box), "k_divisible");
+    o.k_w = 1; /* exactly 2^31 is allowed */
+    assert_int_equal(lumen_crop_window(&win, 4, 5, &o, &box), LUMEN_OK);
+    assert_int_equal(box.x1 - box.x0, (int64_t)1 << 31);
+    o = lumen_crop_options_default();
     o.min_w = -2;
     expect_error(lumen_crop_window(&win, 4, 5, &o, &box), "min_size");
     o = lumen_crop_options_default();
