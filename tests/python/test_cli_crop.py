@@ -2,7 +2,9 @@
 descriptor makes (tools/lumen/cmd_op.c). The same pixels as lumen.crop for the same flags
 (which test_py_crop.py holds against MONAI's CropForeground), the image's own foreground
 without --mask, usage errors that name the flag with exit 2 and nothing written (an empty mask
-among them), --empty whole, and many files with --output-dir and one mask."""
+among them), --empty whole, and many files with --output-dir and one mask; `lumen mask-bbox`."""
+
+import json
 
 import cv2
 import numpy as np
@@ -138,3 +140,22 @@ def test_help_lists_the_flags(lumen_bin):
                  "--aspect V", "--k-divisible H[,W]", "--outside NAME", "--border NAME",
                  "--threshold V", "--allow-smaller", "--empty NAME", "--output-dir"):
         assert text in r.stdout, text
+
+
+def test_mask_bbox_command(lumen_bin, tmp_path):
+    """`lumen mask-bbox MASK...`: a line per file (JSON with --json); an empty mask is the box
+    0 0 0 0, exit 0; an unreadable file is reported (exit 1) and the others still printed."""
+    _, mask = _scene()
+    m = _write(tmp_path / "m.png", mask)
+    e = _write(tmp_path / "e.png", np.zeros((5, 6), np.uint8))
+    r = run_cli(lumen_bin, "mask-bbox", m, e)
+    assert r.returncode == 0, r.stderr
+    x0, y0, x1, y1 = lumen.mask_bbox(mask)
+    assert r.stdout.splitlines() == [f"{m} {x0} {y0} {x1} {y1}", f"{e} 0 0 0 0"]
+    r = run_cli(lumen_bin, "mask-bbox", tmp_path / "none.png", m, "--json", "--threshold", "1")
+    assert r.returncode == 1 and "none.png" in r.stderr
+    (line,) = r.stdout.splitlines()
+    assert json.loads(line) == {"file": str(m), "box": lumen.mask_bbox(mask, 1).tolist(),
+                                "empty": False}
+    r = run_cli(lumen_bin, "mask-bbox", m, "--threshold", "nan")
+    assert r.returncode == 2 and "--threshold" in r.stderr
