@@ -353,3 +353,19 @@ def test_crop_errors():
         lumen.crop(img, np.zeros((6, 8), np.uint8))
     with pytest.raises(lumen.ArgumentError, match="out"):
         lumen.crop(img, m, out=np.zeros((6, 7), np.uint8))
+
+
+def test_every_device_gives_the_cpus_answer():
+    """The crop ops run on host views on the CPU whatever the context's device (docs/crop.md):
+    a context on any device present gives the same pixels and boxes, and says it ran on the CPU."""
+    rng = np.random.default_rng(21)
+    img = (rng.random((2, 20, 30, 3)) * 255).astype(np.uint8)
+    m = np.zeros((2, 20, 30), bool)
+    m[0, 3:5, 4:9] = m[1, 12:14, 20:25] = True
+    want = lumen.crop(img, m, margin=5, border="reflect")
+    for d in lumen.devices():
+        ctx = lumen.Context(device=d["spec"])
+        np.testing.assert_array_equal(lumen.crop(img, m, margin=5, border="reflect", context=ctx),
+                                      want)
+        assert lumen.last_run()["device"] == "cpu" and lumen.last_run()["algo"] == "crop"
+        assert lumen.mask_bbox(m, context=ctx).tolist() == [[4, 3, 9, 5], [20, 12, 25, 14]]
