@@ -368,4 +368,6 @@ def test_every_device_gives_the_cpus_answer():
         np.testing.assert_array_equal(lumen.crop(img, m, margin=5, border="reflect", context=ctx),
                                       want)
         assert lumen.last_run()["device"] == "cpu" and lumen.last_run()["algo"] == "crop"
-        assert lumen.mask_bbox(m, context=ctx).tolist() == [[4, 3, 9, 5], [20, 12, 25, 14]]
+        # a 3-D mask is H x W x C, as every image: a batch of masks is (N, H, W, 1)
+        assert lumen.mask_bbox(m[..., None], context=ctx).tolist() == [[4, 3, 9, 5],
+                                                                      [20, 12, 25, 14]]
