@@ -7,6 +7,7 @@
 #include "semantics.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,9 +120,8 @@ lumen_status lumen_crop_window(const lumen_box *box, int64_t h, int64_t w,
     if (lumen_box_empty(&r)) {
         if (opt->empty != LUMEN_CROP_EMPTY_WHOLE)
             return lumen_set_error(ERR_ARG,
-                                   "mask: has no pixel above the threshold %g: the box "
-                                   "is empty (empty = whole crops the whole image instead)",
-                                   opt->threshold);
+                                   "box: is empty, as a mask with no pixel above the "
+                                   "threshold gives it (empty = whole takes the whole image)");
         r = (lumen_box){0, 0, w, h};
     }
     if (r.x0 < -MAX_SIDE || r.y0 < -MAX_SIDE || r.x1 > 2 * MAX_SIDE || r.y1 > 2 * MAX_SIDE)
@@ -396,15 +396,15 @@ static lumen_status mask_windows(const lumen_image *src, const lumen_image *mask
     if ((s = check_mask(src, mask))) return s;
     lumen_mask_boxes(mask, opt->threshold, windows, threads);
     for (int64_t b = 0; b < mask->n; b++) {
-        if ((s = lumen_crop_window(&windows[b], src->h, src->w, opt, &windows[b]))) {
-            if (mask->n > 1 && lumen_box_empty(&windows[b]))
-                return lumen_set_error(ERR_ARG,
-                                       "mask: image %lld has no pixel above the "
-                                       "threshold %g: its box is empty (empty = whole "
-                                       "crops the whole image instead)",
-                                       (long long)b, opt->threshold);
-            return s;
+        if (lumen_box_empty(&windows[b]) && opt->empty != LUMEN_CROP_EMPTY_WHOLE) {
+            char which[48] = "";
+            if (mask->n > 1) snprintf(which, sizeof which, "image %lld ", (long long)b);
+            return lumen_set_error(ERR_ARG,
+                                   "mask: %shas no pixel above the threshold %g: the box is "
+                                   "empty (empty = whole crops the whole image instead)",
+                                   which, opt->threshold);
         }
+        if ((s = lumen_crop_window(&windows[b], src->h, src->w, opt, &windows[b]))) return s;
         const lumen_box *a = &windows[0], *r = &windows[b];
         if (r->x1 - r->x0 != a->x1 - a->x0 || r->y1 - r->y0 != a->y1 - a->y0)
             return lumen_set_error(ERR_ARG,

@@ -218,12 +218,12 @@ static void test_window_rules(void **state)
     o = lumen_crop_options_default();
     o.outside = LUMEN_CROP_CLIP, o.min_h = 30;
     assert_box(window(box, 10, 12, &o), (lumen_box){4, 0, 9, 10}, "clip to the image");
-    /* an empty box: an error naming the mask, or the whole image (then the rules apply) */
+    /* an empty box: an error naming the box, or the whole image (then the rules apply) */
     o = lumen_crop_options_default();
     const lumen_box empty = {0, 0, 0, 0};
     lumen_box r;
     assert_int_equal(lumen_crop_window(&empty, 10, 12, &o, &r), LUMEN_ERR_INVALID_ARGUMENT);
-    assert_true(ts_names(lumen_last_error(), "mask"));
+    assert_true(ts_names(lumen_last_error(), "box"));
     assert_true(strstr(lumen_last_error(), "empty") != NULL);
     o.empty = LUMEN_CROP_EMPTY_WHOLE;
     assert_box(window(empty, 10, 12, &o), (lumen_box){0, 0, 12, 10}, "empty: whole");
