@@ -404,6 +404,83 @@ LUMEN_API lumen_status lumen_film(lumen_context *ctx, const lumen_image *src,
                                   const lumen_image *dst, const lumen_film_stock *stock,
                                   const lumen_film_options *opt, lumen_run_info *info);
 
+/* ---- crop to a mask (docs/crop.md) ----------------------------------------------
+ * MONAI's CropForeground for the parts it has (margin, allow_smaller, k_divisible), plus a
+ * minimum size, a target aspect ratio and a choice of what lies outside the image. The ops run
+ * on host views on the CPU whatever the context's device (a copy and a scan: nothing for a
+ * device to win); device-resident views are a clear error. */
+
+/* Pixels x0 <= x < x1, y0 <= y < y1 (half-open). Empty when x1 <= x0 or y1 <= y0; a mask with
+ * no foreground gives 0, 0, 0, 0 (as MONAI's generate_spatial_bounding_box). Boxes may reach
+ * outside an image (negative starts, ends past its size): a crop pads there. */
+typedef struct lumen_box {
+    int64_t x0, y0, x1, y1;
+} lumen_box;
+
+/* 1 if the box holds no pixel. */
+LUMEN_API int lumen_box_empty(const lumen_box *box);
+
+/* The bounding box of the pixels of each image of mask where any channel is > threshold, into
+ * boxes[0 .. mask->n): one per image, empty (all 0) for an image with none. u8, u16 and f32,
+ * any layout and strides; NaN is never foreground. */
+LUMEN_API lumen_status lumen_mask_bbox(lumen_context *ctx, const lumen_image *mask,
+                                       double threshold, lumen_box *boxes, lumen_run_info *info);
+
+typedef enum lumen_crop_outside {
+    LUMEN_CROP_PAD = 0, /* the window keeps its size; pixels outside come from the border rule */
+    LUMEN_CROP_CLIP = 1 /* the window is cut to the image (the output may be smaller) */
+} lumen_crop_outside;
+
+typedef enum lumen_crop_empty {
+    LUMEN_CROP_EMPTY_ERROR = 0, /* an image with an empty mask is an error naming it */
+    LUMEN_CROP_EMPTY_WHOLE = 1  /* its box is the whole image (as a full mask would give) */
+} lumen_crop_empty;
+
+/* How a box becomes the window that is cut, in this order (docs/crop.md): the box grows by
+ * margin on each side; allow_smaller clips it to the image (MONAI's allow_smaller); the
+ * shorter side grows around the centre to the aspect ratio; each side grows around the centre
+ * to its minimum; each side grows around the centre to a multiple of k (MONAI's k_divisible:
+ * the start moves back by floor(growth / 2)); outside says what happens beyond the image. */
+typedef struct lumen_crop_options {
+    double threshold;           /* mask > threshold is foreground: 0 (MONAI's is_positive) */
+    int margin_y, margin_x;     /* >= 0: 0 */
+    int allow_smaller;          /* 0 (MONAI >= 1.5's default) */
+    double aspect;              /* width / height of the window, > 0; 0: any */
+    int64_t min_h, min_w;       /* >= 0: 0 */
+    int k_h, k_w;               /* >= 1: 1 */
+    lumen_crop_outside outside; /* LUMEN_CROP_PAD (as MONAI, which always pads) */
+    lumen_border border;        /* of the pad: LUMEN_BORDER_CONSTANT (MONAI's default) */
+    float border_value;         /* 0 */
+    lumen_crop_empty empty;     /* LUMEN_CROP_EMPTY_ERROR */
+} lumen_crop_options;
+
+LUMEN_API lumen_crop_options lumen_crop_options_default(void);
+
+/* The window the rules above give for box in an image of h x w; an empty box is an error
+ * (or, with LUMEN_CROP_EMPTY_WHOLE, the whole image). */
+LUMEN_API lumen_status lumen_crop_window(const lumen_box *box, int64_t h, int64_t w,
+                                         const lumen_crop_options *opt, lumen_box *window);
+
+/* Copies window windows[b] of image b of src into image b of dst (windows[0] for every image
+ * when n_windows is 1, else n_windows = src->n). Every window has dst's h x w; pixels outside
+ * src come from border (the rule of lumen's filters, semantics.h; the constant value saturated
+ * to dst's dtype). dst has src's n and c, any dtype (converted as the filters store) and must
+ * not overlap src. */
+LUMEN_API lumen_status lumen_crop_box(lumen_context *ctx, const lumen_image *src,
+                                      const lumen_box *windows, int64_t n_windows,
+                                      const lumen_image *dst, lumen_border border,
+                                      float border_value, lumen_run_info *info);
+
+/* The size of lumen_crop's output: the windows of every image (mask->n is 1 or src->n; mask
+ * NULL: src is its own mask, as MONAI's default) must share one h x w, else an error naming
+ * two that differ. The mask must be a host view (its values decide the size). */
+LUMEN_API lumen_status lumen_crop_size(const lumen_image *src, const lumen_image *mask,
+                                       const lumen_crop_options *opt, int64_t *h, int64_t *w);
+/* Crops src to its mask's foreground into dst (of lumen_crop_size's size). */
+LUMEN_API lumen_status lumen_crop(lumen_context *ctx, const lumen_image *src,
+                                  const lumen_image *mask, const lumen_image *dst,
+                                  const lumen_crop_options *opt, lumen_run_info *info);
+
 /* ---- neural-network convolution (NCHW) ------------------------------------
  * Tensors are lumen_image views read as N x C x H x W: x = (N, C, H, W), weights
  * w = (K, C / groups, R, S) for conv2d and (C, K / groups, R, S) for conv_transpose2d,

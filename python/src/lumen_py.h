@@ -177,5 +177,7 @@ void lumenpy_raise_py_names(lumen_status s);
 PyObject *lumenpy_film(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *lumenpy_film_stocks(PyObject *self, PyObject *unused);
 PyObject *lumenpy_grain_normals(PyObject *self, PyObject *args, PyObject *kw);
+/* crop.c: lumen.mask_bbox (lumen.crop is the generic binding's) */
+PyObject *lumenpy_mask_bbox(PyObject *self, PyObject *args, PyObject *kw);
 
 #endif

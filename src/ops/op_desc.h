@@ -78,6 +78,6 @@ lumen_status lumen_desc_conv_bias(const lumen_value *bias, int64_t k);
 /* Every op's descriptor, listed by op_table.c. */
 extern const lumen_op_desc lumen_filter2d_desc, lumen_sep_filter2d_desc, lumen_gaussian_blur_desc,
     lumen_box_blur_desc, lumen_conv2d_desc, lumen_conv_transpose2d_desc, lumen_bloom_desc,
-    lumen_halation_desc, lumen_grain_desc;
+    lumen_halation_desc, lumen_grain_desc, lumen_crop_desc;
 
 #endif
