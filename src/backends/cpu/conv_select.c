@@ -8,6 +8,8 @@
 lumen_status lumen_cpu_conv(lumen_context *ctx, lumen_op_kind kind, const lumen_conv_job *job,
                             lumen_run_info *info)
 {
+    const lumen_op op = lumen_op_conv(kind, job);
+    if (!lumen_op_dtypes_in(&op, 1u << LUMEN_F32)) return lumen_cpu_conv_widened(ctx, kind, job, info);
     const char *isa = "scalar", *algo = "reference";
     lumen_status s;
     if (!ctx->simd)

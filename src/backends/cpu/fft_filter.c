@@ -302,7 +302,7 @@ static void load_window(const fft_run *r, int64_t b, int64_t ch, int64_t y0, int
         float *row = in + i * r->nw;
         if (i < rows) {
             int64_t yy = lumen_border_index(y0 - job->ay + i, job->src->h, job->border);
-            lumen_rows_load(job, 1, b, ch, yy, x0 - job->ax, cols, row);
+            lumen_rows_load(r->rk, job, 1, b, ch, yy, x0 - job->ax, cols, row);
             memset(row + cols, 0, sizeof(float) * (size_t)(r->nw - cols));
         } else {
             memset(row, 0, sizeof(float) * (size_t)r->nw);
@@ -455,7 +455,7 @@ lumen_status lumen_cpu_fft(lumen_context *ctx, const lumen_filter_job *job)
                  NULL, NULL, t.nh, t.nw, 0.0f, false, t.nh - job->kh + 1, t.nw - job->kw + 1, 0, 0};
     for (int i = 0; i < job->kh; i++)
         for (int j = 0; j < job->kw; j++) r.sum_abs_k += fabsf(kernel_tap(job, i, j));
-    r.exact_ties = job->dst->dtype != LUMEN_F32 && kernel_is_dyadic(job);
+    r.exact_ties = !lumen_dtype_is_float(job->dst->dtype) && kernel_is_dyadic(job);
     r.tiles_y = (job->src->h + r.th - 1) / r.th;
     r.tiles_x = (job->src->w + r.tw - 1) / r.tw;
     if (!(r.plans = get_plans(ctx, t.nh, t.nw)))

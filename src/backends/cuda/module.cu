@@ -173,7 +173,10 @@ double cost(lumen_context *ctx, const lumen_op *op)
 bool supports(lumen_context *ctx, const lumen_op *op)
 {
     (void)ctx;
-    return op->kind >= LUMEN_OP_FILTER_DIRECT && op->kind <= LUMEN_OP_CONV_TRANSPOSE2D;
+    /* f16/bf16 views run on the CPU: cu_view and the staging copies size u8/u16/f32 only, and
+     * no CUDA half path has run on a GPU yet (the module is built, never run, here) */
+    return op->kind >= LUMEN_OP_FILTER_DIRECT && op->kind <= LUMEN_OP_CONV_TRANSPOSE2D &&
+           lumen_op_dtypes_in(op, LUMEN_DTYPES_CLASSIC);
 }
 
 lumen_status run(lumen_context *ctx, const lumen_op *op, lumen_run_info *info)
