@@ -21,8 +21,10 @@ static void convert_tensor(const lumen_context *ctx, const lumen_image *half, fl
         for (int64_t y = 0; y < half->h; y++)
             for (int64_t x = 0; x < half->w; x++) {
                 char *q = lumen_px_addr(half, b, c, y, x);
-                if (store) lumen_store_px(q, half->dtype, f[y * half->w + x]);
-                else f[y * half->w + x] = lumen_load_px(q, half->dtype);
+                if (store)
+                    lumen_store_px(q, half->dtype, f[y * half->w + x]);
+                else
+                    f[y * half->w + x] = lumen_load_px(q, half->dtype);
             }
     }
 }
@@ -39,8 +41,12 @@ lumen_status lumen_cpu_conv_widened(lumen_context *ctx, lumen_op_kind kind,
         if (t->dtype == LUMEN_F32) continue;
         buf[i] = malloc(sizeof(float) * (size_t)(t->n * t->c * t->h * t->w));
         if (!buf[i]) {
-            s = lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "%s: no memory to widen the %s tensor "
-                                "to f32", i == 0 ? "x" : i == 1 ? "w" : "y",
+            s = lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY,
+                                "%s: no memory to widen the %s tensor "
+                                "to f32",
+                                i == 0   ? "x"
+                                : i == 1 ? "w"
+                                         : "y",
                                 lumen_dtype_name(t->dtype));
             break;
         }
