@@ -150,3 +150,36 @@ def test_npy_float16_files(tmp_path):
     b = np.load(tmp_path / "b.npy")
     assert b.dtype == np.float16
     np.testing.assert_array_equal(b, lumen.box_blur(a, 3))
+
+
+def _vulkan_context():
+    specs = [d["spec"] for d in lumen.devices()]
+    if not any(s.startswith("vulkan") for s in specs):
+        pytest.skip("no Vulkan device")
+    return lumen.Context(device="vulkan", strict=True)
+
+
+def test_vulkan_conversions_are_the_cpus():
+    """The shaders' f16/bf16 loads and stores (shaders/common.glsl, integer steps) against the
+    CPU's, bit for bit: a 1x1 box is a pure load and store. f32 values: a stride through every
+    bit pattern, and every f16 tie and its neighbours; loads: every f16 pattern."""
+    cv, cc = _vulkan_context(), lumen.Context(device="cpu")
+    pats = np.arange(0, 2**32, 4099, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    h = np.arange(0x7c00, dtype=np.uint16).view(np.float16).astype(np.float64)
+    mid = ((h[:-1] + h[1:]) / 2).astype(np.float32)
+    m = mid.view(np.uint32)
+    v = np.concatenate([pats, mid, (m + 1).view(np.float32), (m - 1).view(np.float32), -mid])
+    v = v[: len(v) // 64 * 64].reshape(64, -1)
+    a = lumen.box_blur(v, 1, dtype="float16", context=cv)
+    assert lumen.last_run()["device"].startswith("vulkan")
+    b = lumen.box_blur(v, 1, dtype="float16", context=cc)
+    np.testing.assert_array_equal(a.view(np.uint16), b.view(np.uint16))
+    ob, oc = (torch.empty(v.shape, dtype=torch.bfloat16) for _ in range(2))
+    lumen.box_blur(v, 1, out=ob, context=cv)
+    lumen.box_blur(v, 1, out=oc, context=cc)
+    assert torch.equal(ob.view(torch.int16), oc.view(torch.int16))
+    every = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16).reshape(256, 256)
+    a = lumen.box_blur(every, 1, dtype=np.float32, context=cv)
+    b = lumen.box_blur(every, 1, dtype=np.float32, context=cc)
+    same = (a.view(np.uint32) == b.view(np.uint32)) | (np.isnan(a) & np.isnan(b))
+    assert same.all()

@@ -77,7 +77,8 @@ _Static_assert(LUMEN_BORDER_REFLECT == 0 && LUMEN_BORDER_CONSTANT == 1 &&
                    LUMEN_BORDER_REPLICATE == 2 && LUMEN_BORDER_REFLECT101 == 3 &&
                    LUMEN_BORDER_WRAP == 4,
                "shaders/common.glsl's BORDER_* constants");
-_Static_assert(LUMEN_U8 == 0 && LUMEN_U16 == 1 && LUMEN_F32 == 2,
+_Static_assert(LUMEN_U8 == 0 && LUMEN_U16 == 1 && LUMEN_F32 == 2 && LUMEN_F16 == 3 &&
+                   LUMEN_BF16 == 4,
                "shaders/common.glsl's DT_* constants");
 extern const lumen_module_host *vk_host;
 
