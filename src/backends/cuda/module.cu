@@ -141,8 +141,8 @@ double cost(lumen_context *ctx, const lumen_op *op)
                                                                         : LUMEN_METHOD_FFT;
     const lumen_image *s = job->src, *d = job->dst;
     const double planes = (double)s->n * s->c, px = planes * s->h * s->w;
-    const double es_in = s->dtype == LUMEN_U8 ? 1 : s->dtype == LUMEN_U16 ? 2 : 4;
-    const double es_out = d->dtype == LUMEN_U8 ? 1 : d->dtype == LUMEN_U16 ? 2 : 4;
+    const double es_in = (double)lumen_dtype_bytes(s->dtype);
+    const double es_out = (double)lumen_dtype_bytes(d->dtype);
     /* host views cross the bus whatever the method */
     const double host_bytes = (s->device ? 0.0 : px * es_in) + (d->device ? 0.0 : px * es_out);
     cu_rates r;
