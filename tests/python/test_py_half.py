@@ -183,3 +183,26 @@ def test_vulkan_conversions_are_the_cpus():
     b = lumen.box_blur(every, 1, dtype=np.float32, context=cc)
     same = (a.view(np.uint32) == b.view(np.uint32)) | (np.isnan(a) & np.isnan(b))
     assert same.all()
+
+
+def test_cli_half(lumen_bin, tmp_path):
+    """`lumen blur --dtype f16|bf16`: .npy out (bf16 as exact <f4), the Python result's values;
+    a half input stays half; PNG refuses halves naming the dtype."""
+    from conftest import run_cli
+    src = hc.image_data(seed=4).astype(np.float32)
+    np.save(tmp_path / "in.npy", src)
+    for dt, npdt in (("f16", np.float16), ("bf16", np.float32)):
+        r = run_cli(lumen_bin, "blur", str(tmp_path / "in.npy"), str(tmp_path / f"{dt}.npy"),
+                    "--sigma", "1.5", "--dtype", dt)
+        assert r.returncode == 0, r.stderr
+        got = np.load(tmp_path / f"{dt}.npy")
+        assert got.dtype == npdt
+        want = lumen.gaussian_blur(src, 1.5)
+        want = want.astype(np.float16) if dt == "f16" else \
+            torch.from_numpy(want).to(torch.bfloat16).float().numpy()
+        np.testing.assert_array_equal(got, want)
+    r = run_cli(lumen_bin, "box", str(tmp_path / "f16.npy"), str(tmp_path / "b.npy"), "--ksize", "3")
+    assert r.returncode == 0, r.stderr
+    assert np.load(tmp_path / "b.npy").dtype == np.float16
+    r = run_cli(lumen_bin, "blur", str(tmp_path / "f16.npy"), str(tmp_path / "x.png"), "--sigma", "1")
+    assert r.returncode != 0 and "f16" in r.stderr
