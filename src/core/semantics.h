@@ -102,7 +102,8 @@ static inline LUMEN_HD float lumen_f16_to_f32(uint16_t h)
     if (e == 0) {
         if (m == 0) return lumen_bits_f32(sign);
         e = 113; /* subnormal: normalise, m * 2^-24 is a normal f32 */
-        while (!(m & 0x400u)) m <<= 1, e--;
+        while (!(m & 0x400u))
+            m <<= 1, e--;
         return lumen_bits_f32(sign | (e << 23) | ((m & 0x3ffu) << 13));
     }
     return lumen_bits_f32(sign | ((e + 112) << 23) | (m << 13));

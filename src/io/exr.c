@@ -318,8 +318,10 @@ static void exr_pack_rows(exr_writer *w, int64_t y0, int n)
         lumen_io_pack_row(w->img, y0 + i, w->row);
         for (size_t k = 0; k < elems; k++) {
             const float v = lumen_load_px(w->row + k * es, t);
-            if (half) lumen_store_px(out + k * 2, LUMEN_F16, v);
-            else memcpy(out + k * 4, &v, 4);
+            if (half)
+                lumen_store_px(out + k * 2, LUMEN_F16, v);
+            else
+                memcpy(out + k * 4, &v, 4);
         }
     }
 }

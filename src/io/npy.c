@@ -164,8 +164,8 @@ static lumen_status parse_descr(const char *path, const char *descr, npy_kind *k
     static const struct {
         const char *descr;
         npy_kind kind;
-    } known[] = {{"|u1", NPY_U1}, {"<u2", NPY_U2}, {"<f4", NPY_F4}, {"<f8", NPY_F8},
-                 {"<f2", NPY_F2}};
+    } known[] = {
+        {"|u1", NPY_U1}, {"<u2", NPY_U2}, {"<f4", NPY_F4}, {"<f8", NPY_F8}, {"<f2", NPY_F2}};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (strcmp(descr, known[i].descr) == 0) {
             *kind = known[i].kind;

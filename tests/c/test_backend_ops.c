@@ -257,7 +257,9 @@ typedef struct xb_case {
 /* Non-zero and inside the dtype's range, so the constant border is visible in every dtype. */
 static float border_value(lumen_dtype t)
 {
-    return lumen_dtype_is_float(t) ? -37.5f : t == LUMEN_U8 ? 201.0f : 40000.0f; /* exact in halves */
+    return lumen_dtype_is_float(t) ? -37.5f
+           : t == LUMEN_U8         ? 201.0f
+                                   : 40000.0f; /* exact in halves */
 }
 
 /* ---- devices ------------------------------------------------------------------------------ */
