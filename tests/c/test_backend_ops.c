@@ -278,7 +278,6 @@ typedef struct xb_device {
     bool cpu;
     lumen_context *ctx, *strict;
     int64_t cases, fallbacks, device_views;
-    int64_t dtype_fallbacks; /* of those, cases whose dtypes the module's supports refuses */
     xb_stat stat[ROWS];
 } xb_device;
 
@@ -379,10 +378,10 @@ static void test_vulkan_ran_everything(void **state)
     for (int i = 0; i < n_devices; i++) {
         const xb_device *d = &devices[i];
         if (strcmp(d->info.backend, "vulkan")) continue;
-        if (d->fallbacks > d->dtype_fallbacks)
+        if (d->fallbacks)
             fail_msg("%s: %lld of %lld cases fell back to the CPU (run with XB_LOG=1 "
                      "LUMEN_LOG=warn to see which)",
-                     d->spec, (long long)(d->fallbacks - d->dtype_fallbacks), (long long)d->cases);
+                     d->spec, (long long)d->fallbacks, (long long)d->cases);
     }
 }
 
@@ -741,14 +740,6 @@ static void run_device_views(const xb_data *d, xb_device *dev, xb_stat *st)
     ts_image_free(&out);
 }
 
-/* Whether the Vulkan module refuses this case's dtype by design, so that the CPU runs it:
- * its conv shader reads f32 tensors only (docs/vulkan-conv.md), so f16/bf16 conv falls back;
- * its filters read every dtype (shaders/common.glsl). */
-static bool vulkan_refuses_dtype(const xb_data *d)
-{
-    return d->row->family == XB_TENSOR && d->cs->dtype != LUMEN_F32;
-}
-
 static void run_case(const xb_row *row, int r, const xb_case *cs)
 {
     xb_data d;
@@ -757,9 +748,7 @@ static void run_case(const xb_row *row, int r, const xb_case *cs)
         xb_device *dev = &devices[i];
         xb_stat *st = &dev->stat[r];
         st->cases++, dev->cases++;
-        const bool fell_back = run_host_views(&d, dev, st);
-        dev->fallbacks += fell_back;
-        dev->dtype_fallbacks += fell_back && vulkan_refuses_dtype(&d);
+        dev->fallbacks += run_host_views(&d, dev, st);
         if (!dev->cpu) {
             run_device_views(&d, dev, st);
             dev->device_views++;

@@ -133,7 +133,7 @@ typedef struct vk_scratch_buf {
 } vk_scratch_buf;
 
 /* A compute pipeline: a shader of the module with its specialisation constants. */
-#define VK_MAX_SPEC 8
+#define VK_MAX_SPEC 12
 typedef struct vk_pipeline {
     const uint32_t *code; /* the shader's SPIR-V (identity of the shader) */
     int32_t spec[VK_MAX_SPEC];
