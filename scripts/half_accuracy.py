@@ -2,10 +2,9 @@
 """The accuracy table of docs/semantics.md ("Half precision"): each op's error against a float64
 reference, for f32, f16 and bf16 storage ("how much does bf16 cost us").
 
-    PYTHONPATH=build/python /usr/bin/python3 scripts/half_accuracy.py
+    PYTHONPATH=build/python /usr/bin/python3 scripts/half_accuracy.py [--device cpu]
 
-(lumen's default context: the CPU unless $LUMEN_DEVICE says otherwise; the device's halves are
-converted bit for bit as the CPU's, test_py_half.py.)
+(--device: any lumen device spec, strict: nothing falls back to the CPU.)
 
 The ops, their data (uniform in [-1, 1)) and references are tests/python/half_cases.py's, the
 ones test_py_half.py holds to tolerances.half_atol. Two errors per dtype, both as the largest
@@ -49,7 +48,10 @@ def cpu_name():
 
 
 def main():
-    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--device", default="cpu", help="lumen device spec (default: cpu)")
+    args = ap.parse_args()
+    ctx = lumen.Context(device=args.device, strict=True)
     rows = []
     img64, ten64 = hc.image_data(), hc.tensor_data()
     for name, (fn, ref, _, _) in hc.IMAGE_OPS.items():
@@ -57,7 +59,7 @@ def main():
         cells = []
         for dt in hc.DTYPES:
             src = hc.store(img64, dt)
-            got = fn(src)
+            got = fn(src, context=ctx)
             cells.append((rel(got, ref(hc.as_f64(src))), rel(got, exact64)))
         rows.append((name, cells))
     for name, (fn, ref, w64) in hc.TENSOR_OPS.items():
@@ -65,11 +67,11 @@ def main():
         cells = []
         for dt in hc.DTYPES:
             x, w = hc.store(ten64, dt), hc.store(w64, dt)
-            got = fn(x, w)
+            got = fn(x, w, context=ctx)
             cells.append((rel(got, ref(hc.as_f64(x), hc.as_f64(w))), rel(got, exact64)))
         rows.append((name, cells))
-    print(f"Machine: {cpu_name()} ({platform.machine()}); data uniform in [-1, 1): 48 x 64 x 3 "
-          "images, (2, 4, 17, 19) conv inputs.\n")
+    print(f"Machine: {cpu_name()} ({platform.machine()}); device {ctx.device}; data uniform in "
+          "[-1, 1): 48 x 64 x 3 images, (2, 4, 17, 19) conv inputs.\n")
     head = "| op | " + " | ".join(f"{d} op | {d} total" for d in hc.DTYPES) + " |"
     print(head)
     print("|---" * (1 + 2 * len(hc.DTYPES)) + "|")

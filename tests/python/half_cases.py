@@ -60,24 +60,30 @@ def _gauss_ref(src, sigma):
     return _correlate(src, np.outer(g, g))
 
 
-#: name -> (lumen call on an image, float64 reference on float64 data, sum|k|, tolerance kind)
+#: name -> (lumen call on an image (keywords such as context= passed on), float64 reference on
+#: float64 data, sum|k|, tolerance kind)
 IMAGE_OPS = {
-    "filter2d direct 3x3": (lambda s: lumen.filter2d(s, K3, border=BORDER, method="direct"),
-                            lambda s: _correlate(s, K3), np.abs(K3).sum(), "f32"),
-    "filter2d direct 7x7": (lambda s: lumen.filter2d(s, K7, border=BORDER, method="direct"),
-                            lambda s: _correlate(s, K7), np.abs(K7).sum(), "f32"),
-    "filter2d fft 31x31": (lambda s: lumen.filter2d(s, K31, border=BORDER, method="fft"),
-                           lambda s: _correlate(s, K31), np.abs(K31).sum(), "f32"),
-    "sep_filter2d 7x5": (lambda s: lumen.sep_filter2d(s, KX, KY, border=BORDER),
-                         lambda s: _correlate(s, np.outer(KY, KX)),
-                         np.abs(KX).sum() * np.abs(KY).sum(), "f32"),
-    "gaussian_blur exact sigma 2": (lambda s: lumen.gaussian_blur(s, 2.0, border=BORDER),
-                                    lambda s: _gauss_ref(s, 2.0), 1.0, "f32"),
-    "gaussian_blur fast sigma 6": (lambda s: lumen.gaussian_blur(s, 6.0, border=BORDER,
-                                                                 precision="fast"),
-                                   lambda s: _gauss_ref(s, 6.0), 1.0, "fast"),
-    "box_blur 5x5": (lambda s: lumen.box_blur(s, 5, border=BORDER),
-                     lambda s: _correlate(s, np.full((5, 5), 1 / 25)), 1.0, "f32"),
+    "filter2d direct 3x3": (
+        lambda s, **kw: lumen.filter2d(s, K3, border=BORDER, method="direct", **kw),
+        lambda s: _correlate(s, K3), np.abs(K3).sum(), "f32"),
+    "filter2d direct 7x7": (
+        lambda s, **kw: lumen.filter2d(s, K7, border=BORDER, method="direct", **kw),
+        lambda s: _correlate(s, K7), np.abs(K7).sum(), "f32"),
+    "filter2d fft 31x31": (
+        lambda s, **kw: lumen.filter2d(s, K31, border=BORDER, method="fft", **kw),
+        lambda s: _correlate(s, K31), np.abs(K31).sum(), "f32"),
+    "sep_filter2d 7x5": (
+        lambda s, **kw: lumen.sep_filter2d(s, KX, KY, border=BORDER, **kw),
+        lambda s: _correlate(s, np.outer(KY, KX)), np.abs(KX).sum() * np.abs(KY).sum(), "f32"),
+    "gaussian_blur exact sigma 2": (
+        lambda s, **kw: lumen.gaussian_blur(s, 2.0, border=BORDER, **kw),
+        lambda s: _gauss_ref(s, 2.0), 1.0, "f32"),
+    "gaussian_blur fast sigma 6": (
+        lambda s, **kw: lumen.gaussian_blur(s, 6.0, border=BORDER, precision="fast", **kw),
+        lambda s: _gauss_ref(s, 6.0), 1.0, "fast"),
+    "box_blur 5x5": (
+        lambda s, **kw: lumen.box_blur(s, 5, border=BORDER, **kw),
+        lambda s: _correlate(s, np.full((5, 5), 1 / 25)), 1.0, "f32"),
 }
 
 
@@ -89,12 +95,13 @@ def _convt_ref(x, w, **kw):
     return F.conv_transpose2d(torch.from_numpy(x), torch.from_numpy(w), **kw).numpy()
 
 
-#: name -> (lumen call on (x, w), float64 reference, weight)
+#: name -> (lumen call on (x, w) (keywords passed on), float64 reference, weight)
 TENSOR_OPS = {
-    "conv2d 3x3 pad 1": (lambda x, w: lumen.conv2d(x, w, padding=1),
+    "conv2d 3x3 pad 1": (lambda x, w, **kw: lumen.conv2d(x, w, padding=1, **kw),
                          lambda x, w: _conv_ref(x, w, padding=1), CONV_W),
-    "conv_transpose2d 3x3 stride 2": (lambda x, w: lumen.conv_transpose2d(x, w, stride=2),
-                                      lambda x, w: _convt_ref(x, w, stride=2), CONVT_W),
+    "conv_transpose2d 3x3 stride 2": (
+        lambda x, w, **kw: lumen.conv_transpose2d(x, w, stride=2, **kw),
+        lambda x, w: _convt_ref(x, w, stride=2), CONVT_W),
 }
 
 

@@ -206,3 +206,33 @@ def test_cli_half(lumen_bin, tmp_path):
     assert np.load(tmp_path / "b.npy").dtype == np.float16
     r = run_cli(lumen_bin, "blur", str(tmp_path / "f16.npy"), str(tmp_path / "x.png"), "--sigma", "1")
     assert r.returncode != 0 and "f16" in r.stderr
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("op", ["filter2d fft 31x31", "gaussian_blur fast sigma 6"])
+def test_vulkan_half_ops_against_float64(op, dtype):
+    """The device's halves by the same rule as the CPU's (strict: no fallback)."""
+    cv = _vulkan_context()
+    fn, ref, ksum, kind = hc.IMAGE_OPS[op]
+    src = hc.store(hc.image_data(), dtype)
+    got = fn(src, context=cv)
+    assert lumen.last_run()["device"].startswith("vulkan")
+    x64 = hc.as_f64(src)
+    span = tol.data_span(x64)
+    f32_bound = (tol.FAST_GAUSS_REL * span if kind == "fast" else
+                 tol.F32_REL * span * max(1.0, ksum))
+    _compare(got, ref(x64), dtype, f32_bound, f"vulkan {op} {dtype}")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_vulkan_conv_half(dtype):
+    cv = _vulkan_context()
+    fn, ref, w64 = hc.TENSOR_OPS["conv2d 3x3 pad 1"]
+    x, w = hc.store(hc.tensor_data(), dtype), hc.store(w64, dtype)
+    got = lumen.conv2d(x, w, padding=1, context=cv)
+    assert lumen.last_run()["device"].startswith("vulkan")
+    assert hc.dtype_of(got) == dtype
+    x64, wq64 = hc.as_f64(x), hc.as_f64(w)
+    want = ref(x64, wq64)
+    bound = tol.half_atol(want, dtype, 0.0) + 1e-6 * ref(np.abs(x64), np.abs(wq64))
+    assert (np.abs(hc.as_f64(got) - want) <= bound).all()
