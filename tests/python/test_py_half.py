@@ -201,10 +201,10 @@ def test_cli_half(lumen_bin, tmp_path):
         want = want.astype(np.float16) if dt == "f16" else \
             torch.from_numpy(want).to(torch.bfloat16).float().numpy()
         np.testing.assert_array_equal(got, want)
-    r = run_cli(lumen_bin, "box", str(tmp_path / "f16.npy"), str(tmp_path / "b.npy"), "--ksize", "3")
+    r = run_cli(lumen_bin, "box", tmp_path / "f16.npy", tmp_path / "b.npy", "--ksize", "3")
     assert r.returncode == 0, r.stderr
     assert np.load(tmp_path / "b.npy").dtype == np.float16
-    r = run_cli(lumen_bin, "blur", str(tmp_path / "f16.npy"), str(tmp_path / "x.png"), "--sigma", "1")
+    r = run_cli(lumen_bin, "blur", tmp_path / "f16.npy", tmp_path / "x.png", "--sigma", "1")
     assert r.returncode != 0 and "f16" in r.stderr
 
 
