@@ -60,8 +60,14 @@ LUMEN_API const char *lumen_version(void);
 typedef enum lumen_dtype {
     LUMEN_U8 = 0,
     LUMEN_U16 = 1,
-    LUMEN_F32 = 2
+    LUMEN_F32 = 2,
+    LUMEN_F16 = 3, /* IEEE 754 binary16 (half): storage only, ops compute in f32 */
+    LUMEN_BF16 = 4 /* bfloat16 (the top half of an f32): storage only, ops compute in f32 */
 } lumen_dtype;
+
+/* f16 and bf16 are storage types: an op loads them exactly into f32, accumulates in f32 and
+ * rounds its result once, to nearest even, on store (NaN stays NaN; f16 overflows to +-Inf,
+ * as IEEE does). docs/semantics.md, "Half precision". */
 
 /*
  * A view of n images with c channels of h x w pixels. Strides are in
@@ -88,8 +94,13 @@ LUMEN_API lumen_image lumen_image_nchw(void *data, lumen_dtype dtype, int64_t n,
                                        int64_t h, int64_t w);
 /* Size of one element of dtype in bytes (0 for an unknown dtype). */
 LUMEN_API size_t lumen_dtype_size(lumen_dtype dtype);
-/* "u8", "u16", "f32" (or "?"). */
+/* "u8", "u16", "f32", "f16", "bf16" (or "?"). */
 LUMEN_API const char *lumen_dtype_name(lumen_dtype dtype);
+/* One element of dtype at p as float (exact: halves widen without rounding), and v stored as
+ * dtype at p the way ops store results: u8/u16 rounded to nearest even and saturated, f16/bf16
+ * rounded to nearest even (docs/semantics.md). For programs that read elements one by one. */
+LUMEN_API float lumen_element_get(const void *p, lumen_dtype dtype);
+LUMEN_API void lumen_element_set(void *p, lumen_dtype dtype, float v);
 
 /* ---- context ----------------------------------------------------------- */
 
@@ -485,8 +496,8 @@ LUMEN_API lumen_status lumen_crop(lumen_context *ctx, const lumen_image *src,
  * Tensors are lumen_image views read as N x C x H x W: x = (N, C, H, W), weights
  * w = (K, C / groups, R, S) for conv2d and (C, K / groups, R, S) for conv_transpose2d,
  * y = (N, K, P, Q). Shapes and every rule are PyTorch's Conv2d / ConvTranspose2d: zero padding
- * on both sides, cross-correlation, bias optional (K floats or NULL). f32 now; f16/bf16
- * storage with f32 accumulation later. */
+ * on both sides, cross-correlation, bias optional (K floats or NULL). f32, f16 or bf16 (each
+ * tensor its own; halves are widened exactly, the sums are f32 and y is rounded once). */
 
 typedef struct lumen_conv2d_params {
     int stride_h, stride_w;             /* >= 1 */
@@ -518,7 +529,8 @@ LUMEN_API lumen_status lumen_conv_transpose2d(lumen_context *ctx, const lumen_im
                                               const lumen_conv2d_params *p, const lumen_image *y,
                                               lumen_run_info *info);
 
-/* The same, allocating y as a contiguous NCHW f32 tensor (free it with lumen_image_free). */
+/* The same, allocating y as a contiguous NCHW tensor of x's dtype (free it with
+ * lumen_image_free). */
 LUMEN_API lumen_status lumen_conv2d_alloc(lumen_context *ctx, const lumen_image *x,
                                           const lumen_image *w, const float *bias,
                                           const lumen_conv2d_params *p, lumen_image *y,
@@ -532,7 +544,7 @@ LUMEN_API lumen_status lumen_conv_transpose2d_alloc(lumen_context *ctx, const lu
  * By extension: .png (u8/u16, 1..4 channels (2 = gray+alpha)), .jpg/.jpeg
  * (u8, 1/3 channels), .tif/.tiff (u8/u16/f32, 1..4 channels), .webp (u8,
  * 3/4 channels), .exr (f32 in memory; float or half on disk; 1..4 channels),
- * .npy (u8/u16/f32; H x W or H x W x C; f64 converted to f32 on read).
+ * .npy (u8/u16/f32/f16; H x W or H x W x C; f64 converted to f32 on read).
  * docs/io.md: formats, metadata, orientation, limits.
  */
 

@@ -190,6 +190,17 @@ static inline const lumen_image *const *lumen_op_views(const lumen_op *op)
 {
     return (const lumen_image *const *)op->job;
 }
+/* Whether every view of the op has a dtype in `mask` (bit 1 << dtype): a module's supports()
+ * refuses dtypes its kernels do not read, and the runtime runs those ops on the CPU. */
+static inline bool lumen_op_dtypes_in(const lumen_op *op, unsigned mask)
+{
+    const lumen_image *const *v = lumen_op_views(op);
+    for (int i = 0; i < op->n_views; i++)
+        if (!((mask >> (unsigned)v[i]->dtype) & 1u)) return false;
+    return true;
+}
+#define LUMEN_DTYPES_CLASSIC ((1u << LUMEN_U8) | (1u << LUMEN_U16) | (1u << LUMEN_F32))
+
 /* "direct filter", "conv2d" ...: names an op kind in messages. */
 const char *lumen_op_kind_name(lumen_op_kind kind);
 /* The method an op kind reports in lumen_run_info (conv: DIRECT). */
@@ -231,8 +242,9 @@ typedef struct lumen_backend {
  * A module exports `lumen_module_init`; the core hands it these services, so a module never
  * links the core (whose copy of the error state, logs and caches would not be the caller's). */
 /* 3: the op interface (supports/run), no per-op entries; 4: device_driver, host cache_path and
- * interrupted */
-#define LUMEN_MODULE_ABI 4
+ * interrupted; 5: views may be f16 or bf16 (a module built before would misread them, so it
+ * must not load; a module that does not compute a dtype refuses it in supports) */
+#define LUMEN_MODULE_ABI 5
 #define LUMEN_MODULE_INIT_SYMBOL "lumen_module_init"
 typedef struct lumen_module_host {
     int abi;

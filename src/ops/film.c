@@ -64,7 +64,7 @@ static lumen_status load_linear(const lumen_image *src, film_planes *lin, int th
         film_planes_free(&x);
         return s;
     }
-    const bool decode = src->dtype != LUMEN_F32;
+    const bool decode = !lumen_dtype_is_float(src->dtype); /* float data is linear */
     const int64_t px = x.h * x.w;
     for (int64_t b = 0; b < x.n; b++)
         for (int64_t c = 0; c < 3; c++) {
@@ -209,7 +209,7 @@ static void finish(const lumen_film_stock *st, const lumen_film_options *o, cons
                    int threads)
 {
     const int64_t px = resp->h * resp->w;
-    const bool encode = dst->dtype != LUMEN_F32;
+    const bool encode = !lumen_dtype_is_float(dst->dtype);
     const float comp = (float)(GRAIN_LINEAR_RGB_COMPENSATION * o->grain);
     const float pan = (float)(st->grain_pan * o->grain);
     const float scale = film_dtype_scale(dst->dtype);

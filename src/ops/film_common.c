@@ -115,6 +115,11 @@ void film_row_load(const lumen_image *img, int64_t b, int64_t c, int64_t y, floa
         for (int64_t x = 0; x < img->w; x++)
             row[x] = ((const float *)p)[x * sw];
         break;
+    case LUMEN_F16:
+    case LUMEN_BF16: /* linear floats, as f32 */
+        for (int64_t x = 0; x < img->w; x++)
+            row[x] = lumen_load_px((const uint16_t *)p + x * sw, img->dtype);
+        break;
     }
 }
 

@@ -54,7 +54,7 @@ lumen_status lumen_desc_shape_like_src(const lumen_value *values, lumen_out_shap
     {.name = "x",                                                                                  \
      .type = LUMEN_ARG_TENSOR,                                                                     \
      .flags = LUMEN_ARG_REQUIRED,                                                                  \
-     .help = "input, f32 N x C x H x W"},                                                          \
+     .help = "input, f32/f16/bf16 N x C x H x W"},                                                          \
         {.name = "weight",                                                                         \
          .type = LUMEN_ARG_TENSOR,                                                                 \
          .flags = LUMEN_ARG_REQUIRED,                                                              \

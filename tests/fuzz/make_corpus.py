@@ -125,6 +125,8 @@ def npy_corpus():
         "huge-3d")
     put("fuzz_npy", npy_bytes(np.zeros((1, 1), np.uint8), header_override=(-1, 3)),
         "negative-shape")
+    # f16 (<f2), fixed values: no draw from rng, so the files above stay as they were
+    put("fuzz_npy", npy_bytes((np.arange(24, dtype=np.float16) / 7).reshape(2, 4, 3)), "float16-c3")
 
 
 def webp_corpus():

@@ -51,10 +51,10 @@ static void load_ring_row(const engine *e, scratch *sc, int64_t b, int64_t ch, i
     int64_t yy = lumen_border_index(r, job->src->h, job->border);
     int64_t padded = n + job->kw - 1; /* pixels */
     if (!e->separable) {
-        lumen_rows_load(job, e->cp, b, ch, yy, x0 - job->ax, padded, slot);
+        lumen_rows_load(e->rk, job, e->cp, b, ch, yy, x0 - job->ax, padded, slot);
         return;
     }
-    lumen_rows_load(job, e->cp, b, ch, yy, x0 - job->ax, padded, sc->seg);
+    lumen_rows_load(e->rk, job, e->cp, b, ch, yy, x0 - job->ax, padded, sc->seg);
     e->rk->hfilter(sc->seg, job->kx, job->kw, (int)e->cp, e->sym_x, slot, n * e->cp);
 }
 

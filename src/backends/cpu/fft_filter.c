@@ -379,9 +379,9 @@ static void load_window_row(const fft_run *r, const tile_bufs *tb, int64_t b, in
     for (int k = 0; k < g; k++)
         rows[k] = tb->in[k] + i * r->nw;
     if (g == 1) {
-        lumen_rows_load(job, 1, b, ch0, yy, xs, cols, rows[0]);
+        lumen_rows_load(r->rk, job, 1, b, ch0, yy, xs, cols, rows[0]);
     } else {
-        lumen_rows_load(job, g, b, 0, yy, xs, cols, tb->row);
+        lumen_rows_load(r->rk, job, g, b, 0, yy, xs, cols, tb->row);
         deinterleave(tb->row, g, cols, rows);
     }
     for (int k = 0; job->map && k < g; k++)
@@ -533,9 +533,9 @@ static void store_row(const fft_run *r, const tile_bufs *tb, int64_t b, int64_t 
         outs[k] = tb->out[k] + y * r->nw, srcs[k] = tb->row + k * r->nw;
     if (job->map) { /* the source values, channel by channel, into tb->row */
         if (g == 1) {
-            lumen_rows_load(job, 1, b, ch0, y0 + y, x0, tw, srcs[0]);
+            lumen_rows_load(r->rk, job, 1, b, ch0, y0 + y, x0, tw, srcs[0]);
         } else {
-            lumen_rows_load(job, g, b, 0, y0 + y, x0, tw, tb->row2);
+            lumen_rows_load(r->rk, job, g, b, 0, y0 + y, x0, tw, tb->row2);
             deinterleave(tb->row2, g, tw, srcs);
         }
         for (int k = 0; k < g; k++)
@@ -709,7 +709,7 @@ lumen_status lumen_cpu_fft(lumen_context *ctx, const lumen_filter_job *job)
         r.store_group = interleaved(job->dst);
     }
     /* a film job rounds its blend, not the convolution: no ties of the filter's own */
-    r.exact_ties = job->dst->dtype != LUMEN_F32 && !job->map && kernel_is_dyadic(job);
+    r.exact_ties = !lumen_dtype_is_float(job->dst->dtype) && !job->map && kernel_is_dyadic(job);
     r.tiles_y = (job->src->h + r.th - 1) / r.th;
     r.tiles_x = (job->src->w + r.tw - 1) / r.tw;
     if (!(r.plans = get_plans(ctx, t.nh, t.nw)))

@@ -141,8 +141,8 @@ double cost(lumen_context *ctx, const lumen_op *op)
                                                                         : LUMEN_METHOD_FFT;
     const lumen_image *s = job->src, *d = job->dst;
     const double planes = (double)s->n * s->c, px = planes * s->h * s->w;
-    const double es_in = s->dtype == LUMEN_U8 ? 1 : s->dtype == LUMEN_U16 ? 2 : 4;
-    const double es_out = d->dtype == LUMEN_U8 ? 1 : d->dtype == LUMEN_U16 ? 2 : 4;
+    const double es_in = (double)lumen_dtype_bytes(s->dtype);
+    const double es_out = (double)lumen_dtype_bytes(d->dtype);
     /* host views cross the bus whatever the method */
     const double host_bytes = (s->device ? 0.0 : px * es_in) + (d->device ? 0.0 : px * es_out);
     cu_rates r;
@@ -173,7 +173,10 @@ double cost(lumen_context *ctx, const lumen_op *op)
 bool supports(lumen_context *ctx, const lumen_op *op)
 {
     (void)ctx;
-    return op->kind >= LUMEN_OP_FILTER_DIRECT && op->kind <= LUMEN_OP_CONV_TRANSPOSE2D;
+    /* f16/bf16 views run on the CPU: cu_view and the staging copies size u8/u16/f32 only, and
+     * no CUDA half path has run on a GPU yet (the module is built, never run, here) */
+    return op->kind >= LUMEN_OP_FILTER_DIRECT && op->kind <= LUMEN_OP_CONV_TRANSPOSE2D &&
+           lumen_op_dtypes_in(op, LUMEN_DTYPES_CLASSIC);
 }
 
 lumen_status run(lumen_context *ctx, const lumen_op *op, lumen_run_info *info)
