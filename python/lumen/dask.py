@@ -25,6 +25,7 @@ This module imports Dask; ``import lumen`` does not.
 """
 
 import os
+import threading
 import uuid
 
 import numpy as np
@@ -42,7 +43,7 @@ except ImportError as e:  # pragma: no cover - depends on the machine
 import lumen
 
 __all__ = ["filter2d", "sep_filter2d", "gaussian_blur", "box_blur", "conv2d", "bloom",
-           "halation", "grain", "map_images", "from_zarr", "to_zarr", "overlap_depth"]
+           "halation", "grain", "map_images", "from_zarr", "to_zarr", "overlap_depth", "task_threads"]
 
 #: The layouts by number of dimensions (lumen's default reading) and their (H, W) axes.
 _DEFAULT_LAYOUT = {2: "hw", 3: "hwc", 4: "nhwc"}
@@ -51,6 +52,44 @@ _NDIM = {"hw": 2, "hwc": 3, "chw": 3, "nhwc": 4, "nchw": 4}
 #: The largest side of the block on which method="auto" is resolved (the choice is made per
 #: pixel cost; beyond this the probe would only cost time).
 _PROBE_SIDE = 1024
+
+
+# ---- per-thread contexts ----------------------------------------------------------------------
+
+_local = threading.local()
+
+
+def task_threads(threads=None):
+    """The threads one task's lumen call uses: `threads`, else $LUMEN_NUM_THREADS, else
+    $OMP_NUM_THREADS (what Dask's and most launchers' per-worker settings name), else 1: Dask
+    already runs one task per core, and more threads per task would oversubscribe them."""
+    for v in (threads, os.environ.get("LUMEN_NUM_THREADS"), os.environ.get("OMP_NUM_THREADS")):
+        try:
+            if v is not None and int(v) >= 1:
+                return int(v)
+        except ValueError:
+            pass
+    return 1
+
+
+def _ctx(context, threads):
+    """The context a block runs on: the caller's, else one per (worker thread, thread count),
+    made where the task runs (never pickled) and not shared between threads (a shared one
+    would serialise them on its lock)."""
+    if context is not None:
+        return context
+    cache = getattr(_local, "contexts", None)
+    if cache is None:
+        cache = _local.contexts = {}
+    t = task_threads(threads)
+    if t not in cache:
+        cache[t] = lumen.Context(threads=t)
+    return cache[t]
+
+
+def _bind(fn, context, threads, *args, **kwargs):
+    """block -> fn(block, *args, **kwargs) on the block's thread's context."""
+    return lambda b: fn(b, *args, context=_ctx(context, threads), **kwargs)
 
 
 # ---- shapes and halos -------------------------------------------------------------------------
@@ -168,7 +207,7 @@ def _pair(v, name):
 
 
 def filter2d(src, kernel, *, border="reflect", border_value=0.0, anchor=None, convolve=False,
-             method="auto", dtype=None, layout=None, context=None):
+             method="auto", dtype=None, layout=None, context=None, threads=None):
     """lumen.filter2d on a dask array (cv2.filter2D's correlation; module docstring)."""
     x = da.asarray(src)
     lay = _layout(x.shape, layout)
@@ -179,15 +218,15 @@ def filter2d(src, kernel, *, border="reflect", border_value=0.0, anchor=None, co
     rw = overlap_depth(k.shape[1], ax, convolve)
     rh = overlap_depth(k.shape[0], ay, convolve)
     kw = dict(border=border, border_value=border_value, anchor=anchor, convolve=convolve,
-              dtype=dtype, layout=lay, context=context)
+              dtype=dtype, layout=lay)
     m = _resolve_method(x, lay, rh, rw, method,
-                        lambda b: lumen.filter2d(b, k, method=method, **kw))
-    return _apply(x, lambda b: lumen.filter2d(b, k, method=m, **kw), rh, rw, border, lay,
+                        _bind(lumen.filter2d, context, threads, k, method=method, **kw))
+    return _apply(x, _bind(lumen.filter2d, context, threads, k, method=m, **kw), rh, rw, border, lay,
                   _out_dtype(x, dtype))
 
 
 def sep_filter2d(src, kx, ky, *, border="reflect", border_value=0.0, anchor=None,
-                 convolve=False, method="auto", dtype=None, layout=None, context=None):
+                 convolve=False, method="auto", dtype=None, layout=None, context=None, threads=None):
     """lumen.sep_filter2d on a dask array: row kernel kx, then column kernel ky."""
     x = da.asarray(src)
     lay = _layout(x.shape, layout)
@@ -195,10 +234,10 @@ def sep_filter2d(src, kx, ky, *, border="reflect", border_value=0.0, anchor=None
     ax, ay = _pair(anchor, "anchor")
     rw, rh = overlap_depth(kx.size, ax, convolve), overlap_depth(ky.size, ay, convolve)
     kw = dict(border=border, border_value=border_value, anchor=anchor, convolve=convolve,
-              dtype=dtype, layout=lay, context=context)
+              dtype=dtype, layout=lay)
     m = _resolve_method(x, lay, rh, rw, method,
-                        lambda b: lumen.sep_filter2d(b, kx, ky, method=method, **kw))
-    return _apply(x, lambda b: lumen.sep_filter2d(b, kx, ky, method=m, **kw), rh, rw, border,
+                        _bind(lumen.sep_filter2d, context, threads, kx, ky, method=method, **kw))
+    return _apply(x, _bind(lumen.sep_filter2d, context, threads, kx, ky, method=m, **kw), rh, rw, border,
                   lay, _out_dtype(x, dtype))
 
 
@@ -213,7 +252,7 @@ def _gauss_size(ksize, sigma, truncate, dtype):
 
 def gaussian_blur(src, sigma, *, sigma_y=None, ksize=None, border="reflect", border_value=0.0,
                   precision="exact", method="auto", mode=None, cval=None, truncate=None,
-                  dtype=None, layout=None, context=None):
+                  dtype=None, layout=None, context=None, threads=None):
     """lumen.gaussian_blur on a dask array (cv2.GaussianBlur's kernel). precision="fast" (the
     recursive filter, whose every output depends on the whole row) is refused."""
     if precision != "exact":
@@ -230,29 +269,29 @@ def gaussian_blur(src, sigma, *, sigma_y=None, ksize=None, border="reflect", bor
     nx, ny = _gauss_size(kx, sx, truncate, gdt), _gauss_size(ky, sy, truncate, gdt)
     rw, rh = overlap_depth(nx), overlap_depth(ny)
     kw = dict(sigma_y=sigma_y, ksize=ksize, precision=precision, mode=mode, cval=cval,
-              truncate=truncate, dtype=dtype, layout=lay, context=context)
+              truncate=truncate, dtype=dtype, layout=lay)
     if mode is None:
         kw.update(border=border, border_value=border_value)
     m = _resolve_method(x, lay, rh, rw, method,
-                        lambda b: lumen.gaussian_blur(b, sigma, method=method, **kw))
-    return _apply(x, lambda b: lumen.gaussian_blur(b, sigma, method=m, **kw), rh, rw,
+                        _bind(lumen.gaussian_blur, context, threads, sigma, method=method, **kw))
+    return _apply(x, _bind(lumen.gaussian_blur, context, threads, sigma, method=m, **kw), rh, rw,
                   mode if mode is not None else border, lay, _out_dtype(x, dtype))
 
 
 def box_blur(src, ksize, *, normalize=True, border="reflect", border_value=0.0, dtype=None,
-             layout=None, context=None):
+             layout=None, context=None, threads=None):
     """lumen.box_blur on a dask array: mean (cv2.blur) or sum (normalize=False) over a box."""
     x = da.asarray(src)
     lay = _layout(x.shape, layout)
     kw_, kh_ = (ksize if isinstance(ksize, (tuple, list)) else (ksize, ksize))
     rw, rh = overlap_depth(kw_), overlap_depth(kh_)
     kw = dict(normalize=normalize, border=border, border_value=border_value, dtype=dtype,
-              layout=lay, context=context)
-    return _apply(x, lambda b: lumen.box_blur(b, ksize, **kw), rh, rw, border, lay,
+              layout=lay)
+    return _apply(x, _bind(lumen.box_blur, context, threads, ksize, **kw), rh, rw, border, lay,
                   _out_dtype(x, dtype))
 
 
-def conv2d(x, weight, bias=None, *, stride=1, padding=0, dilation=1, groups=1, context=None):
+def conv2d(x, weight, bias=None, *, stride=1, padding=0, dilation=1, groups=1, context=None, threads=None):
     """lumen.conv2d on an N x C x H x W dask array, one task per block of images (the batch axis
     is the one chunked; C, H and W are taken whole). Bit-identical to the single call: each
     image's result depends on that image alone."""
@@ -261,14 +300,14 @@ def conv2d(x, weight, bias=None, *, stride=1, padding=0, dilation=1, groups=1, c
         raise lumen.ArgumentError(f"x: expected N x C x H x W, got shape {x.shape}")
     w = np.asarray(weight, np.float32)
     b = None if bias is None else np.asarray(bias, np.float32)
-    kw = dict(stride=stride, padding=padding, dilation=dilation, groups=groups,
-              context=context)
+    kw = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
     # One zero image (a broadcast view: no memory) checks the arguments now, on the client,
     # and gives the result's K x P x Q.
     one = np.broadcast_to(np.float32(0), (1,) + tuple(x.shape[1:]))
-    kpq = lumen.conv2d(one, w, b, **kw).shape[1:]
+    kpq = lumen.conv2d(one, w, b, context=context, **kw).shape[1:]
     x = x.rechunk((x.chunks[0],) + tuple((s,) for s in x.shape[1:]))
-    return x.map_blocks(lambda blk: lumen.conv2d(np.asarray(blk, np.float32), w, b, **kw),
+    return x.map_blocks(lambda blk: lumen.conv2d(np.asarray(blk, np.float32), w, b,
+                                                      context=_ctx(context, threads), **kw),
                         chunks=(x.chunks[0],) + tuple((s,) for s in kpq), dtype=np.float32,
                         meta=np.empty((0, 0, 0, 0), np.float32))
 
@@ -276,7 +315,7 @@ def conv2d(x, weight, bias=None, *, stride=1, padding=0, dilation=1, groups=1, c
 # ---- film effects -----------------------------------------------------------------------------
 
 def bloom(response, eta, sigma=20.0, kappa=30.0, rho=0.95, threshold=0.8, radius=0, *,
-          context=None):
+          context=None, threads=None):
     """lumen.film.bloom on a dask array: a local effect (its PSF reaches R = radius, or
     int(4 max sigma), pixels; border reflect), so blocks with an R-pixel halo give the whole
     image's result. Its convolution picks its own method per block: bit-identical where that
@@ -284,9 +323,8 @@ def bloom(response, eta, sigma=20.0, kappa=30.0, rho=0.95, threshold=0.8, radius
     x = da.asarray(response)
     lay = _layout(x.shape, None)
     r = int(radius) if radius else int(4 * float(np.max(np.atleast_1d(sigma))))
-    kw = dict(eta=eta, sigma=sigma, kappa=kappa, rho=rho, threshold=threshold, radius=radius,
-              context=context)
-    return _apply(x, lambda b: lumen.film.bloom(b, **kw), (r, r), (r, r), "reflect", lay,
+    kw = dict(eta=eta, sigma=sigma, kappa=kappa, rho=rho, threshold=threshold, radius=radius)
+    return _apply(x, _bind(lumen.film.bloom, context, threads, **kw), (r, r), (r, r), "reflect", lay,
                   _out_dtype(x, None))
 
 
@@ -300,20 +338,19 @@ def _whole_planes(x, fn, dtype):
 
 
 def halation(lux, effective_halation, energy_fraction=0.03, psf_radius=80.0, threshold=0.5, *,
-             context=None):
+             context=None, threads=None):
     """lumen.film.halation on a dask array. Halation rescales each channel's layer so that its
     sum over the whole image is the highlights' sum: a global reduction, so each task takes
     whole images (an N x H x W x C batch is split along N only)."""
     x = da.asarray(lux)
     _layout(x.shape, None)
-    kw = dict(energy_fraction=energy_fraction, psf_radius=psf_radius, threshold=threshold,
-              context=context)
-    return _whole_planes(x, lambda b: lumen.film.halation(b, effective_halation, **kw),
+    kw = dict(energy_fraction=energy_fraction, psf_radius=psf_radius, threshold=threshold)
+    return _whole_planes(x, _bind(lumen.film.halation, context, threads, effective_halation, **kw),
                          _out_dtype(x, None))
 
 
 def grain(lux, intensity=0.8, grain_size=1.5, grain_density=1.0, exposure_level=1000.0,
-          amount=1.0, seed=0, *, context=None):
+          amount=1.0, seed=0, *, context=None, threads=None):
     """lumen.film.grain on a dask array, as one task. The grain is normalised by the std of the
     whole plane (a global reduction) and its noise is keyed by the image's size and its index
     in the batch, so neither the image nor the batch can be split without changing it; for many
@@ -321,10 +358,10 @@ def grain(lux, intensity=0.8, grain_size=1.5, grain_density=1.0, exposure_level=
     x = da.asarray(lux)
     _layout(x.shape, None)
     kw = dict(intensity=intensity, grain_size=grain_size, grain_density=grain_density,
-              exposure_level=exposure_level, amount=amount, seed=seed, context=context)
+              exposure_level=exposure_level, amount=amount, seed=seed)
     x = x.rechunk(tuple((s,) for s in x.shape))
     dt = _out_dtype(x, None)
-    return x.map_blocks(lambda b: lumen.film.grain(b, **kw), dtype=dt,
+    return x.map_blocks(_bind(lumen.film.grain, context, threads, **kw), dtype=dt,
                         meta=np.empty((0,) * x.ndim, dt))
 
 
