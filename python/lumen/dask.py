@@ -43,7 +43,8 @@ except ImportError as e:  # pragma: no cover - depends on the machine
 import lumen
 
 __all__ = ["filter2d", "sep_filter2d", "gaussian_blur", "box_blur", "conv2d", "bloom",
-           "halation", "grain", "map_images", "from_zarr", "to_zarr", "overlap_depth", "task_threads"]
+           "halation", "grain", "map_images", "from_zarr", "to_zarr", "overlap_depth",
+           "task_threads"]
 
 #: The layouts by number of dimensions (lumen's default reading) and their (H, W) axes.
 _DEFAULT_LAYOUT = {2: "hw", 3: "hwc", 4: "nhwc"}
@@ -145,7 +146,7 @@ def _axis_plan(n, chunks, before, after, wrap):
     return chunks, (before, after), "none"
 
 
-def _apply(x, block_fn, reach_h, reach_w, border, layout, dtype, channel_axes_whole=True):
+def _apply(x, block_fn, reach_h, reach_w, border, layout, dtype):
     """map_overlap of block_fn (a numpy block -> numpy block of the same shape) over x with the
     halos of (before, after) on H and W, exact at the global border."""
     hax, wax = _HW_AXES[layout]
@@ -155,7 +156,10 @@ def _apply(x, block_fn, reach_h, reach_w, border, layout, dtype, channel_axes_wh
             chunks[ax] = (x.shape[ax],)
     depth, boundary = {}, {}
     # cv2.BORDER_WRAP is 3
-    wrap = border == 3 if isinstance(border, int) else lumen.BORDER_ALIASES.get(border, border) == "wrap"
+    if isinstance(border, int):
+        wrap = border == 3
+    else:
+        wrap = lumen.BORDER_ALIASES.get(border, border) == "wrap"
     for ax, (b, a) in ((hax, reach_h), (wax, reach_w)):
         chunks[ax], depth[ax], boundary[ax] = _axis_plan(x.shape[ax], x.chunks[ax], b, a, wrap)
     x = x.rechunk(tuple(chunks))
@@ -221,12 +225,13 @@ def filter2d(src, kernel, *, border="reflect", border_value=0.0, anchor=None, co
               dtype=dtype, layout=lay)
     m = _resolve_method(x, lay, rh, rw, method,
                         _bind(lumen.filter2d, context, threads, k, method=method, **kw))
-    return _apply(x, _bind(lumen.filter2d, context, threads, k, method=m, **kw), rh, rw, border, lay,
-                  _out_dtype(x, dtype))
+    return _apply(x, _bind(lumen.filter2d, context, threads, k, method=m, **kw), rh, rw, border,
+                  lay, _out_dtype(x, dtype))
 
 
 def sep_filter2d(src, kx, ky, *, border="reflect", border_value=0.0, anchor=None,
-                 convolve=False, method="auto", dtype=None, layout=None, context=None, threads=None):
+                 convolve=False, method="auto", dtype=None, layout=None, context=None,
+                 threads=None):
     """lumen.sep_filter2d on a dask array: row kernel kx, then column kernel ky."""
     x = da.asarray(src)
     lay = _layout(x.shape, layout)
@@ -237,8 +242,8 @@ def sep_filter2d(src, kx, ky, *, border="reflect", border_value=0.0, anchor=None
               dtype=dtype, layout=lay)
     m = _resolve_method(x, lay, rh, rw, method,
                         _bind(lumen.sep_filter2d, context, threads, kx, ky, method=method, **kw))
-    return _apply(x, _bind(lumen.sep_filter2d, context, threads, kx, ky, method=m, **kw), rh, rw, border,
-                  lay, _out_dtype(x, dtype))
+    return _apply(x, _bind(lumen.sep_filter2d, context, threads, kx, ky, method=m, **kw), rh,
+                  rw, border, lay, _out_dtype(x, dtype))
 
 
 def _gauss_size(ksize, sigma, truncate, dtype):
@@ -291,7 +296,8 @@ def box_blur(src, ksize, *, normalize=True, border="reflect", border_value=0.0, 
                   _out_dtype(x, dtype))
 
 
-def conv2d(x, weight, bias=None, *, stride=1, padding=0, dilation=1, groups=1, context=None, threads=None):
+def conv2d(x, weight, bias=None, *, stride=1, padding=0, dilation=1, groups=1, context=None,
+           threads=None):
     """lumen.conv2d on an N x C x H x W dask array, one task per block of images (the batch axis
     is the one chunked; C, H and W are taken whole). Bit-identical to the single call: each
     image's result depends on that image alone."""
@@ -324,8 +330,8 @@ def bloom(response, eta, sigma=20.0, kappa=30.0, rho=0.95, threshold=0.8, radius
     lay = _layout(x.shape, None)
     r = int(radius) if radius else int(4 * float(np.max(np.atleast_1d(sigma))))
     kw = dict(eta=eta, sigma=sigma, kappa=kappa, rho=rho, threshold=threshold, radius=radius)
-    return _apply(x, _bind(lumen.film.bloom, context, threads, **kw), (r, r), (r, r), "reflect", lay,
-                  _out_dtype(x, None))
+    return _apply(x, _bind(lumen.film.bloom, context, threads, **kw), (r, r), (r, r), "reflect",
+                  lay, _out_dtype(x, None))
 
 
 def _whole_planes(x, fn, dtype):

@@ -22,7 +22,7 @@ from tolerances import assert_f32_close, f32_atol
 try:
     import dask
     import dask.array as da
-    import distributed
+    import distributed  # noqa: F401  (the LocalCluster tests)
     import zarr
 except ImportError as e:  # make test installs them (scripts/install-deps.sh test)
     pytest.skip(f"lumen.dask needs dask, distributed and zarr (Debian: python3-dask "
