@@ -246,13 +246,13 @@ def sep_filter2d(src, kx, ky, *, border="reflect", border_value=0.0, anchor=None
                   rw, border, lay, _out_dtype(x, dtype))
 
 
-def _gauss_size(ksize, sigma, truncate, dtype):
+def _gauss_size(ksize, sigma, truncate):
     """The kernel size lumen.gaussian_blur uses on one axis (ksize 0/None: from sigma)."""
     if ksize:
         return int(ksize)
     if truncate is not None:  # SciPy's radius
         return 2 * int(float(truncate) * float(sigma) + 0.5) + 1
-    return lumen.gaussian_ksize(float(sigma), dtype)
+    return lumen.gaussian_ksize(float(sigma), "float32")
 
 
 def gaussian_blur(src, sigma, *, sigma_y=None, ksize=None, border="reflect", border_value=0.0,
@@ -270,8 +270,9 @@ def gaussian_blur(src, sigma, *, sigma_y=None, ksize=None, border="reflect", bor
     if sigma_y is not None:
         sy = sigma_y
     kx, ky = (ksize if isinstance(ksize, (tuple, list)) else (ksize, ksize))
-    gdt = "uint8" if x.dtype == np.uint8 else "float32"
-    nx, ny = _gauss_size(kx, sx, truncate, gdt), _gauss_size(ky, sy, truncate, gdt)
+    # the float rule's size (8 sigma + 1) is never below the 8-bit one's (6 sigma + 1): a halo
+    # that may be wider than the kernel needs, never narrower
+    nx, ny = _gauss_size(kx, sx, truncate), _gauss_size(ky, sy, truncate)
     rw, rh = overlap_depth(nx), overlap_depth(ny)
     kw = dict(sigma_y=sigma_y, ksize=ksize, precision=precision, mode=mode, cval=cval,
               truncate=truncate, dtype=dtype, layout=lay)
