@@ -355,3 +355,21 @@ def test_zarr_larger_than_worker_memory(tmp_path, client):
         want = lumen.filter2d(z[ya:yb, xa:xb], k, border="reflect101", method="direct")
         equal(out[y0:y0 + 300, x0:x0 + 300],
               want[y0 - ya:y0 - ya + 300, x0 - xa:x0 - xa + 300], f"tile {y0},{x0}")
+
+
+# ---- the benchmark's harness ----------------------------------------------------------------------
+
+def test_bench_dask_quick():
+    """python3 -m lumen.bench --case dask runs (a small image, no cluster) and finds the
+    threaded scheduler's direct and separable results bit-identical to plain lumen's."""
+    r = subprocess.run([sys.executable, "-m", "lumen.bench", "--case", "dask", "--size", "600",
+                        "--chunk", "160", "--repeat", "1", "--workers", "", "--json"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    import json
+    res = json.loads(r.stdout)
+    assert [row["case"] for row in res["rows"]] == ["filter2d_k5", "filter2d_k31",
+                                                    "gaussian_s8", "filter2d_k127"]
+    exact = [row["threads_exact"] for row in res["rows"] if "threads_exact" in row]
+    assert exact and all(exact), res["rows"]
+    assert res["identity"]["threads_s"] > 0
