@@ -1,4 +1,6 @@
-"""lumen on Dask: the same ops on images larger than memory and on many images (docs/scale-out.md).
+"""lumen on Dask: the same ops on images larger than memory, and on many images.
+
+docs/scale-out.md has the design, the exactness guarantee and the figures.
 
     import dask.array as da, lumen.dask
     img = da.from_zarr("mosaic.zarr")                      # or da.from_array(a, chunks=2048)
@@ -19,8 +21,12 @@ is what the single-machine op gives on the whole image:
 * blocks narrower than the kernel are merged with their neighbours (rechunked), an axis shorter
   than two kernels becomes one block.
 
-Direct and separable results, and every integer result, are bit-identical to the
-single-machine call; FFT results agree within the FFT's tolerance (its tiles differ).
+Direct and separable results, box and integer results (direct, separable) are bit-identical
+to the single-machine call; FFT results agree within the f32 tolerance (its tiles differ).
+Each task runs lumen on ``threads=`` threads (default $LUMEN_NUM_THREADS, else
+$OMP_NUM_THREADS, else 1) on a context of its own thread; ``context=`` is for the threaded and
+synchronous schedulers only (a context does not travel to other processes).
+halation and grain are global reductions and run on whole images (their docstrings).
 This module imports Dask; ``import lumen`` does not.
 """
 

@@ -357,7 +357,7 @@ def test_zarr_larger_than_worker_memory(tmp_path, client):
               want[y0 - ya:y0 - ya + 300, x0 - xa:x0 - xa + 300], f"tile {y0},{x0}")
 
 
-# ---- the benchmark's harness ----------------------------------------------------------------------
+# ---- the benchmark's harness -----------------------------------------------------------------
 
 def test_bench_dask_quick():
     """python3 -m lumen.bench --case dask runs (a small image, no cluster) and finds the
