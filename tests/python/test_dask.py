@@ -135,6 +135,19 @@ def test_separable_gaussian_box(border):
           lumen.box_blur(IMG, (8, 3), normalize=False, **kw), "box sums")
 
 
+def test_float64_dtype_and_cv2_borders():
+    """float64 in (filtered in float32, widened back), dtype= out, OpenCV's border integers
+    (cv2.BORDER_WRAP is 3: the periodic exchange must follow it too)."""
+    a = rng.random((50, 61))
+    x = da.from_array(a, chunks=(13, 17))
+    for border in (3, 4, 2, "circular", "mirror"):
+        equal(ld.gaussian_blur(x, 1.2, border=border).compute(scheduler="sync"),
+              lumen.gaussian_blur(a, 1.2, border=border), f"float64 {border}")
+        equal(ld.filter2d(x, np.ones((3, 4)) / 12, dtype="uint8", border=border).compute(
+            scheduler="sync"), lumen.filter2d(a, np.ones((3, 4)) / 12, dtype="uint8",
+                                              border=border), f"dtype u8 {border}")
+
+
 def test_scipy_spellings():
     x = da.from_array(IMG, chunks=(7, 7))
     equal(ld.gaussian_blur(x, 1.0, mode="mirror", truncate=3.0).compute(scheduler="sync"),
