@@ -48,7 +48,8 @@ except ImportError as e:  # pragma: no cover - depends on the machine
 
 import lumen
 
-__all__ = ["filter2d", "sep_filter2d", "gaussian_blur", "box_blur", "conv2d", "bloom",
+__all__ = ["filter2d", "sep_filter2d", "gaussian_blur", "box_blur", "conv2d",
+           "conv_transpose2d", "bloom",
            "halation", "grain", "map_images", "from_zarr", "to_zarr", "overlap_depth",
            "task_threads"]
 
@@ -303,26 +304,39 @@ def box_blur(src, ksize, *, normalize=True, border="reflect", border_value=0.0, 
                   _out_dtype(x, dtype))
 
 
-def conv2d(x, weight, bias=None, *, stride=1, padding=0, dilation=1, groups=1, context=None,
-           threads=None):
-    """lumen.conv2d on an N x C x H x W dask array, one task per block of images (the batch axis
-    is the one chunked; C, H and W are taken whole). Bit-identical to the single call: each
-    image's result depends on that image alone."""
+def _along_n(fn, x, weight, bias, context, threads, kw):
+    """fn (lumen.conv2d or conv_transpose2d) on an N x C x H x W dask array, one task per block
+    of images: the batch axis is the one chunked, C, H and W are taken whole."""
     x = da.asarray(x)
     if x.ndim != 4:
         raise lumen.ArgumentError(f"x: expected N x C x H x W, got shape {x.shape}")
     w = np.asarray(weight, np.float32)
     b = None if bias is None else np.asarray(bias, np.float32)
-    kw = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
     # One zero image (a broadcast view: no memory) checks the arguments now, on the client,
     # and gives the result's K x P x Q.
     one = np.broadcast_to(np.float32(0), (1,) + tuple(x.shape[1:]))
-    kpq = lumen.conv2d(one, w, b, context=context, **kw).shape[1:]
+    kpq = fn(one, w, b, context=context, **kw).shape[1:]
     x = x.rechunk((x.chunks[0],) + tuple((s,) for s in x.shape[1:]))
-    return x.map_blocks(lambda blk: lumen.conv2d(np.asarray(blk, np.float32), w, b,
-                                                      context=_ctx(context, threads), **kw),
+    return x.map_blocks(lambda blk: fn(np.asarray(blk, np.float32), w, b,
+                                       context=_ctx(context, threads), **kw),
                         chunks=(x.chunks[0],) + tuple((s,) for s in kpq), dtype=np.float32,
                         meta=np.empty((0, 0, 0, 0), np.float32))
+
+
+def conv2d(x, weight, bias=None, *, stride=1, padding=0, dilation=1, groups=1, context=None,
+           threads=None):
+    """lumen.conv2d on an N x C x H x W dask array, chunked along N. Bit-identical to the single
+    call: each image's result depends on that image alone."""
+    return _along_n(lumen.conv2d, x, weight, bias, context, threads,
+                    dict(stride=stride, padding=padding, dilation=dilation, groups=groups))
+
+
+def conv_transpose2d(x, weight, bias=None, *, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1, context=None, threads=None):
+    """lumen.conv_transpose2d on an N x C x H x W dask array, chunked along N (as conv2d)."""
+    return _along_n(lumen.conv_transpose2d, x, weight, bias, context, threads,
+                    dict(stride=stride, padding=padding, output_padding=output_padding,
+                         groups=groups, dilation=dilation))
 
 
 # ---- film effects -----------------------------------------------------------------------------

@@ -197,6 +197,11 @@ def test_conv2d_along_batch():
         equal(got.compute(scheduler="threads"), lumen.conv2d(x, w, b, **kw), f"conv2d {kw}")
     with pytest.raises(lumen.ArgumentError):
         ld.conv2d(da.from_array(x), w[:, :2], b)
+    wt = rng.standard_normal((3, 2, 4, 4)).astype(np.float32)
+    kw = dict(stride=2, padding=1, output_padding=1)
+    got = ld.conv_transpose2d(da.from_array(x, chunks=(3, 3, 12, 13)), wt, None, **kw)
+    equal(got.compute(scheduler="threads"), lumen.conv_transpose2d(x, wt, None, **kw),
+          "conv_transpose2d")
 
 
 def test_film_effects():
