@@ -86,6 +86,7 @@ test-pip:
 	cd /tmp && PYTHONPATH=$(abspath $(BUILD))/pip-target $(PYTHON) -c \
 	  "import lumen, numpy as np, pathlib; from lumen.compat import phos; \
 	   r = lumen.gaussian_blur(np.ones((8, 8), np.float32), 1.0); assert abs(r - 1).max() < 1e-6; \
+	   import lumen.dask, lumen.bench_dask; \
 	   st = pathlib.Path(lumen.__file__).parent / 'studio' / 'static'; \
 	   assert all((st / f).is_file() for f in ('index.html', 'studio.css', 'studio.js')), st; \
 	   print('pip-installed lumen', lumen.__version__, 'from', lumen.__file__)"

@@ -68,10 +68,12 @@ def opencv_bloom_halation(img, s):
 
 
 def lumen_bloom_halation(img, s, ctx, tmp):
+    """Into preallocated arrays, each step out of place (as Phos's own code, whose steps return
+    new arrays; in place, lumen's fused FFT path would copy its source first)."""
     lumen.film.bloom(img, s["bloom_eta"], s["bloom_sigma"], s["bloom_kappa"], s["bloom_rho"],
-                     out=tmp, context=ctx)
-    return lumen.film.halation(tmp, s["halation_f"], s["halation_energy"], s["halation_radius"],
-                               out=tmp, context=ctx)
+                     out=tmp[0], context=ctx)
+    return lumen.film.halation(tmp[0], s["halation_f"], s["halation_energy"],
+                               s["halation_radius"], out=tmp[1], context=ctx)
 
 
 def best(fn, repeat):
@@ -85,7 +87,7 @@ def best(fn, repeat):
 
 def run(w, h, args, s, ctx):
     img = linear_photo(args.image, w, h)
-    tmp = np.empty_like(img)
+    tmp = (np.empty_like(img), np.empty_like(img))
     lu = lumen_bloom_halation(img, s, ctx, tmp).copy()  # warm: plans, spectra, pools
     cv = opencv_bloom_halation(img, s)
     t_lu = best(lambda: lumen_bloom_halation(img, s, ctx, tmp), args.repeat)

@@ -60,8 +60,14 @@ LUMEN_API const char *lumen_version(void);
 typedef enum lumen_dtype {
     LUMEN_U8 = 0,
     LUMEN_U16 = 1,
-    LUMEN_F32 = 2
+    LUMEN_F32 = 2,
+    LUMEN_F16 = 3, /* IEEE 754 binary16 (half): storage only, ops compute in f32 */
+    LUMEN_BF16 = 4 /* bfloat16 (the top half of an f32): storage only, ops compute in f32 */
 } lumen_dtype;
+
+/* f16 and bf16 are storage types: an op loads them exactly into f32, accumulates in f32 and
+ * rounds its result once, to nearest even, on store (NaN stays NaN; f16 overflows to +-Inf,
+ * as IEEE does). docs/semantics.md, "Half precision". */
 
 /*
  * A view of n images with c channels of h x w pixels. Strides are in
@@ -88,8 +94,13 @@ LUMEN_API lumen_image lumen_image_nchw(void *data, lumen_dtype dtype, int64_t n,
                                        int64_t h, int64_t w);
 /* Size of one element of dtype in bytes (0 for an unknown dtype). */
 LUMEN_API size_t lumen_dtype_size(lumen_dtype dtype);
-/* "u8", "u16", "f32" (or "?"). */
+/* "u8", "u16", "f32", "f16", "bf16" (or "?"). */
 LUMEN_API const char *lumen_dtype_name(lumen_dtype dtype);
+/* One element of dtype at p as float (exact: halves widen without rounding), and v stored as
+ * dtype at p the way ops store results: u8/u16 rounded to nearest even and saturated, f16/bf16
+ * rounded to nearest even (docs/semantics.md). For programs that read elements one by one. */
+LUMEN_API float lumen_element_get(const void *p, lumen_dtype dtype);
+LUMEN_API void lumen_element_set(void *p, lumen_dtype dtype, float v);
 
 /* ---- context ----------------------------------------------------------- */
 
@@ -452,12 +463,89 @@ LUMEN_API lumen_status lumen_film(lumen_context *ctx, const lumen_image *src,
                                   const lumen_image *dst, const lumen_film_stock *stock,
                                   const lumen_film_options *opt, lumen_run_info *info);
 
+/* ---- crop to a mask (docs/crop.md) ----------------------------------------------
+ * MONAI's CropForeground for the parts it has (margin, allow_smaller, k_divisible), plus a
+ * minimum size, a target aspect ratio and a choice of what lies outside the image. The ops run
+ * on host views on the CPU whatever the context's device (a copy and a scan: nothing for a
+ * device to win); device-resident views are a clear error. */
+
+/* Pixels x0 <= x < x1, y0 <= y < y1 (half-open). Empty when x1 <= x0 or y1 <= y0; a mask with
+ * no foreground gives 0, 0, 0, 0 (as MONAI's generate_spatial_bounding_box). Boxes may reach
+ * outside an image (negative starts, ends past its size): a crop pads there. */
+typedef struct lumen_box {
+    int64_t x0, y0, x1, y1;
+} lumen_box;
+
+/* 1 if the box holds no pixel. */
+LUMEN_API int lumen_box_empty(const lumen_box *box);
+
+/* The bounding box of the pixels of each image of mask where any channel is > threshold, into
+ * boxes[0 .. mask->n): one per image, empty (all 0) for an image with none. u8, u16 and f32,
+ * any layout and strides; NaN is never foreground. */
+LUMEN_API lumen_status lumen_mask_bbox(lumen_context *ctx, const lumen_image *mask,
+                                       double threshold, lumen_box *boxes, lumen_run_info *info);
+
+typedef enum lumen_crop_outside {
+    LUMEN_CROP_PAD = 0, /* the window keeps its size; pixels outside come from the border rule */
+    LUMEN_CROP_CLIP = 1 /* the window is cut to the image (the output may be smaller) */
+} lumen_crop_outside;
+
+typedef enum lumen_crop_empty {
+    LUMEN_CROP_EMPTY_ERROR = 0, /* an image with an empty mask is an error naming it */
+    LUMEN_CROP_EMPTY_WHOLE = 1  /* its box is the whole image (as a full mask would give) */
+} lumen_crop_empty;
+
+/* How a box becomes the window that is cut, in this order (docs/crop.md): the box grows by
+ * margin on each side; allow_smaller clips it to the image (MONAI's allow_smaller); the
+ * shorter side grows around the centre to the aspect ratio; each side grows around the centre
+ * to its minimum; each side grows around the centre to a multiple of k (MONAI's k_divisible:
+ * the start moves back by floor(growth / 2)); outside says what happens beyond the image. */
+typedef struct lumen_crop_options {
+    double threshold;           /* mask > threshold is foreground: 0 (MONAI's is_positive) */
+    int margin_y, margin_x;     /* >= 0: 0 */
+    int allow_smaller;          /* 0 (MONAI >= 1.5's default) */
+    double aspect;              /* width / height of the window, > 0; 0: any */
+    int64_t min_h, min_w;       /* >= 0: 0 */
+    int k_h, k_w;               /* >= 1: 1 */
+    lumen_crop_outside outside; /* LUMEN_CROP_PAD (as MONAI, which always pads) */
+    lumen_border border;        /* of the pad: LUMEN_BORDER_CONSTANT (MONAI's default) */
+    float border_value;         /* 0 */
+    lumen_crop_empty empty;     /* LUMEN_CROP_EMPTY_ERROR */
+} lumen_crop_options;
+
+LUMEN_API lumen_crop_options lumen_crop_options_default(void);
+
+/* The window the rules above give for box in an image of h x w; an empty box is an error
+ * (or, with LUMEN_CROP_EMPTY_WHOLE, the whole image). */
+LUMEN_API lumen_status lumen_crop_window(const lumen_box *box, int64_t h, int64_t w,
+                                         const lumen_crop_options *opt, lumen_box *window);
+
+/* Copies window windows[b] of image b of src into image b of dst (windows[0] for every image
+ * when n_windows is 1, else n_windows = src->n). Every window has dst's h x w; pixels outside
+ * src come from border (the rule of lumen's filters, semantics.h; the constant value saturated
+ * to dst's dtype). dst has src's n and c, any dtype (converted as the filters store) and must
+ * not overlap src. */
+LUMEN_API lumen_status lumen_crop_box(lumen_context *ctx, const lumen_image *src,
+                                      const lumen_box *windows, int64_t n_windows,
+                                      const lumen_image *dst, lumen_border border,
+                                      float border_value, lumen_run_info *info);
+
+/* The size of lumen_crop's output: the windows of every image (mask->n is 1 or src->n; mask
+ * NULL: src is its own mask, as MONAI's default) must share one h x w, else an error naming
+ * two that differ. The mask must be a host view (its values decide the size). */
+LUMEN_API lumen_status lumen_crop_size(const lumen_image *src, const lumen_image *mask,
+                                       const lumen_crop_options *opt, int64_t *h, int64_t *w);
+/* Crops src to its mask's foreground into dst (of lumen_crop_size's size). */
+LUMEN_API lumen_status lumen_crop(lumen_context *ctx, const lumen_image *src,
+                                  const lumen_image *mask, const lumen_image *dst,
+                                  const lumen_crop_options *opt, lumen_run_info *info);
+
 /* ---- neural-network convolution (NCHW) ------------------------------------
  * Tensors are lumen_image views read as N x C x H x W: x = (N, C, H, W), weights
  * w = (K, C / groups, R, S) for conv2d and (C, K / groups, R, S) for conv_transpose2d,
  * y = (N, K, P, Q). Shapes and every rule are PyTorch's Conv2d / ConvTranspose2d: zero padding
- * on both sides, cross-correlation, bias optional (K floats or NULL). f32 now; f16/bf16
- * storage with f32 accumulation later. */
+ * on both sides, cross-correlation, bias optional (K floats or NULL). f32, f16 or bf16 (each
+ * tensor its own; halves are widened exactly, the sums are f32 and y is rounded once). */
 
 typedef struct lumen_conv2d_params {
     int stride_h, stride_w;             /* >= 1 */
@@ -489,7 +577,8 @@ LUMEN_API lumen_status lumen_conv_transpose2d(lumen_context *ctx, const lumen_im
                                               const lumen_conv2d_params *p, const lumen_image *y,
                                               lumen_run_info *info);
 
-/* The same, allocating y as a contiguous NCHW f32 tensor (free it with lumen_image_free). */
+/* The same, allocating y as a contiguous NCHW tensor of x's dtype (free it with
+ * lumen_image_free). */
 LUMEN_API lumen_status lumen_conv2d_alloc(lumen_context *ctx, const lumen_image *x,
                                           const lumen_image *w, const float *bias,
                                           const lumen_conv2d_params *p, lumen_image *y,
@@ -503,7 +592,7 @@ LUMEN_API lumen_status lumen_conv_transpose2d_alloc(lumen_context *ctx, const lu
  * By extension: .png (u8/u16, 1..4 channels (2 = gray+alpha)), .jpg/.jpeg
  * (u8, 1/3 channels), .tif/.tiff (u8/u16/f32, 1..4 channels), .webp (u8,
  * 3/4 channels), .exr (f32 in memory; float or half on disk; 1..4 channels),
- * .npy (u8/u16/f32; H x W or H x W x C; f64 converted to f32 on read).
+ * .npy (u8/u16/f32/f16; H x W or H x W x C; f64 converted to f32 on read).
  * docs/io.md: formats, metadata, orientation, limits.
  */
 

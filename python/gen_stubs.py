@@ -58,6 +58,9 @@ def device_info(device: Union[str, int] = "auto") -> dict[str, Any]: ...
 def read_image(path: str) -> np.ndarray: ...
 def write_image(path: str, image: ArrayLike) -> None: ...
 def last_run() -> dict[str, Any] | None: ...
+def mask_bbox(mask: ArrayLike, threshold: float = 0.0, *,
+              layout: Literal['hw', 'hwc', 'chw', 'nhwc', 'nchw'] | None = None,
+              context: Context | None = None) -> npt.NDArray[np.int64]: ...
 '''
 
 #: What Python takes beyond the descriptor's type, per (op or "*", argument).
@@ -125,7 +128,7 @@ def render():
     parts += ["\n" + _function(op) for op in ops]
     names = sorted(["ArgumentError", "BORDER_ALIASES", "Context", "Error", "FileError",
                     "UnsupportedError", "device_info", "devices", "gaussian_kernel",
-                    "gaussian_ksize", "last_run", "read_image", "write_image"]
+                    "gaussian_ksize", "last_run", "mask_bbox", "read_image", "write_image"]
                    + [op["name"] for op in ops])
     parts.append("\n__all__ = [\n" + "".join(f"    {n!r},\n" for n in names) + "]\n")
     return "".join(parts)

@@ -19,7 +19,9 @@ if [ "${1:-build}" = test ]; then
          # the Vulkan module and its tests on lavapipe (docs/vulkan.md); not needed by make run
          libvulkan-dev glslc mesa-vulkan-drivers
          # the web studio's test in a headless browser (tests/python/test_studio.py, docs/studio.md)
-         chromium chromium-driver python3-selenium)
+         chromium chromium-driver python3-selenium
+         # lumen.dask and its tests: scale-out on Dask, Zarr images (docs/scale-out.md)
+         python3-dask python3-distributed python3-zarr)
 fi
 # make fuzz: libFuzzer and the sanitizer runtimes of Debian's clang, clang's OpenMP runtime, and
 # cmocka (the harnesses share the C tests' tolerance table)

@@ -30,6 +30,7 @@ from ._lumen import (  # noqa: F401  (the C extension is the API)
     write_image,
 )
 from ._conv import FORMS as _FORMS
+from ._crop import FORMS as _CROP_FORMS, mask_bbox  # noqa: F401  (docs/crop.md)
 from . import film  # noqa: E402,F401  (lumen.film: the film effects, docs/film.md)
 
 #: Border names accepted besides lumen's own, and what they mean (docs/python.md).
@@ -44,6 +45,7 @@ BORDER_ALIASES = {
 # The ops, one per op descriptor (include/lumen_ops.h): the C functions themselves, whose
 # signatures and docstrings the extension made from the descriptors; conv2d and
 # conv_transpose2d also take torch's unbatched and empty-batch forms (_conv.py).
+_FORMS = {**_FORMS, **_CROP_FORMS}
 _OPS = [d["name"] for d in _lumen._op_descriptors()]
 for _name in _OPS:
     _fn = getattr(_lumen, _name)
@@ -52,6 +54,6 @@ del _name, _fn
 
 __all__ = [
     "ArgumentError", "Context", "Error", "FileError", "UnsupportedError", "BORDER_ALIASES",
-    "device_info", "devices", "gaussian_kernel", "gaussian_ksize", "last_run", "read_image",
-    "write_image",
+    "device_info", "devices", "gaussian_kernel", "gaussian_ksize", "last_run", "mask_bbox",
+    "read_image", "write_image",
 ] + _OPS

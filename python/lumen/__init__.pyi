@@ -40,6 +40,9 @@ def device_info(device: Union[str, int] = "auto") -> dict[str, Any]: ...
 def read_image(path: str) -> np.ndarray: ...
 def write_image(path: str, image: ArrayLike) -> None: ...
 def last_run() -> dict[str, Any] | None: ...
+def mask_bbox(mask: ArrayLike, threshold: float = 0.0, *,
+              layout: Literal['hw', 'hwc', 'chw', 'nhwc', 'nchw'] | None = None,
+              context: Context | None = None) -> npt.NDArray[np.int64]: ...
 # ---- ops, from the descriptors ----
 
 def filter2d(
@@ -184,6 +187,27 @@ def grain(
 ) -> np.ndarray:
     """film grain: seeded photon noise (Phos's Poisson mode)."""
 
+def crop(
+    src: ArrayLike,
+    mask: ArrayLike | None = None,
+    *,
+    threshold: float = 0.0,
+    margin: Union[int, Sequence[int]] = 0,
+    allow_smaller: bool = False,
+    aspect: float = 0.0,
+    min_size: Union[int, Sequence[int]] = 0,
+    k_divisible: Union[int, Sequence[int]] = 1,
+    outside: Literal['pad', 'clip'] = 'pad',
+    border: BorderLike = 'constant',
+    border_value: float = 0.0,
+    empty: Literal['error', 'whole'] = 'error',
+    out: ArrayLike | None = None,
+    dtype: DTypeLike | None = None,
+    layout: Literal['hw', 'hwc', 'chw', 'nhwc', 'nchw'] | None = None,
+    context: Context | None = None,
+) -> np.ndarray:
+    """crop to the bounding box of a mask's foreground (MONAI's CropForeground)."""
+
 def resize(
     src: ArrayLike,
     size: tuple[int, int] | None = None,
@@ -212,6 +236,7 @@ __all__ = [
     'box_blur',
     'conv2d',
     'conv_transpose2d',
+    'crop',
     'device_info',
     'devices',
     'filter2d',
@@ -221,6 +246,7 @@ __all__ = [
     'grain',
     'halation',
     'last_run',
+    'mask_bbox',
     'read_image',
     'resize',
     'sep_filter2d',

@@ -3,6 +3,7 @@
     python3 -m lumen.bench [--size WxH] [--repeat N] [--threads N] [--case NAMES] [--json]
                            [--no-scipy] [--no-torch] [--torch-cap S] [--overhead-calls N]
                            [--batch N]
+    python3 -m lumen.bench --case dask [...]   (lumen on Dask: lumen/bench_dask.py's flags)
 
 Every library gets the same f32 image (H x W, one channel; seeded random values in [0, 1)),
 the same kernel (lumen bench's LCG taps, so the same as `lumen bench`) and border reflect
@@ -1155,6 +1156,11 @@ def run_cases(args, libs, names):
 
 def main(argv=None):
     global DEVICE
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if any(a in ("--case=dask",) for a in argv) or any(
+            a == "--case" and v == "dask" for a, v in zip(argv, argv[1:])):
+        from . import bench_dask  # lumen on Dask (docs/scale-out.md): its own cases and flags
+        return bench_dask.main(argv)
     args = parse_args(argv)
     DEVICE = args.device
     try:

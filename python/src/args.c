@@ -131,6 +131,21 @@ int lumenpy_dtype_conv(PyObject *obj, void *out)
         *dt = -1;
         return 1;
     }
+    /* bfloat16, which NumPy lacks: by name, or torch.bfloat16 (whose str says so) */
+    PyObject *name = PyObject_Str(obj);
+    const char *n = name ? PyUnicode_AsUTF8(name) : NULL;
+    const int bf16 = n && (!strcmp(n, "bfloat16") || !strcmp(n, "bf16") ||
+                           !strcmp(n, "torch.bfloat16"));
+    Py_XDECREF(name);
+    PyErr_Clear();
+    if (bf16) {
+        *dt = LUMEN_BF16;
+        return 1;
+    }
+    if (n && !strcmp(n, "torch.float16")) {
+        *dt = LUMEN_F16;
+        return 1;
+    }
     PyArray_Descr *d = NULL;
     if (!PyArray_DescrConverter(obj, &d)) return 0;
     int t = d->type_num;
@@ -138,11 +153,14 @@ int lumenpy_dtype_conv(PyObject *obj, void *out)
     if (t == NPY_UINT8) *dt = LUMEN_U8;
     else if (t == NPY_UINT16) *dt = LUMEN_U16;
     else if (t == NPY_FLOAT32) *dt = LUMEN_F32;
+    else if (t == NPY_FLOAT16) *dt = LUMEN_F16;
     else if (t == NPY_FLOAT64)
         *dt = LUMENPY_F64; /* computed in float32, then widened */
     else {
         PyErr_Format(PyExc_TypeError,
-                     "dtype: %R is not supported (uint8, uint16, float32 or float64)", obj);
+                     "dtype: %R is not supported (uint8, uint16, float16, bfloat16, float32 or "
+                     "float64)",
+                     obj);
         return 0;
     }
     return 1;

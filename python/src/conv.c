@@ -60,9 +60,9 @@ int lumenpy_nchw_view(PyObject *obj, const char *name, int writable, lumenpy_vie
         lumenpy_view_release(v);
         return refuse_ndim(name, nd);
     }
-    if (v->img.dtype != LUMEN_F32) {
+    if (v->img.dtype != LUMEN_F32 && v->img.dtype != LUMEN_F16 && v->img.dtype != LUMEN_BF16) {
         PyErr_Format(PyExc_TypeError,
-                     "%s: dtype %s is not supported (float32 only; convert with "
+                     "%s: dtype %s is not supported (float32, float16 or bfloat16; convert with "
                      ".astype(np.float32) or .float())",
                      name, lumenpy_dtype_label(v->img.dtype));
         lumenpy_view_release(v);
@@ -242,11 +242,12 @@ static void conv_cleanup(conv_call *c)
     Py_CLEAR(c->tmp);
 }
 
-static PyObject *new_f32(int64_t n, int64_t k, int64_t h, int64_t w, const char *name,
-                         lumenpy_view *v)
+/* A new N x K x P x Q array of x's dtype, as torch's result (bf16: made like x). */
+static PyObject *new_like_x(int64_t n, int64_t k, int64_t h, int64_t w, const char *name,
+                            lumenpy_view *v, int dtype, PyObject *like)
 {
     npy_intp shape[4] = {(npy_intp)n, (npy_intp)k, (npy_intp)h, (npy_intp)w};
-    PyObject *a = PyArray_SimpleNew(4, shape, NPY_FLOAT32);
+    PyObject *a = lumenpy_new_array(4, shape, dtype, like);
     if (!a) return NULL;
     if (lumenpy_nchw_view(a, name, 1, v)) {
         Py_DECREF(a);
@@ -256,11 +257,12 @@ static PyObject *new_f32(int64_t n, int64_t k, int64_t h, int64_t w, const char 
 }
 
 /* The output: out= checked against (N, K, P, Q), or a new array of that shape. */
-static int conv_output(conv_call *c, PyObject *out, int64_t k, int64_t p, int64_t q)
+static int conv_output(conv_call *c, PyObject *out, int64_t k, int64_t p, int64_t q,
+                       PyObject *like)
 {
     int64_t n = c->x.img.n;
     if (out == Py_None) {
-        c->result = new_f32(n, k, p, q, "out", &c->y);
+        c->result = new_like_x(n, k, p, q, "out", &c->y, (int)c->x.img.dtype, like);
         return c->result ? 0 : -1;
     }
     if (lumenpy_nchw_view(out, "out", 1, &c->y)) return -1;
@@ -300,16 +302,19 @@ static int pick_device(conv_call *c)
 }
 
 /* dst = src[:, :, dh:, dw:] (shapes already agree once the offsets are applied). */
+/* src is f32; dst any float dtype, each value rounded once as lumen stores it. */
 static void copy_shifted(const lumen_image *src, int dh, int dw, const lumen_image *dst)
 {
     const float *s0 = (const float *)src->data + dh * src->stride_h + dw * src->stride_w;
-    float *d0 = dst->data;
+    const int64_t es = (int64_t)lumen_dtype_size(dst->dtype);
+    char *d0 = dst->data;
     for (int64_t n = 0; n < dst->n; n++)
         for (int64_t k = 0; k < dst->c; k++)
             for (int64_t i = 0; i < dst->h; i++) {
                 const float *s = s0 + n * src->stride_n + k * src->stride_c + i * src->stride_h;
-                float *d = d0 + n * dst->stride_n + k * dst->stride_c + i * dst->stride_h;
-                for (int64_t j = 0; j < dst->w; j++) d[j * dst->stride_w] = s[j * src->stride_w];
+                char *d = d0 + (n * dst->stride_n + k * dst->stride_c + i * dst->stride_h) * es;
+                for (int64_t j = 0; j < dst->w; j++)
+                    lumen_element_set(d + j * dst->stride_w * es, dst->dtype, s[j * src->stride_w]);
             }
 }
 
@@ -361,7 +366,7 @@ static PyObject *conv_run(PyObject *xo, PyObject *wo, PyObject *bo, lumen_conv2d
     }
     int64_t k = transposed ? c.w.img.c * (int64_t)p->groups : c.w.img.n;
     if (bias_array(bo, k, &c.bias)) goto fail;
-    if (conv_output(&c, out, k, oh - extra_h, ow - extra_w)) goto fail;
+    if (conv_output(&c, out, k, oh - extra_h, ow - extra_w, xo)) goto fail;
     if (pick_device(&c)) goto fail;
     if ((extra_h || extra_w) && c.device > 0) {
         PyErr_SetString(lumenpy_UnsupportedError,
@@ -371,7 +376,7 @@ static PyObject *conv_run(PyObject *xo, PyObject *wo, PyObject *bo, lumen_conv2d
     }
     const lumen_image *dst = &c.y.img;
     if (extra_h || extra_w) {
-        c.tmp = new_f32(c.x.img.n, k, oh, ow, "out", &c.t);
+        c.tmp = new_like_x(c.x.img.n, k, oh, ow, "out", &c.t, LUMEN_F32, NULL);
         if (!c.tmp) goto fail;
         dst = &c.t.img;
     }

@@ -211,8 +211,10 @@ static const char *const extra_help[][2] = {
     {"cval", "with mode='constant': the value outside the image (SciPy's name of border_value)"},
     {"truncate", "SciPy's size rule: radius int(truncate*sigma + 0.5) per axis; instead of "
                  "ksize="},
-    {"dtype", "the result's dtype ('uint8', 'uint16', 'float32', 'float64'); default: src's "
-              "(float64 results are computed in float32, docs/python.md)"},
+    {"dtype", "the result's dtype ('uint8', 'uint16', 'float32', 'float16', 'bfloat16', "
+              "'float64', or torch's dtypes); default: src's (float64 results are computed in "
+              "float32; a bfloat16 result is a torch tensor: from a bfloat16 src or out=, "
+              "docs/python.md)"},
     {"layout", "how src's axes are read: 'hw', 'hwc', 'chw', 'nhwc' or 'nchw'; default: by "
                "ndim (H x W, H x W x C, N x H x W x C), refusing shapes that look "
                "channels-first; the result keeps src's layout"},
@@ -250,12 +252,14 @@ static const char *python_notes(const char *name)
     if (!strcmp(name, "gaussian_blur"))
         return "sigma may be a pair (sx, sy), x first as ksize (the reverse of scipy's per-axis "
                "order). Borders also take their aliases (docs/python.md) and cv2.BORDER_* "
-               "integers; src is a NumPy array or DLPack tensor of uint8, uint16 or float32 "
-               "(NumPy float64 too: filtered in float32, returned as float64), H x W, "
+               "integers; src is a NumPy array or DLPack tensor of uint8, uint16, float32, "
+               "float16 or bfloat16 (NumPy float64 too: filtered in float32, returned as "
+               "float64), H x W, "
                "H x W x C or N x H x W x C (or as layout= says), in any strides.";
     return "Borders also take their aliases (docs/python.md) and cv2.BORDER_* integers; src is a "
-           "NumPy array or DLPack tensor of uint8, uint16 or float32 (NumPy float64 too: "
-           "filtered in float32, returned as float64), H x W, H x W x C or N x H x W x C (or as "
+           "NumPy array or DLPack tensor of uint8, uint16, float32, float16 or bfloat16 (NumPy "
+           "float64 too: filtered in float32, returned as float64), H x W, H x W x C or "
+           "N x H x W x C (or as "
            "layout= says), in any strides.";
 }
 
@@ -274,10 +278,11 @@ static void put_generic_notes(text *t, const lumen_op_desc *op)
     put(t, "\n\nBound from the descriptor (generic binding): arrays are NumPy arrays or DLPack "
            "tensors, used in place");
     if (image)
-        put(t, "; images are uint8, uint16 or float32 (NumPy float64 too: filtered in float32, "
+        put(t, "; images are uint8, uint16, float32, float16 or bfloat16 (NumPy float64 too: "
+               "filtered in float32, "
                "returned as float64), H x W, H x W x C or N x H x W x C (or as layout= says), in "
                "any strides");
-    if (tensor) put(t, "; tensors are float32 N x C x H x W");
+    if (tensor) put(t, "; tensors are float32, float16 or bfloat16 N x C x H x W");
     if (pair) put(t, "; int pairs are an int (both) or a pair");
     if (border)
         put(t, "; borders also take their aliases (docs/python.md) and cv2.BORDER_* integers");
@@ -291,7 +296,8 @@ static char *docs[2][LUMENPY_MAX_OPS];
 const char *lumenpy_op_doc(const lumen_op_desc *op, int generic)
 {
     int i = 0;
-    while (i < lumen_op_count() && lumen_op_at(i) != op) i++;
+    while (i < lumen_op_count() && lumen_op_at(i) != op)
+        i++;
     if (i >= lumen_op_count() || i >= LUMENPY_MAX_OPS) {
         PyErr_Format(PyExc_SystemError, "lumen: op %s is not in the table", op->name);
         return NULL;

@@ -371,7 +371,8 @@ static int check_out(const gen_call *c, int nd, const npy_intp *dims)
     return 0;
 }
 
-/* A TENSOR output: out= checked against the shape, or a new C-contiguous float32 array. */
+/* A TENSOR output: out= checked against the shape, or a new C-contiguous array of the shape's
+ * dtype (conv: x's). */
 static int tensor_output(gen_call *c, const lumen_out_shape *s, PyObject *out)
 {
     npy_intp dims[4] = {(npy_intp)s->n, (npy_intp)s->c, (npy_intp)s->h, (npy_intp)s->w};
@@ -381,7 +382,8 @@ static int tensor_output(gen_call *c, const lumen_out_shape *s, PyObject *out)
         c->result = out;
         return 0;
     }
-    c->result = PyArray_SimpleNew(4, dims, NPY_FLOAT32);
+    PyObject *like = c->first_view >= 0 ? c->given[c->first_view] : NULL;
+    c->result = lumenpy_new_array(4, dims, (int)s->dtype, like);
     return c->result ? lumenpy_nchw_view(c->result, "out", 1, &c->dst) : -1;
 }
 
@@ -404,8 +406,9 @@ static int make_output(gen_call *c)
     const int nd = image_dims(c, &s, dims, &layout);
     const int want = dtype >= 0 ? dtype : c->f64 ? LUMENPY_F64 : (int)s.dtype;
     const int has_out = out && out != Py_None;
+    PyObject *like = c->first_view >= 0 ? c->given[c->first_view] : NULL;
     c->result = lumenpy_image_output(out, has_out ? dtype : want, nd, dims, layout, "the result's",
-                                     &c->dst, &c->final);
+                                     &c->dst, &c->final, like);
     return c->result ? 0 : -1;
 }
 

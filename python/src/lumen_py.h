@@ -33,9 +33,9 @@ enum {
     LUMENPY_LAYOUT_NHWC,
     LUMENPY_LAYOUT_NCHW
 };
-/* A dtype of the binding only, after lumen_dtype's: float64 arrays are filtered in float32 and
+/* A dtype of the binding only, past lumen_dtype's: float64 arrays are filtered in float32 and
  * the result widened (docs/python.md). */
-#define LUMENPY_F64 3
+#define LUMENPY_F64 16
 
 typedef struct lumenpy_view {
     lumen_image img;
@@ -61,7 +61,12 @@ int lumenpy_image_input(PyObject *obj, const char *name, int layout, lumenpy_vie
  * A float64 result is computed into a float32 array: *final is then out= or Py_None (a new
  * float64 array), for lumenpy_image_result. Returns the array the op writes (new ref). */
 PyObject *lumenpy_image_output(PyObject *out, int dtype, int nd, const npy_intp *dims, int layout,
-                               const char *what, lumenpy_view *v, PyObject **final);
+                               const char *what, lumenpy_view *v, PyObject **final,
+                               PyObject *like);
+/* A new C-contiguous array of dtype (a lumen_dtype or LUMENPY_F64) and shape: NumPy's, or, for
+ * bf16 (NumPy has no bfloat16), `like.new_empty(dims)` where like is a bf16 tensor (torch's);
+ * otherwise TypeError naming out=. */
+PyObject *lumenpy_new_array(int nd, const npy_intp *dims, int dtype, PyObject *like);
 /* Steals result and final: the array to return (result, out=, or result widened to float64). */
 PyObject *lumenpy_image_result(PyObject *result, PyObject *final);
 int lumenpy_layout_conv(PyObject *obj, void *out); /* int: LUMENPY_LAYOUT_*, None: AUTO */
@@ -92,7 +97,8 @@ int lumenpy_int_arg(PyObject *obj, const char *name, int *out);
 int lumenpy_int_pair(PyObject *obj, const char *name, int *x, int *y);
 /* A kernel as a new C-contiguous float32 ndarray of ndim 2 (filter2d) or 1 (sep). */
 PyArrayObject *lumenpy_kernel(PyObject *obj, const char *name, int ndim);
-const char *lumenpy_dtype_label(lumen_dtype dt); /* "uint8", ..., "float64" (LUMENPY_F64) */
+/* "uint8", "uint16", "float32", "float16", "bfloat16", "float64" (LUMENPY_F64) */
+const char *lumenpy_dtype_label(lumen_dtype dt);
 
 /* ---- contexts (context.c) ---- */
 typedef struct lumenpy_context {
@@ -177,5 +183,7 @@ void lumenpy_raise_py_names(lumen_status s);
 PyObject *lumenpy_film(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *lumenpy_film_stocks(PyObject *self, PyObject *unused);
 PyObject *lumenpy_grain_normals(PyObject *self, PyObject *args, PyObject *kw);
+/* crop.c: lumen.mask_bbox (lumen.crop is the generic binding's) */
+PyObject *lumenpy_mask_bbox(PyObject *self, PyObject *args, PyObject *kw);
 
 #endif

@@ -83,6 +83,10 @@ static PyMethodDef methods[] = {
      "read_image(path) -> array (.png, .jpg, .tif, .npy)"},
     {"write_image", (PyCFunction)(void (*)(void))lumenpy_write_image, KW,
      "write_image(path, image): atomic (temporary file, then rename)"},
+    {"mask_bbox", (PyCFunction)(void (*)(void))lumenpy_mask_bbox, KW,
+     "mask_bbox(mask, threshold=0.0, *, layout=None, context=None) -> int64 array of boxes\n"
+     "(x0, y0, x1, y1), half-open, of mask > threshold (any channel): shape (4,) for one image,\n"
+     "(N, 4) for a batch; (0, 0, 0, 0) where an image has no foreground (docs/crop.md)"},
     {"last_run", lumenpy_last_run, METH_NOARGS,
      "last_run() -> dict of the last op on this thread: method, device, isa, threads, and the\n"
      "data pointers it was given (src_ptr, dst_ptr); None before the first op"},

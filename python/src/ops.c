@@ -37,7 +37,7 @@ static int op_begin(op_call *c, PyObject *src, PyObject *out, int dtype, int lay
         dims[i] = c->src.shape[i];
     /* Without out=, the new array's dtype; with it, a dtype= that differs is refused. */
     c->result = lumenpy_image_output(out, out == Py_None ? want : dtype, c->src.ndim, dims,
-                                     c->src.layout, "src", &c->dst, &c->final);
+                                     c->src.layout, "src", &c->dst, &c->final, src);
     if (!c->result) goto fail;
     c->ctx_obj = ctx_obj;
     c->device = c->src.img.device ? c->src.img.device : c->dst.img.device ? c->dst.img.device : -1;

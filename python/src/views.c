@@ -9,8 +9,57 @@ const char *lumenpy_dtype_label(lumen_dtype dt)
 {
     return dt == LUMEN_U8           ? "uint8"
            : dt == LUMEN_U16        ? "uint16"
+           : dt == LUMEN_F16        ? "float16"
+           : dt == LUMEN_BF16       ? "bfloat16"
            : (int)dt == LUMENPY_F64 ? "float64"
                                     : "float32";
+}
+
+/* NumPy's type for a result dtype; -1 for bf16, which NumPy lacks. */
+static int npy_type_of(int dtype)
+{
+    switch (dtype) {
+    case LUMEN_U8: return NPY_UINT8;
+    case LUMEN_U16: return NPY_UINT16;
+    case LUMEN_F16: return NPY_FLOAT16;
+    case LUMEN_BF16: return -1;
+    default: return NPY_FLOAT32; /* f32, and float64 results (computed in float32) */
+    }
+}
+
+/* Whether obj is a tensor of bfloat16 (DLPack's kDLBfloat, 16 bits), by its dtype's name. */
+static int is_bf16_tensor(PyObject *obj)
+{
+    if (!obj || !PyObject_HasAttrString(obj, "new_empty")) return 0;
+    PyObject *dt = PyObject_GetAttrString(obj, "dtype");
+    PyObject *s = dt ? PyObject_Str(dt) : NULL;
+    const char *name = s ? PyUnicode_AsUTF8(s) : NULL;
+    const int yes = name && strstr(name, "bfloat16") != NULL;
+    Py_XDECREF(s);
+    Py_XDECREF(dt);
+    PyErr_Clear();
+    return yes;
+}
+
+PyObject *lumenpy_new_array(int nd, const npy_intp *dims, int dtype, PyObject *like)
+{
+    const int t = npy_type_of(dtype);
+    if (t >= 0) return PyArray_SimpleNew(nd, (npy_intp *)dims, t);
+    if (!is_bf16_tensor(like)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "dtype: bfloat16 results need a bfloat16 input tensor to make them "
+                        "like (NumPy has no bfloat16), or out= a bfloat16 tensor (e.g. "
+                        "torch.empty(..., dtype=torch.bfloat16))");
+        return NULL;
+    }
+    PyObject *shape = PyTuple_New(nd);
+    for (int i = 0; shape && i < nd; i++)
+        PyTuple_SET_ITEM(shape, i, PyLong_FromSsize_t(dims[i]));
+    if (!shape) return NULL;
+    /* like's kind, dtype and device, C-contiguous (torch's new_empty) */
+    PyObject *r = PyObject_CallMethod(like, "new_empty", "(O)", shape);
+    Py_DECREF(shape);
+    return r;
 }
 
 static const char *const layout_names[] = {"auto", "hw", "hwc", "chw", "nhwc", "nchw"};
@@ -119,11 +168,12 @@ static int numpy_dtype(PyArrayObject *a, const char *name, lumen_dtype *dt)
     if (t == NPY_UINT8) *dt = LUMEN_U8;
     else if (t == NPY_UINT16) *dt = LUMEN_U16;
     else if (t == NPY_FLOAT32) *dt = LUMEN_F32;
+    else if (t == NPY_FLOAT16) *dt = LUMEN_F16;
     else {
         PyObject *s = PyObject_Str((PyObject *)d);
         PyErr_Format(PyExc_TypeError,
-                     "%s: dtype %s is not supported (uint8, uint16 or float32; convert with "
-                     ".astype(np.float32))",
+                     "%s: dtype %s is not supported (uint8, uint16, float16 or float32; "
+                     "convert with .astype(np.float32))",
                      name, s ? PyUnicode_AsUTF8(s) : "?");
         Py_XDECREF(s);
         return -1;
@@ -224,13 +274,15 @@ static int dl_dtype(const DLDataType *t, const char *name, lumen_dtype *dt)
     if (t->lanes == 1 && t->code == kDLUInt && t->bits == 8) *dt = LUMEN_U8;
     else if (t->lanes == 1 && t->code == kDLUInt && t->bits == 16) *dt = LUMEN_U16;
     else if (t->lanes == 1 && t->code == kDLFloat && t->bits == 32) *dt = LUMEN_F32;
+    else if (t->lanes == 1 && t->code == kDLFloat && t->bits == 16) *dt = LUMEN_F16;
+    else if (t->lanes == 1 && t->code == kDLBfloat && t->bits == 16) *dt = LUMEN_BF16;
     else {
         static const char *const codes[] = {"int", "uint", "float", "opaque", "bfloat",
                                             "complex"};
         const char *c = t->code < 6 ? codes[t->code] : "code";
         PyErr_Format(PyExc_TypeError,
-                     "%s: DLPack dtype %s%d (lanes %d) is not supported (uint8, uint16 or "
-                     "float32)",
+                     "%s: DLPack dtype %s%d (lanes %d) is not supported (uint8, uint16, "
+                     "float32, float16 or bfloat16)",
                      name, c, (int)t->bits, (int)t->lanes);
         return -1;
     }
@@ -378,7 +430,7 @@ static void free_image_capsule(PyObject *cap)
 
 PyObject *lumenpy_adopt_image(lumen_image *img)
 {
-    static const int types[] = {NPY_UINT8, NPY_UINT16, NPY_FLOAT32};
+    const int type = npy_type_of(img->dtype); /* files never read as bf16 */
     npy_intp shape[3] = {(npy_intp)img->h, (npy_intp)img->w, (npy_intp)img->c};
     lumen_image *owned = PyMem_Malloc(sizeof *owned);
     if (!owned) return PyErr_NoMemory();
@@ -389,8 +441,7 @@ PyObject *lumenpy_adopt_image(lumen_image *img)
         PyMem_Free(owned);
         return NULL;
     }
-    PyObject *a = PyArray_SimpleNewFromData(img->c == 1 ? 2 : 3, shape, types[img->dtype],
-                                            img->data);
+    PyObject *a = PyArray_SimpleNewFromData(img->c == 1 ? 2 : 3, shape, type, img->data);
     if (!a || PyArray_SetBaseObject((PyArrayObject *)a, cap) < 0) {
         Py_XDECREF(a);
         Py_DECREF(cap);
@@ -453,11 +504,13 @@ static int check_image_dtype(PyObject *obj, const char *name)
 {
     if (!PyArray_Check(obj)) return 0;
     int t = PyArray_TYPE((PyArrayObject *)obj);
-    if (t == NPY_UINT8 || t == NPY_UINT16 || t == NPY_FLOAT32 || t == NPY_FLOAT64) return 0;
+    if (t == NPY_UINT8 || t == NPY_UINT16 || t == NPY_FLOAT32 || t == NPY_FLOAT64 ||
+        t == NPY_FLOAT16)
+        return 0;
     PyObject *s = PyObject_Str((PyObject *)PyArray_DESCR((PyArrayObject *)obj));
     PyErr_Format(PyExc_TypeError,
-                 "%s: dtype %s is not supported (uint8, uint16, float32 or float64; convert "
-                 "with .astype(np.float32))",
+                 "%s: dtype %s is not supported (uint8, uint16, float16, float32 or float64; "
+                 "convert with .astype(np.float32))",
                  name, s ? PyUnicode_AsUTF8(s) : "?");
     Py_XDECREF(s);
     return -1;
@@ -548,7 +601,8 @@ static PyObject *f64_out(PyObject *out, int layout, lumenpy_view *v, PyObject **
 }
 
 PyObject *lumenpy_image_output(PyObject *out, int dtype, int nd, const npy_intp *dims, int layout,
-                               const char *what, lumenpy_view *v, PyObject **final)
+                               const char *what, lumenpy_view *v, PyObject **final,
+                               PyObject *like)
 {
     *final = NULL;
     PyObject *r;
@@ -572,8 +626,7 @@ PyObject *lumenpy_image_output(PyObject *out, int dtype, int nd, const npy_intp 
         }
         return r;
     }
-    static const int types[] = {NPY_UINT8, NPY_UINT16, NPY_FLOAT32, NPY_FLOAT32};
-    r = PyArray_SimpleNew(nd, (npy_intp *)dims, types[dtype]);
+    r = lumenpy_new_array(nd, dims, dtype, like);
     if (r && dtype == LUMENPY_F64) {
         /* widened when the op is done: Py_None marks "a new float64 array" */
         Py_INCREF(Py_None);

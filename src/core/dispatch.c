@@ -170,6 +170,11 @@ lumen_status lumen_run(lumen_context *ctx, const lumen_op *op, lumen_run_info *i
     return fall_back(ctx, op, s, why, info);
 }
 
+bool lumen_context_on_cpu(const lumen_context *ctx)
+{
+    return ctx->be == &lumen_cpu_backend;
+}
+
 /* ---- filters: method by cost ------------------------------------------------ */
 
 static lumen_op_kind filter_kind(lumen_method m)

@@ -28,8 +28,20 @@ const char *lumen_dtype_name(lumen_dtype dtype)
     case LUMEN_U8: return "u8";
     case LUMEN_U16: return "u16";
     case LUMEN_F32: return "f32";
+    case LUMEN_F16: return "f16";
+    case LUMEN_BF16: return "bf16";
     }
     return "?";
+}
+
+float lumen_element_get(const void *p, lumen_dtype dtype)
+{
+    return lumen_load_px(p, dtype);
+}
+
+void lumen_element_set(void *p, lumen_dtype dtype, float v)
+{
+    lumen_store_px(p, dtype, v);
 }
 
 /* Sizes are bounded so that index arithmetic in int64 never overflows. */

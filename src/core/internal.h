@@ -63,6 +63,9 @@ void lumen_plan_cache_destroy(lumen_plan_cache *c);
 void lumen_plan_cache_clear(lumen_plan_cache *c);
 /* The value cached under key, or NULL; a hit makes the entry most recently used. */
 void *lumen_plan_cache_get(lumen_plan_cache *c, const void *key, size_t len);
+/* The value cached under key, removed from the cache and handed to the caller (who puts it
+ * back when done: nothing else can drop it meanwhile), or NULL. */
+void *lumen_plan_cache_take(lumen_plan_cache *c, const void *key, size_t len);
 /*
  * Caches value under key, taking ownership (destroy frees it, also on
  * failure, when NULL is returned). Least recently used entries beyond the
@@ -127,6 +130,10 @@ typedef struct lumen_filter_job {
     const float *kernel;
     const float *kx, *ky;
     float scale;
+    /* NULL but in the film ops' fused jobs (film_map.h): only the CPU's FFT path runs those;
+     * every other path refuses them with LUMEN_ERR_UNSUPPORTED, and the op runs its own
+     * passes instead. The op layer sends them to the CPU only. */
+    const struct lumen_film_map *map;
 } lumen_filter_job;
 
 /* The fast Gaussian: an approximation whose cost does not grow with sigma. */
@@ -222,6 +229,17 @@ static inline const lumen_image *const *lumen_op_views(const lumen_op *op)
 {
     return (const lumen_image *const *)op->job;
 }
+/* Whether every view of the op has a dtype in `mask` (bit 1 << dtype): a module's supports()
+ * refuses dtypes its kernels do not read, and the runtime runs those ops on the CPU. */
+static inline bool lumen_op_dtypes_in(const lumen_op *op, unsigned mask)
+{
+    const lumen_image *const *v = lumen_op_views(op);
+    for (int i = 0; i < op->n_views; i++)
+        if (!((mask >> (unsigned)v[i]->dtype) & 1u)) return false;
+    return true;
+}
+#define LUMEN_DTYPES_CLASSIC ((1u << LUMEN_U8) | (1u << LUMEN_U16) | (1u << LUMEN_F32))
+
 /* "direct filter", "conv2d" ...: names an op kind in messages. */
 const char *lumen_op_kind_name(lumen_op_kind kind);
 /* The method an op kind reports in lumen_run_info (conv: DIRECT). */
@@ -263,8 +281,9 @@ typedef struct lumen_backend {
  * A module exports `lumen_module_init`; the core hands it these services, so a module never
  * links the core (whose copy of the error state, logs and caches would not be the caller's). */
 /* 3: the op interface (supports/run), no per-op entries; 4: device_driver, host cache_path and
- * interrupted */
-#define LUMEN_MODULE_ABI 4
+ * interrupted; 5: views may be f16 or bf16 (a module built before would misread them, so it
+ * must not load; a module that does not compute a dtype refuses it in supports) */
+#define LUMEN_MODULE_ABI 5
 #define LUMEN_MODULE_INIT_SYMBOL "lumen_module_init"
 typedef struct lumen_module_host {
     int abi;
@@ -323,6 +342,8 @@ lumen_status lumen_view_check_residence(const lumen_context *ctx, const lumen_im
                                         const char *what);
 /* Whether two views' byte ranges overlap; views in different memories never do. */
 bool lumen_views_overlap(const lumen_image *a, const lumen_image *b);
+/* Whether the context runs ops on the CPU backend itself (not a device). */
+bool lumen_context_on_cpu(const lumen_context *ctx);
 
 /* Address of element (b, ch, y, x) of a host view. */
 static inline char *lumen_px_addr(const lumen_image *im, int64_t b, int64_t ch, int64_t y, int64_t x)

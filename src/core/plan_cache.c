@@ -78,6 +78,19 @@ void *lumen_plan_cache_get(lumen_plan_cache *c, const void *key, size_t len)
     return NULL;
 }
 
+void *lumen_plan_cache_take(lumen_plan_cache *c, const void *key, size_t len)
+{
+    for (entry *e = c ? c->head : NULL; e; e = e->next) {
+        if (e->len == len && !memcmp(e->key, key, len)) {
+            void *value = e->value;
+            e->destroy = NULL; /* the caller owns it now */
+            drop(c, e);
+            return value;
+        }
+    }
+    return NULL;
+}
+
 void *lumen_plan_cache_put(lumen_plan_cache *c, const void *key, size_t len, void *value,
                            void (*destroy)(void *), size_t bytes)
 {

@@ -14,6 +14,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "io_internal.h"
+#include "semantics.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -248,10 +249,11 @@ lumen_status lumen_io_check_exr(const char *path, const lumen_image *img,
                                 const lumen_write_options *opt)
 {
     (void)opt;
-    if (img->dtype != LUMEN_F32)
+    if (!lumen_dtype_is_float(img->dtype))
         return lumen_set_error(LUMEN_ERR_UNSUPPORTED,
-                               "%s: EXR stores f32 pixels (float or half), the image is %s; "
-                               "convert it first, or write .png/.tif",
+                               "%s: EXR stores float pixels (f32, f16 or bf16 in memory; float or "
+                               "half on disk), the image is %s; convert it first, or write "
+                               ".png/.tif",
                                path, lumen_dtype_name(img->dtype));
     if (img->c < 1 || img->c > 4)
         return lumen_set_error(LUMEN_ERR_UNSUPPORTED,
@@ -263,37 +265,21 @@ lumen_status lumen_io_check_exr(const char *path, const lumen_image *img,
     return LUMEN_OK;
 }
 
-/* IEEE binary32 to binary16, rounding to nearest even; NaN stays NaN, overflow is infinity. */
-static uint16_t f32_to_f16(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, sizeof x);
-    const uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
-    const uint32_t exp = (x >> 23) & 0xff;
-    uint32_t man = x & 0x7fffff;
-    if (exp == 0xff) return (uint16_t)(sign | 0x7c00 | (man ? 0x200 | (man >> 13) : 0));
-    const int e = (int)exp - 127 + 15;
-    if (e >= 31) return (uint16_t)(sign | 0x7c00);
-    uint32_t shift = 13, base = (uint32_t)e << 10;
-    if (e <= 0) { /* a half subnormal (or zero): the implicit bit joins the mantissa */
-        if (e < -10) return sign;
-        man |= 0x800000;
-        shift = (uint32_t)(14 - e);
-        base = 0;
-    }
-    uint32_t h = base + (man >> shift);
-    const uint32_t rem = man & ((1u << shift) - 1), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (h & 1))) h++; /* a carry into the exponent is right */
-    return (uint16_t)(sign | h);
-}
-
 typedef struct exr_writer {
     const lumen_io_dst *dst;
     const lumen_image *img;
     exr_context_t ctx;
     unsigned char *buf; /* one chunk of packed rows: f32 or half */
+    unsigned char *row; /* one row in the image's dtype, when it differs from the file's */
     int lines;
 } exr_writer;
+
+/* Half on disk when asked, and for f16 images (lossless); f32 and bf16 (exact in float) are
+ * stored as float otherwise. */
+static bool exr_disk_half(const exr_writer *w)
+{
+    return w->dst->opt->half || w->img->dtype == LUMEN_F16;
+}
 
 static const char *const exr_names[4][4] = {
     {"Y"}, {"Y", "A"}, {"R", "G", "B"}, {"R", "G", "B", "A"}};
@@ -301,7 +287,7 @@ static const char *const exr_names[4][4] = {
 static exr_result_t exr_write_header_for(exr_writer *w)
 {
     const int c = (int)w->img->c;
-    const exr_pixel_type_t type = w->dst->opt->half ? EXR_PIXEL_HALF : EXR_PIXEL_FLOAT;
+    const exr_pixel_type_t type = exr_disk_half(w) ? EXR_PIXEL_HALF : EXR_PIXEL_FLOAT;
     int part = 0;
     exr_result_t rv = exr_add_part(w->ctx, "main", EXR_STORAGE_SCANLINE, &part);
     if (!rv)
@@ -315,28 +301,35 @@ static exr_result_t exr_write_header_for(exr_writer *w)
     return rv;
 }
 
-/* Rows y0..y0+n-1 packed into w->buf as interleaved f32 or half. */
+/* Rows y0..y0+n-1 packed into w->buf as interleaved f32 or half: copied when the image's
+ * dtype is the file's, else converted (f32 -> half rounds to nearest even). */
 static void exr_pack_rows(exr_writer *w, int64_t y0, int n)
 {
-    const size_t row = lumen_io_row_bytes(w->img);
-    const size_t elems = (size_t)(w->img->w * w->img->c);
+    const lumen_dtype t = w->img->dtype;
+    const bool half = exr_disk_half(w);
+    const size_t elems = (size_t)(w->img->w * w->img->c), des = half ? 2 : 4;
+    const size_t es = lumen_dtype_size(t);
     for (int i = 0; i < n; i++) {
-        if (!w->dst->opt->half) {
-            lumen_io_pack_row(w->img, y0 + i, w->buf + (size_t)i * row);
+        unsigned char *out = w->buf + (size_t)i * elems * des;
+        if (t == (half ? LUMEN_F16 : LUMEN_F32)) {
+            lumen_io_pack_row(w->img, y0 + i, out);
             continue;
         }
-        float *tmp = (float *)(w->buf + (size_t)(w->lines + i) * row); /* scratch after the chunk */
-        uint16_t *h = (uint16_t *)(w->buf + (size_t)i * elems * 2);
-        lumen_io_pack_row(w->img, y0 + i, tmp);
-        for (size_t k = 0; k < elems; k++)
-            h[k] = f32_to_f16(tmp[k]);
+        lumen_io_pack_row(w->img, y0 + i, w->row);
+        for (size_t k = 0; k < elems; k++) {
+            const float v = lumen_load_px(w->row + k * es, t);
+            if (half)
+                lumen_store_px(out + k * 2, LUMEN_F16, v);
+            else
+                memcpy(out + k * 4, &v, 4);
+        }
     }
 }
 
 static exr_result_t exr_write_chunks(exr_writer *w)
 {
     const int c = (int)w->img->c;
-    const int es = w->dst->opt->half ? 2 : 4;
+    const int es = exr_disk_half(w) ? 2 : 4;
     exr_result_t rv = EXR_ERR_SUCCESS;
     for (int64_t y = 0; y < w->img->h && !rv; y += w->lines) {
         exr_chunk_info_t ci;
@@ -374,13 +367,15 @@ lumen_status lumen_io_write_exr(const lumen_io_dst *dst, const lumen_image *img)
     exr_result_t rv = exr_start_write(&w.ctx, dst->path, EXR_WRITE_FILE_DIRECTLY, &init);
     if (!rv) rv = exr_write_header_for(&w);
     if (!rv) {
-        /* f32 rows, twice as many with half: the second half is scratch for the conversion. */
-        const size_t n = lumen_io_row_bytes(img) * (size_t)w.lines * (dst->opt->half ? 2 : 1);
-        if (!(w.buf = malloc(n))) rv = EXR_ERR_OUT_OF_MEMORY;
+        /* a chunk of the file's rows, and one row of the image's for the conversion */
+        const size_t elems = (size_t)(img->w * img->c);
+        const size_t n = elems * (exr_disk_half(&w) ? 2 : 4) * (size_t)w.lines;
+        if (!(w.buf = malloc(n)) || !(w.row = malloc(lumen_io_row_bytes(img))))
+            rv = EXR_ERR_OUT_OF_MEMORY;
     }
     if (!rv) rv = exr_write_chunks(&w);
     const exr_result_t fin = exr_finish(&w.ctx); /* writes the chunk offset table */
     if (!rv) rv = fin;
-    free(w.buf);
+    free(w.buf), free(w.row);
     return rv ? exr_failure(dst->path, rv, "cannot write EXR") : LUMEN_OK;
 }

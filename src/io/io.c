@@ -226,7 +226,9 @@ void lumen_io_pack_row(const lumen_image *img, int64_t y, void *row)
     }
     switch (img->dtype) {
     case LUMEN_U8: IO_GATHER_ROW(uint8_t); break;
-    case LUMEN_U16: IO_GATHER_ROW(uint16_t); break;
+    case LUMEN_U16:
+    case LUMEN_F16: /* halves are moved as their bits */
+    case LUMEN_BF16: IO_GATHER_ROW(uint16_t); break;
     case LUMEN_F32: {
         /* memcpy, not a float copy: keeps NaN payloads bit-exact on any FPU. */
         unsigned char *dst = row;

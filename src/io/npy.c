@@ -9,6 +9,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "io_internal.h"
+#include "semantics.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -21,7 +22,7 @@
 #define NPY_MAX_NDIM 32
 #define NPY_CHUNK 65536 /* elements converted at a time */
 
-typedef enum { NPY_U1, NPY_U2, NPY_F4, NPY_F8 } npy_kind;
+typedef enum { NPY_U1, NPY_U2, NPY_F4, NPY_F8, NPY_F2 } npy_kind;
 
 typedef struct npy_header {
     char descr[32];
@@ -163,20 +164,51 @@ static lumen_status parse_descr(const char *path, const char *descr, npy_kind *k
     static const struct {
         const char *descr;
         npy_kind kind;
-    } known[] = {{"|u1", NPY_U1}, {"<u2", NPY_U2}, {"<f4", NPY_F4}, {"<f8", NPY_F8}};
+    } known[] = {
+        {"|u1", NPY_U1}, {"<u2", NPY_U2}, {"<f4", NPY_F4}, {"<f8", NPY_F8}, {"<f2", NPY_F2}};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (strcmp(descr, known[i].descr) == 0) {
             *kind = known[i].kind;
             return LUMEN_OK;
         }
     return lumen_set_error(LUMEN_ERR_UNSUPPORTED,
-                           "%s: unsupported dtype '%s' (expected |u1, <u2, <f4 or <f8)", path,
+                           "%s: unsupported dtype '%s' (expected |u1, <u2, <f2, <f4 or <f8)", path,
                            descr);
 }
 
 static size_t kind_size(npy_kind k)
 {
-    return k == NPY_U1 ? 1 : k == NPY_U2 ? 2 : k == NPY_F4 ? 4 : 8;
+    return k == NPY_U1 ? 1 : k == NPY_U2 || k == NPY_F2 ? 2 : k == NPY_F4 ? 4 : 8;
+}
+
+/* The dtype an array of kind k is read into (f8 narrows to f32). */
+static lumen_dtype kind_dtype(npy_kind k)
+{
+    return k == NPY_U1 ? LUMEN_U8 : k == NPY_U2 ? LUMEN_U16 : k == NPY_F2 ? LUMEN_F16 : LUMEN_F32;
+}
+
+/* What a dtype is written as. numpy has no bfloat16: bf16 is written widened to <f4, which is
+ * exact (every bf16 is an f32), so the file holds the very values. */
+static const char *dtype_descr(lumen_dtype t)
+{
+    return t == LUMEN_U8 ? "|u1" : t == LUMEN_U16 ? "<u2" : t == LUMEN_F16 ? "<f2" : "<f4";
+}
+
+/* Bytes of one file element of dtype t. */
+static size_t file_es(lumen_dtype t)
+{
+    return t == LUMEN_BF16 ? 4 : lumen_dtype_size(t);
+}
+
+/* A packed row of n bf16 values widened in place to f32 (the buffer holds 4n bytes); back to
+ * front, so no value is overwritten before it is read. */
+static void widen_bf16_row(void *row, size_t n)
+{
+    const uint16_t *in = row;
+    for (size_t i = n; i-- > 0;) {
+        const float v = lumen_bf16_to_f32(in[i]);
+        memcpy((unsigned char *)row + i * 4, &v, 4);
+    }
 }
 
 /* Reads the magic, version and header text (malloc'd, NUL-terminated). */
@@ -331,7 +363,7 @@ lumen_status lumen_io_read_npy(const lumen_io_src *src, lumen_image *out)
     s = parse_header(path, text, &h);
     free(text);
     if (s || (s = parse_descr(path, h.descr, &kind)) || (s = shape_to_hwc(path, &h, hwc))) return s;
-    const lumen_dtype dtype = kind == NPY_U1 ? LUMEN_U8 : kind == NPY_U2 ? LUMEN_U16 : LUMEN_F32;
+    const lumen_dtype dtype = kind_dtype(kind);
     /* Absurd shapes first, then the file must hold the data exactly, then allocate. */
     if ((s = lumen_io_check_dims(src, path, hwc[0], hwc[1], hwc[2]))) return s;
     if ((s = check_data_size(src, hwc, kind))) return s;
@@ -357,7 +389,7 @@ lumen_status lumen_io_check_npy(const char *path, const lumen_image *img,
 /* The dict numpy 1.x writes, padded with spaces and '\n' to a multiple of 64 bytes. */
 static size_t format_header(const lumen_image *img, char *buf, size_t size)
 {
-    const char *descr = img->dtype == LUMEN_U8 ? "|u1" : img->dtype == LUMEN_U16 ? "<u2" : "<f4";
+    const char *descr = dtype_descr(img->dtype);
     char shape[96];
     if (img->c == 1)
         snprintf(shape, sizeof shape, "(%lld, %lld)", (long long)img->h, (long long)img->w);
@@ -386,14 +418,15 @@ lumen_status lumen_io_write_npy(const lumen_io_dst *dst, const lumen_image *img)
     const size_t header_len = format_header(img, header, sizeof header);
     if (fwrite(header, 1, header_len, f) != header_len)
         return lumen_set_error(LUMEN_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-    const size_t row_bytes = lumen_io_row_bytes(img);
-    const size_t es = lumen_dtype_size(img->dtype);
+    const size_t elems = (size_t)(img->w * img->c), es = file_es(img->dtype);
+    const size_t row_bytes = elems * es;
     void *row = malloc(row_bytes);
     if (!row) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     lumen_status s = LUMEN_OK;
     for (int64_t y = 0; y < img->h && !s; y++) {
         lumen_io_pack_row(img, y, row);
-        if (es > 1 && !lumen_io_host_is_le()) lumen_io_swap_bytes(row, row_bytes / es, es);
+        if (img->dtype == LUMEN_BF16) widen_bf16_row(row, elems);
+        if (es > 1 && !lumen_io_host_is_le()) lumen_io_swap_bytes(row, elems, es);
         if (fwrite(row, 1, row_bytes, f) != row_bytes)
             s = lumen_set_error(LUMEN_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
     }
@@ -478,7 +511,7 @@ static lumen_status read_npy_tensor(const lumen_io_src *src, lumen_image *out)
     if (s || (s = parse_descr(path, h.descr, &kind)) || (s = shape_to_nchw(path, &h, d))) return s;
     const uint64_t hwc[3] = {d[0] * d[1], d[2], d[3]}; /* the same byte count, for the check */
     if ((s = check_data_size(src, hwc, kind))) return s;
-    const lumen_dtype dtype = kind == NPY_U1 ? LUMEN_U8 : kind == NPY_U2 ? LUMEN_U16 : LUMEN_F32;
+    const lumen_dtype dtype = kind_dtype(kind);
     const uint64_t bytes = d[0] * d[1] * d[2] * d[3] * lumen_dtype_size(dtype);
     void *data = bytes <= SIZE_MAX ? malloc((size_t)bytes) : NULL;
     if (!data)
@@ -516,7 +549,7 @@ static lumen_status write_npy_tensor(const lumen_io_dst *dst, const lumen_image 
     const char *path = dst->path;
     FILE *f = dst->f;
     char header[256];
-    const char *descr = t->dtype == LUMEN_U8 ? "|u1" : t->dtype == LUMEN_U16 ? "<u2" : "<f4";
+    const char *descr = dtype_descr(t->dtype);
     int n = snprintf(header + 10, sizeof header - 10,
                      "{'descr': '%s', 'fortran_order': False, 'shape': (%lld, %lld, %lld, %lld), }",
                      descr, (long long)t->n, (long long)t->c, (long long)t->h, (long long)t->w);
@@ -527,7 +560,8 @@ static lumen_status write_npy_tensor(const lumen_io_dst *dst, const lumen_image 
     header[10 + len - 1] = '\n';
     memcpy(header, NPY_MAGIC "\x01\x00", 8);
     header[8] = (char)(len & 0xff), header[9] = (char)(len >> 8);
-    const size_t es = lumen_dtype_size(t->dtype), row_bytes = (size_t)t->w * es;
+    const size_t es = lumen_dtype_size(t->dtype), fes = file_es(t->dtype);
+    const size_t row_bytes = (size_t)t->w * fes;
     unsigned char *row = malloc(row_bytes);
     if (!row) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     bool ok = fwrite(header, 1, 10 + len, f) == 10 + len;
@@ -539,7 +573,8 @@ static lumen_status write_npy_tensor(const lumen_io_dst *dst, const lumen_image 
                     (b * t->stride_n + c * t->stride_c + y * t->stride_h) * (int64_t)es;
                 for (int64_t x = 0; x < t->w; x++)
                     memcpy(row + (size_t)x * es, base + x * t->stride_w * (int64_t)es, es);
-                if (es > 1 && !lumen_io_host_is_le()) lumen_io_swap_bytes(row, (size_t)t->w, es);
+                if (t->dtype == LUMEN_BF16) widen_bf16_row(row, (size_t)t->w);
+                if (fes > 1 && !lumen_io_host_is_le()) lumen_io_swap_bytes(row, (size_t)t->w, fes);
                 ok = fwrite(row, 1, row_bytes, f) == row_bytes;
             }
     free(row);

@@ -215,6 +215,11 @@ lumen_status lumen_io_check_png(const char *path, const lumen_image *img,
                                "%s: PNG cannot store f32 pixels; write .tif or .npy instead, or "
                                "convert to u8/u16",
                                path);
+    if (img->dtype == LUMEN_F16 || img->dtype == LUMEN_BF16)
+        return lumen_set_error(LUMEN_ERR_UNSUPPORTED,
+                               "%s: PNG cannot store %s pixels; write .npy or .exr instead, or "
+                               "convert to u8/u16",
+                               path, lumen_dtype_name(img->dtype));
     if (img->dtype != LUMEN_U8 && img->dtype != LUMEN_U16)
         return lumen_set_error(LUMEN_ERR_UNSUPPORTED, "%s: PNG cannot store %s pixels", path,
                                lumen_dtype_name(img->dtype));

@@ -349,6 +349,11 @@ lumen_status lumen_io_check_tiff(const char *path, const lumen_image *img,
                                  const lumen_write_options *opt)
 {
     (void)opt;
+    if (img->dtype == LUMEN_F16 || img->dtype == LUMEN_BF16)
+        return lumen_set_error(LUMEN_ERR_UNSUPPORTED,
+                               "%s: TIFF output holds u8, u16 or f32 pixels, the image is %s; "
+                               "write .npy or .exr instead, or convert to f32",
+                               path, lumen_dtype_name(img->dtype));
     if (img->c < 1 || img->c > 4)
         return lumen_set_error(LUMEN_ERR_UNSUPPORTED,
                                "%s: TIFF output holds 1 to 4 channels, the image has %lld", path,

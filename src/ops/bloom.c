@@ -109,14 +109,45 @@ static lumen_status scatter_all(lumen_context *ctx, const lumen_bloom_params *p,
     return s;
 }
 
+/* The whole bloom in one fused FFT pass (film_fused_scatter), each channel with its own PSF;
+ * LUMEN_ERR_UNSUPPORTED with nothing written where that path does not apply. */
+static lumen_status bloom_fused(lumen_context *ctx, const lumen_image *src, const lumen_image *dst,
+                                const lumen_bloom_params *p, lumen_run_info *info)
+{
+    const int radius = radius_of(p);
+    float gain[3], *psfs[3] = {NULL, NULL, NULL};
+    const float unit[3] = {1.0f, 1.0f, 1.0f};
+    lumen_status s = LUMEN_OK;
+    for (int64_t c = 0; c < src->c && !s; c++) {
+        gain[c] = (float)p->eta[film_channel_param(src->c, c)];
+        if (!(psfs[c] = psf(p, film_channel_param(src->c, c), radius)))
+            s = lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "bloom: PSF");
+    }
+    const lumen_film_map m = {.in_scale = 1.0f / film_dtype_scale(src->dtype),
+                              .out_scale = film_dtype_scale(dst->dtype),
+                              .threshold = (float)p->threshold,
+                              .gain = gain,
+                              .layer_gain = unit,
+                              .kernels = (const float *const *)psfs};
+    const film_conv conv = {.kernel = psfs[0],
+                            .size = 2 * radius + 1,
+                            .border = LUMEN_BORDER_REFLECT}; /* as Phos passes it */
+    if (!s) s = film_fused_scatter(ctx, src, dst, &conv, &m, info);
+    for (int c = 0; c < 3; c++)
+        free(psfs[c]);
+    return s;
+}
+
 lumen_status lumen_bloom(lumen_context *ctx, const lumen_image *src, const lumen_image *dst,
                          const lumen_bloom_params *p, lumen_run_info *info)
 {
     lumen_clear_error();
     lumen_status s;
     if ((s = film_check(ctx, src, dst, "bloom")) || (s = check_params(p))) return s;
+    if ((s = bloom_fused(ctx, src, dst, p, info)) != LUMEN_ERR_UNSUPPORTED) return s;
+    lumen_clear_error(); /* the passes below, on any device */
     film_planes e = {0}, scattered = {0};
-    if (!(s = film_highlights(src, &e, p->threshold, p->eta, NULL, ctx->threads)) &&
+    if (!(s = film_highlights(src, &e, p->threshold, p->eta, ctx->threads)) &&
         !(s = film_planes_new(src, &scattered))) {
         /* a batch: planes of one channel are not adjacent, so the per-channel calls take
          * one image at a time */

@@ -44,7 +44,7 @@ lumen_status lumen_conv2d_alloc(lumen_context *ctx, const lumen_image *x, const 
 enum { CV_X, CV_WEIGHT, CV_BIAS, CV_STRIDE, CV_PADDING, CV_DILATION, CV_GROUPS, CV_N };
 
 static const lumen_arg_desc conv2d_args[CV_N] = {
-    LUMEN_DESC_CONV_TENSOR_ARGS("weights, f32 K x C/groups x R x S"),
+    LUMEN_DESC_CONV_TENSOR_ARGS("weights, f32/f16/bf16 K x C/groups x R x S"),
     [CV_STRIDE] = LUMEN_DESC_CONV_PAIR("stride", 1, 1, "step (h, w) between output samples"),
     [CV_PADDING] =
         LUMEN_DESC_CONV_PAIR("padding", 0, 0, "zero rows and columns (h, w) added on both sides"),
@@ -75,7 +75,7 @@ static lumen_status conv2d_shape(const lumen_value *v, lumen_out_shape *out)
     int64_t oh, ow;
     lumen_status s = lumen_conv2d_output_size(x, w, &p, &oh, &ow);
     if (s || (s = lumen_desc_conv_bias(&v[CV_BIAS], w->n))) return s;
-    *out = (lumen_out_shape){LUMEN_ARG_TENSOR, LUMEN_F32, x->n, w->n, oh, ow};
+    *out = (lumen_out_shape){LUMEN_ARG_TENSOR, x->dtype, x->n, w->n, oh, ow}; /* torch: x's dtype */
     return LUMEN_OK;
 }
 
@@ -94,11 +94,11 @@ const lumen_op_desc lumen_conv2d_desc = {
     .command = "conv",
     .summary = "NCHW convolution of neural networks (torch.nn.functional.conv2d)",
     .help = "Cross-correlation of x with weight, plus bias, with PyTorch's shapes and rules: "
-            "zero padding on both sides, strides, dilation and groups. f32.",
+            "zero padding on both sides, strides, dilation and groups. f32, f16 or bf16 (f32 sums).",
     .args = conv2d_args,
     .n_args = CV_N,
     .output = LUMEN_ARG_TENSOR,
-    .output_help = "f32 N x K x P x Q, P = (H + 2*padding - dilation*(R-1) - 1) / stride + 1 "
+    .output_help = "x's dtype, N x K x P x Q, P = (H + 2*padding - dilation*(R-1) - 1) / stride + 1 "
                    "(Q likewise)",
     .output_shape = conv2d_shape,
     .invoke = conv2d_invoke,

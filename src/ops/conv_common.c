@@ -47,13 +47,15 @@ static lumen_status check_params(lumen_op_kind kind, const lumen_conv2d_params *
     return check_output_pad(kind, p->output_pad_w, p->stride_w, p->dilation_w, "output_pad_w");
 }
 
-/* A view checked as lumen_image_check does, and f32 (the one dtype conv computes today). */
+/* A view checked as lumen_image_check does, of a float dtype: conv computes in f32, and f16 /
+ * bf16 tensors are widened exactly and rounded once on store (docs/conv2d.md). */
 static lumen_status check_tensor(const lumen_image *t, const char *what)
 {
     lumen_status s = lumen_image_check(t, what);
     if (s) return s;
-    if (t->dtype != LUMEN_F32)
-        return lumen_set_error(LUMEN_ERR_UNSUPPORTED, "%s: dtype %s is not supported (f32)", what,
+    if (!lumen_dtype_is_float(t->dtype))
+        return lumen_set_error(LUMEN_ERR_UNSUPPORTED,
+                               "%s: dtype %s is not supported (f32, f16 or bf16)", what,
                                lumen_dtype_name(t->dtype));
     return LUMEN_OK;
 }
@@ -187,15 +189,15 @@ lumen_status lumen_conv_output_size(lumen_op_kind kind, const lumen_image *x,
 }
 
 /* n*k*oh*ow floats, or 0 when that many bytes cannot be addressed. */
-static size_t tensor_bytes(int64_t n, int64_t k, int64_t oh, int64_t ow)
+static size_t tensor_bytes(int64_t n, int64_t k, int64_t oh, int64_t ow, size_t es)
 {
     const int64_t dims[4] = {n, k, oh, ow};
     uint64_t elems = 1;
     for (int i = 0; i < 4; i++) {
-        if ((uint64_t)dims[i] > (uint64_t)PTRDIFF_MAX / sizeof(float) / elems) return 0;
+        if ((uint64_t)dims[i] > (uint64_t)PTRDIFF_MAX / es / elems) return 0;
         elems *= (uint64_t)dims[i];
     }
-    return (size_t)elems * sizeof(float);
+    return (size_t)elems * es;
 }
 
 lumen_status lumen_conv_run_alloc(lumen_op_kind kind, lumen_context *ctx, const lumen_image *x,
@@ -209,13 +211,14 @@ lumen_status lumen_conv_run_alloc(lumen_op_kind kind, lumen_context *ctx, const 
     int64_t k, oh, ow;
     lumen_status s = lumen_conv_shape(kind, x, w, p, &k, &oh, &ow);
     if (s) return s;
-    const size_t bytes = tensor_bytes(x->n, k, oh, ow);
+    /* y has x's dtype, as torch's conv2d gives */
+    const size_t bytes = tensor_bytes(x->n, k, oh, ow, lumen_dtype_size(x->dtype));
     void *buf = bytes ? malloc(bytes) : NULL;
     if (!buf)
         return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "y: cannot allocate (%lld, %lld, %lld, "
-                               "%lld) f32", (long long)x->n, (long long)k, (long long)oh,
-                               (long long)ow);
-    lumen_image out = lumen_image_nchw(buf, LUMEN_F32, x->n, k, oh, ow);
+                               "%lld) %s", (long long)x->n, (long long)k, (long long)oh,
+                               (long long)ow, lumen_dtype_name(x->dtype));
+    lumen_image out = lumen_image_nchw(buf, x->dtype, x->n, k, oh, ow);
     if ((s = lumen_conv_run(kind, ctx, x, w, bias, p, &out, info))) {
         free(buf);
         return s;

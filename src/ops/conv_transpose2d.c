@@ -43,7 +43,7 @@ enum {
 };
 
 static const lumen_arg_desc conv_transpose2d_args[CT_N] = {
-    LUMEN_DESC_CONV_TENSOR_ARGS("weights, f32 C x K/groups x R x S"),
+    LUMEN_DESC_CONV_TENSOR_ARGS("weights, f32/f16/bf16 C x K/groups x R x S"),
     [CT_STRIDE] = LUMEN_DESC_CONV_PAIR("stride", 1, 1, "step (h, w) between input samples"),
     [CT_PADDING] = LUMEN_DESC_CONV_PAIR("padding", 0, 0,
                                         "rows and columns (h, w) cut from both sides of the "
@@ -80,7 +80,7 @@ static lumen_status conv_transpose2d_shape(const lumen_value *v, lumen_out_shape
     lumen_status s = lumen_conv_transpose2d_output_size(x, w, &p, &oh, &ow);
     const int64_t k = w->c * p.groups;
     if (s || (s = lumen_desc_conv_bias(&v[CT_BIAS], k))) return s;
-    *out = (lumen_out_shape){LUMEN_ARG_TENSOR, LUMEN_F32, x->n, k, oh, ow};
+    *out = (lumen_out_shape){LUMEN_ARG_TENSOR, x->dtype, x->n, k, oh, ow}; /* torch: x's dtype */
     return LUMEN_OK;
 }
 
@@ -99,11 +99,11 @@ const lumen_op_desc lumen_conv_transpose2d_desc = {
     .command = "conv-transpose",
     .summary = "NCHW transposed convolution (torch.nn.functional.conv_transpose2d)",
     .help = "The adjoint of conv2d (the gradient of conv2d with respect to its input), with "
-            "PyTorch's shapes and rules, including output_padding. f32.",
+            "PyTorch's shapes and rules, including output_padding. f32, f16 or bf16 (f32 sums).",
     .args = conv_transpose2d_args,
     .n_args = CT_N,
     .output = LUMEN_ARG_TENSOR,
-    .output_help = "f32 N x K x P x Q, P = (H-1)*stride - 2*padding + dilation*(R-1) + "
+    .output_help = "x's dtype, N x K x P x Q, P = (H-1)*stride - 2*padding + dilation*(R-1) + "
                    "output_padding + 1 (Q likewise)",
     .output_shape = conv_transpose2d_shape,
     .invoke = conv_transpose2d_invoke,

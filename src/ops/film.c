@@ -64,7 +64,7 @@ static lumen_status load_linear(const lumen_image *src, film_planes *lin, int th
         film_planes_free(&x);
         return s;
     }
-    const bool decode = src->dtype != LUMEN_F32;
+    const bool decode = !lumen_dtype_is_float(src->dtype); /* float data is linear */
     const int64_t px = x.h * x.w;
     for (int64_t b = 0; b < x.n; b++)
         for (int64_t c = 0; c < 3; c++) {
@@ -101,21 +101,29 @@ static lumen_status response(const film_planes *lin, const lumen_film_stock *st,
     return LUMEN_OK;
 }
 
-/* Phos's colour path: bloom then halation of the response, into `scattered`. */
+/* Phos's colour path: bloom then halation of the response, into `scattered`. Halation reads
+ * the bloomed planes while it writes `scattered` (in place it would copy its source first). */
 static lumen_status color_scatter(lumen_context *ctx, const lumen_film_stock *st,
                                   const lumen_film_options *o, const film_planes *resp,
                                   film_planes *scattered, lumen_run_info *info)
 {
+    film_planes bloomed = {0};
     lumen_status s = film_planes_like(resp, scattered);
+    if (!s && st->halation_enabled) s = film_planes_like(resp, &bloomed);
     if (s) return s;
-    const lumen_image rv = film_planes_view(resp), sv = film_planes_view(scattered);
+    const film_planes *b = st->halation_enabled ? &bloomed : scattered;
+    const lumen_image rv = film_planes_view(resp), bv = film_planes_view(b),
+                      sv = film_planes_view(scattered);
     lumen_bloom_params bp = st->bloom;
     for (int i = 0; i < 3; i++)
         bp.eta[i] = fmin(bp.eta[i] * o->bloom, 1.0);
-    if ((s = lumen_bloom(ctx, &rv, &sv, &bp, info)) || !st->halation_enabled) return s;
-    lumen_halation_params hp = st->halation;
-    hp.energy_fraction = fmin(hp.energy_fraction * o->halation, 1.0);
-    return lumen_halation(ctx, &sv, &sv, &hp, info);
+    if (!(s = lumen_bloom(ctx, &rv, &bv, &bp, info)) && st->halation_enabled) {
+        lumen_halation_params hp = st->halation;
+        hp.energy_fraction = fmin(hp.energy_fraction * o->halation, 1.0);
+        s = lumen_halation(ctx, &bv, &sv, &hp, info);
+    }
+    film_planes_free(&bloomed);
+    return s;
 }
 
 /* Phos's black-and-white bloom (calculate_bloom_params + ArtisticBloomStrategy), from the
@@ -201,7 +209,7 @@ static void finish(const lumen_film_stock *st, const lumen_film_options *o, cons
                    int threads)
 {
     const int64_t px = resp->h * resp->w;
-    const bool encode = dst->dtype != LUMEN_F32;
+    const bool encode = !lumen_dtype_is_float(dst->dtype);
     const float comp = (float)(GRAIN_LINEAR_RGB_COMPENSATION * o->grain);
     const float pan = (float)(st->grain_pan * o->grain);
     const float scale = film_dtype_scale(dst->dtype);

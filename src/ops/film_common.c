@@ -1,5 +1,6 @@
 /* The film effects' shared steps (film_common.h). */
 #include "film_common.h"
+#include "op_common.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -114,6 +115,11 @@ void film_row_load(const lumen_image *img, int64_t b, int64_t c, int64_t y, floa
         for (int64_t x = 0; x < img->w; x++)
             row[x] = ((const float *)p)[x * sw];
         break;
+    case LUMEN_F16:
+    case LUMEN_BF16: /* linear floats, as f32 */
+        for (int64_t x = 0; x < img->w; x++)
+            row[x] = lumen_load_px((const uint16_t *)p + x * sw, img->dtype);
+        break;
     }
 }
 
@@ -129,16 +135,11 @@ static void add_rows_in_order(const double *rows, int64_t planes, int64_t h, dou
 }
 
 lumen_status film_highlights(const lumen_image *src, film_planes *e, double threshold,
-                             const double k[3], double *sums, int threads)
+                             const double k[3], int threads)
 {
     lumen_status s = film_planes_new(src, e);
     if (s) return s;
     const int64_t rows = src->n * src->c * src->h, w = src->w;
-    double *row_sums = sums ? calloc((size_t)rows, sizeof *row_sums) : NULL;
-    if (sums && !row_sums) {
-        film_planes_free(e);
-        return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "film: row sums");
-    }
     const float t = (float)threshold;
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t r = 0; r < rows; r++) {
@@ -146,16 +147,8 @@ lumen_status film_highlights(const lumen_image *src, film_planes *e, double thre
         float *row = film_plane(e, b, c) + y * w;
         const float kc = (float)k[film_channel_param(src->c, c)];
         film_row_load(src, b, c, y, row);
-        double sum = 0;
-        for (int64_t x = 0; x < w; x++) {
-            row[x] = (row[x] > t ? row[x] - t : 0.0f) * kc;
-            sum += row[x];
-        }
-        if (row_sums) row_sums[r] = sum;
-    }
-    if (sums) {
-        add_rows_in_order(row_sums, src->n * src->c, src->h, sums);
-        free(row_sums);
+        for (int64_t x = 0; x < w; x++)
+            row[x] = lumen_film_highlight(row[x], t, kc);
     }
     return LUMEN_OK;
 }
@@ -214,12 +207,47 @@ void film_scatter_back(const lumen_image *src, const lumen_image *dst, double th
         char *pd = lumen_px_addr(dst, b, c, y, 0);
         for (int64_t x = 0; x < w; x++) {
             const float v = lumen_load_px(ps + x * ses, src->dtype) * in;
-            const float e = (v > t ? v - t : 0.0f) * kc;
-            float o = v - e + sr[x] * sc;
-            o = o < 0.0f ? 0.0f : o > 1.0f ? 1.0f : o; /* NaN stays NaN: f32 keeps it */
+            const float o = lumen_film_blend(v, lumen_film_highlight(v, t, kc), sr[x] * sc);
             lumen_store_px(pd + x * des, dst->dtype, o * out);
         }
     }
+}
+
+lumen_image film_channel_view(const lumen_image *img, int64_t c0, int64_t nc)
+{
+    lumen_image v = *img;
+    v.data = (char *)img->data + c0 * img->stride_c * (int64_t)lumen_dtype_size(img->dtype);
+    v.c = nc;
+    return v;
+}
+
+lumen_status film_fused_scatter(lumen_context *ctx, const lumen_image *src, const lumen_image *dst,
+                                const film_conv *k, const lumen_film_map *m, lumen_run_info *info)
+{
+    lumen_filter_job job = {.src = src,
+                            .dst = dst,
+                            .taps = LUMEN_TAPS_2D,
+                            .border = k->border,
+                            .border_value = k->border_value,
+                            .kw = k->size,
+                            .kh = k->size,
+                            .ax = k->size / 2,
+                            .ay = k->size / 2,
+                            .kernel = k->kernel,
+                            .scale = 1.0f,
+                            .map = m};
+    const unsigned methods = 1u << LUMEN_METHOD_DIRECT | 1u << LUMEN_METHOD_FFT;
+    if (!lumen_context_on_cpu(ctx) || (int64_t)k->size * k->size < LUMEN_FFT_MIN_TAPS ||
+        lumen_choose_method(ctx, &job, methods) != LUMEN_METHOD_FFT)
+        return lumen_set_error(LUMEN_ERR_UNSUPPORTED, "film: no fused path for this call");
+    lumen_image copy_view;
+    void *copy;
+    lumen_status s = lumen_op_unalias(&job.src, dst, &copy_view, &copy);
+    if (!s) {
+        s = lumen_run_filter(ctx, &job, LUMEN_METHOD_FFT, info);
+        lumen_op_release_src(copy);
+    }
+    return s;
 }
 
 lumen_status film_check_triplet(const double v[3], double lo, double hi, const char *what)

@@ -3,6 +3,7 @@
 #ifndef LUMEN_FILM_COMMON_H
 #define LUMEN_FILM_COMMON_H
 
+#include "film_map.h"
 #include "internal.h"
 
 /* A working copy of an image: n x c planes of h x w f32 values, x / 255 (u8), x / 65535 (u16)
@@ -43,9 +44,9 @@ static inline int film_channel_param(int64_t c, int64_t ch)
 void film_row_load(const lumen_image *img, int64_t b, int64_t c, int64_t y, float *row);
 
 /* The highlights of every plane: e = max(x - threshold, 0) * k[channel param], from src
- * directly; sums[b * c + ch] gets each plane's sum (may be NULL). */
+ * directly (film_map.h). */
 lumen_status film_highlights(const lumen_image *src, film_planes *e, double threshold,
-                             const double k[3], double *sums, int threads);
+                             const double k[3], int threads);
 /* The sum of each plane into sums[b * c + ch], and of its squares into squares[] (may be NULL),
  * rows added in order: the same for any thread count. */
 void film_plane_sums(const film_planes *p, double *sums, double *squares, int threads);
@@ -53,6 +54,28 @@ void film_plane_sums(const film_planes *p, double *sums, double *squares, int th
  * film_highlights makes it (no copy of x is kept); scale NULL: 1. src may be dst. */
 void film_scatter_back(const lumen_image *src, const lumen_image *dst, double threshold,
                        const double k[3], const film_planes *s, const float *scale, int threads);
+
+/* The convolution of bloom and halation: a size x size kernel, centred, and a border. */
+typedef struct film_conv {
+    const float *kernel;
+    int size;
+    lumen_border border;
+    float border_value; /* in src's units, for border constant */
+} film_conv;
+/* Channels [c0, c0 + nc) of img as a view of nc channels. */
+lumen_image film_channel_view(const lumen_image *img, int64_t c0, int64_t nc);
+/* dst = clip(x - E + (E (*) K) * m->layer_gain[c], 0, 1) with E = max(x - m->threshold, 0) *
+ * m->gain[c], in one pass of the CPU's FFT that makes E as it loads its tiles and blends as it
+ * stores them (film_map.h). LUMEN_ERR_UNSUPPORTED, with nothing written, where that path does
+ * not apply (a device context, SIMD off, or a kernel small enough for the direct method): the
+ * caller then runs its own passes. In place works (src is copied first). */
+lumen_status film_fused_scatter(lumen_context *ctx, const lumen_image *src, const lumen_image *dst,
+                                const film_conv *k, const lumen_film_map *m, lumen_run_info *info);
+/* Per plane q = b * c + ch of src: e_sums[q], the sum of its highlights (threshold, gain by
+ * channel param, as film_highlights makes them), and layer_sums[q], the exact sum of their
+ * convolution by k (film_layer_sum.c), rows added in order. */
+lumen_status film_layer_sums(const lumen_image *src, const film_conv *k, double threshold,
+                             const double gain[3], double *e_sums, double *layer_sums, int threads);
 
 /* The grain of planes x (grain.c): clip(relative photon noise, blurred, / (3 std) x density x
  * intensity, -1, 1) into new planes `noise` (Phos's PoissonGrainStrategy without the add). */

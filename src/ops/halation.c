@@ -71,39 +71,87 @@ static lumen_status check_params(const lumen_halation_params *p)
     return film_check_triplet(p->f, 0, 1, "f");
 }
 
+/* The layer's scale per plane: E's energy over the layer's (Phos rescales when the layer
+ * holds any, guard 1e-6). */
+static lumen_status layer_scales(lumen_context *ctx, const lumen_image *src, const film_conv *k,
+                                 const lumen_halation_params *p, const double gain[3], float *scale)
+{
+    const int64_t planes = src->n * src->c;
+    double *sums = malloc((size_t)planes * 2 * sizeof *sums);
+    if (!sums) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "halation: sums");
+    lumen_status s = film_layer_sums(src, k, p->threshold, gain, sums, sums + planes, ctx->threads);
+    for (int64_t i = 0; i < planes && !s; i++)
+        scale[i] = sums[planes + i] > 1e-6 ? (float)(sums[i] / sums[planes + i]) : 1.0f;
+    free(sums);
+    return s;
+}
+
+/* One fused FFT pass per image (its channels share the kernel; each image has its own scales):
+ * film_fused_scatter. LUMEN_ERR_UNSUPPORTED with nothing written where it does not apply. */
+static lumen_status halation_fused(lumen_context *ctx, const lumen_image *src,
+                                   const lumen_image *dst, const film_conv *k,
+                                   const lumen_halation_params *p, const double gain[3],
+                                   const float *scale, lumen_run_info *info)
+{
+    float g[3];
+    for (int64_t c = 0; c < src->c; c++)
+        g[c] = (float)gain[film_channel_param(src->c, c)];
+    lumen_film_map m = {.in_scale = 1.0f / film_dtype_scale(src->dtype),
+                        .out_scale = film_dtype_scale(dst->dtype),
+                        .threshold = (float)p->threshold,
+                        .gain = g};
+    lumen_status s = LUMEN_OK;
+    for (int64_t b = 0; b < src->n && !s; b++) {
+        lumen_image sv = *src, dv = *dst;
+        sv.data = (char *)src->data + b * src->stride_n * (int64_t)lumen_dtype_size(src->dtype);
+        dv.data = (char *)dst->data + b * dst->stride_n * (int64_t)lumen_dtype_size(dst->dtype);
+        sv.n = dv.n = 1;
+        m.layer_gain = scale + b * src->c;
+        s = film_fused_scatter(ctx, &sv, &dv, k, &m, info);
+    }
+    return s;
+}
+
+/* E, its convolution and the blend as passes of their own: any device. */
+static lumen_status halation_passes(lumen_context *ctx, const lumen_image *src,
+                                    const lumen_image *dst, const film_conv *k,
+                                    const lumen_halation_params *p, const double gain[3],
+                                    const float *scale, lumen_run_info *info)
+{
+    film_planes e = {0}, layer = {0};
+    lumen_status s;
+    if (!(s = film_highlights(src, &e, p->threshold, gain, ctx->threads)) &&
+        !(s = film_planes_new(src, &layer))) {
+        const lumen_image ev = film_planes_view(&e), lv = film_planes_view(&layer);
+        lumen_filter_options o = lumen_filter_options_default();
+        o.border = k->border;
+        s = lumen_filter2d(ctx, &ev, &lv, k->kernel, k->size, k->size, &o, info);
+        if (!s) film_scatter_back(src, dst, p->threshold, gain, &layer, scale, ctx->threads);
+    }
+    film_planes_free(&e);
+    film_planes_free(&layer);
+    return s;
+}
+
 lumen_status lumen_halation(lumen_context *ctx, const lumen_image *src, const lumen_image *dst,
                             const lumen_halation_params *p, lumen_run_info *info)
 {
     lumen_clear_error();
     lumen_status s;
     if ((s = film_check(ctx, src, dst, "halation")) || (s = check_params(p))) return s;
-    const int64_t planes = src->n * src->c;
-    const double k[3] = {p->f[0] * p->energy_fraction, p->f[1] * p->energy_fraction,
-                         p->f[2] * p->energy_fraction};
-    film_planes e = {0}, layer = {0};
+    const double gain[3] = {p->f[0] * p->energy_fraction, p->f[1] * p->energy_fraction,
+                            p->f[2] * p->energy_fraction};
     float *kernel = halation_kernel(p->psf_radius);
-    double *sums = malloc((size_t)planes * 2 * sizeof *sums);
-    float *scale = malloc((size_t)planes * sizeof *scale);
-    if (!kernel || !sums || !scale)
-        s = lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "halation: kernel");
-    if (!s && !(s = film_highlights(src, &e, p->threshold, k, sums, ctx->threads)) &&
-        !(s = film_planes_new(src, &layer))) {
-        const lumen_image ev = film_planes_view(&e), lv = film_planes_view(&layer);
-        lumen_filter_options o = lumen_filter_options_default();
-        o.border = LUMEN_BORDER_REFLECT101; /* cv2.GaussianBlur's default */
-        s = lumen_filter2d(ctx, &ev, &lv, kernel, HALATION_K, HALATION_K, &o, info);
-        if (!s) {
-            /* the layer keeps E's energy: Phos rescales when it holds any (guard 1e-6) */
-            film_plane_sums(&layer, sums + planes, NULL, ctx->threads);
-            for (int64_t i = 0; i < planes; i++)
-                scale[i] = sums[planes + i] > 1e-6 ? (float)(sums[i] / sums[planes + i]) : 1.0f;
-            film_scatter_back(src, dst, p->threshold, k, &layer, scale, ctx->threads);
-        }
+    float *scale = malloc((size_t)(src->n * src->c) * sizeof *scale);
+    /* cv2.GaussianBlur's default border */
+    const film_conv k = {.kernel = kernel, .size = HALATION_K, .border = LUMEN_BORDER_REFLECT101};
+    if (!kernel || !scale) s = lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "halation: kernel");
+    if (!s && !(s = layer_scales(ctx, src, &k, p, gain, scale)) &&
+        (s = halation_fused(ctx, src, dst, &k, p, gain, scale, info)) == LUMEN_ERR_UNSUPPORTED) {
+        lumen_clear_error();
+        s = halation_passes(ctx, src, dst, &k, p, gain, scale, info);
     }
-    film_planes_free(&e);
-    film_planes_free(&layer);
     free(kernel);
-    free(sums);
     free(scale);
     return s;
 }

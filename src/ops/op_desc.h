@@ -54,7 +54,7 @@ lumen_status lumen_desc_shape_like_src(const lumen_value *values, lumen_out_shap
     {.name = "x",                                                                                  \
      .type = LUMEN_ARG_TENSOR,                                                                     \
      .flags = LUMEN_ARG_REQUIRED,                                                                  \
-     .help = "input, f32 N x C x H x W"},                                                          \
+     .help = "input, f32/f16/bf16 N x C x H x W"},                                                          \
         {.name = "weight",                                                                         \
          .type = LUMEN_ARG_TENSOR,                                                                 \
          .flags = LUMEN_ARG_REQUIRED,                                                              \
@@ -78,6 +78,6 @@ lumen_status lumen_desc_conv_bias(const lumen_value *bias, int64_t k);
 /* Every op's descriptor, listed by op_table.c. */
 extern const lumen_op_desc lumen_filter2d_desc, lumen_sep_filter2d_desc, lumen_gaussian_blur_desc,
     lumen_box_blur_desc, lumen_conv2d_desc, lumen_conv_transpose2d_desc, lumen_bloom_desc,
-    lumen_halation_desc, lumen_grain_desc, lumen_resize_desc;
+    lumen_halation_desc, lumen_grain_desc, lumen_crop_desc, lumen_resize_desc;
 
 #endif

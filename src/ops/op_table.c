@@ -8,7 +8,8 @@
 static const lumen_op_desc *const ops[] = {
     &lumen_filter2d_desc, &lumen_sep_filter2d_desc, &lumen_gaussian_blur_desc,
     &lumen_box_blur_desc, &lumen_conv2d_desc,       &lumen_conv_transpose2d_desc,
-    &lumen_bloom_desc,    &lumen_halation_desc,     &lumen_grain_desc,    &lumen_resize_desc,
+    &lumen_bloom_desc,    &lumen_halation_desc,     &lumen_grain_desc,
+    &lumen_crop_desc,     &lumen_resize_desc,
 };
 #define N_OPS ((int)(sizeof ops / sizeof ops[0]))
 

@@ -20,6 +20,7 @@
  * fallbacks) and each op's largest error per device.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
+#include "semantics.h"
 #include "test_support.h"
 
 #include <math.h>
@@ -276,7 +277,9 @@ static void fill_kernels(void)
 
 /* ---- cases ------------------------------------------------------------------------------- */
 
-static const lumen_dtype dtypes[] = {LUMEN_U8, LUMEN_U16, LUMEN_F32};
+static const lumen_dtype dtypes[] = {LUMEN_U8, LUMEN_U16, LUMEN_F32, LUMEN_F16, LUMEN_BF16};
+/* conv rows: every tensor of a case in one float dtype */
+static const lumen_dtype tensor_dtypes[] = {LUMEN_F32, LUMEN_F16, LUMEN_BF16};
 static const lumen_border borders[] = {LUMEN_BORDER_REFLECT, LUMEN_BORDER_CONSTANT,
                                        LUMEN_BORDER_REPLICATE, LUMEN_BORDER_REFLECT101,
                                        LUMEN_BORDER_WRAP};
@@ -300,7 +303,9 @@ typedef struct xb_case {
 /* Non-zero and inside the dtype's range, so the constant border is visible in every dtype. */
 static float border_value(lumen_dtype t)
 {
-    return t == LUMEN_F32 ? -37.5f : t == LUMEN_U8 ? 201.0f : 40000.0f;
+    return lumen_dtype_is_float(t) ? -37.5f
+           : t == LUMEN_U8         ? 201.0f
+                                   : 40000.0f; /* exact in halves */
 }
 
 /* ---- devices ------------------------------------------------------------------------------ */
@@ -309,7 +314,7 @@ typedef struct xb_stat {
     int64_t cases;
     double f32_ratio;  /* largest |err| / tolerance over f32 results */
     double f32_err;    /* largest |err| over f32 results */
-    double int_levels; /* largest |got - reference| over integer results, in levels */
+    double int_levels; /* largest |got - reference| over rounded (integer, half) results */
 } xb_stat;
 
 typedef struct xb_device {
@@ -448,7 +453,8 @@ static const char *describe(const xb_data *d, const char *where, char *buf, size
 {
     const xb_case *cs = d->cs;
     if (d->row->family == XB_TENSOR)
-        snprintf(buf, len, "[%s | f32 %s | %s]", d->row->name, ts_layout_name(cs->layout), where);
+        snprintf(buf, len, "[%s | %s %s | %s]", d->row->name, lumen_dtype_name(cs->dtype),
+                 ts_layout_name(cs->layout), where);
     else
         snprintf(buf, len, "[%s | %s %s n=%lld c=%lld %lldx%lld border=%s value=%g seed=%llu | %s]",
                  d->row->name, lumen_dtype_name(cs->dtype), ts_layout_name(cs->layout),
@@ -528,11 +534,11 @@ static void prepare(xb_data *d, const xb_row *row, const xb_case *cs)
     } else {
         const xb_conv *c = &row->conv;
         d->n_in = 2;
-        ts_image_alloc(&d->in[0], cs->layout, LUMEN_F32, c->n, c->c, c->h, c->w);
+        ts_image_alloc(&d->in[0], cs->layout, cs->dtype, c->n, c->c, c->h, c->w);
         if (c->transposed)
-            ts_image_alloc(&d->in[1], TS_PLANAR, LUMEN_F32, c->c, c->k / c->p.groups, c->r, c->s);
+            ts_image_alloc(&d->in[1], TS_PLANAR, cs->dtype, c->c, c->k / c->p.groups, c->r, c->s);
         else
-            ts_image_alloc(&d->in[1], TS_PLANAR, LUMEN_F32, c->k, c->c / c->p.groups, c->r, c->s);
+            ts_image_alloc(&d->in[1], TS_PLANAR, cs->dtype, c->k, c->c / c->p.groups, c->r, c->s);
         fill_uniform(&d->in[0].v, cs->seed, false);
         fill_uniform(&d->in[1].v, cs->seed + 1, false);
         const lumen_status s =
@@ -541,7 +547,7 @@ static void prepare(xb_data *d, const xb_row *row, const xb_case *cs)
                                                      &d->ow)
                 : lumen_conv2d_output_size(&d->in[0].v, &d->in[1].v, &c->p, &d->oh, &d->ow);
         if (s) fail_msg("%s: output size: %s", row->name, lumen_last_error());
-        d->on = c->n, d->oc = c->k, d->out_dtype = LUMEN_F32;
+        d->on = c->n, d->oc = c->k, d->out_dtype = cs->dtype;
     }
     for (int i = 0; i < d->n_in; i++) {
         const size_t bytes = d->in[i].elems * d->in[i].es;
@@ -577,8 +583,9 @@ static void prepare(xb_data *d, const xb_row *row, const xb_case *cs)
          * sum of |x * w| + |bias| per element, up to one rounding. */
         const xb_conv *c = &row->conv;
         ts_image ax, aw;
-        ts_image_alloc(&ax, TS_PLANAR, LUMEN_F32, c->n, c->c, c->h, c->w);
-        ts_image_alloc(&aw, TS_PLANAR, LUMEN_F32, d->in[1].v.n, d->in[1].v.c, c->r, c->s);
+        /* in the inputs' dtype: |x| and |w| rounded as x and w were */
+        ts_image_alloc(&ax, TS_PLANAR, cs->dtype, c->n, c->c, c->h, c->w);
+        ts_image_alloc(&aw, TS_PLANAR, cs->dtype, d->in[1].v.n, d->in[1].v.c, c->r, c->s);
         fill_uniform(&ax.v, cs->seed, true);
         fill_uniform(&aw.v, cs->seed + 1, true);
         ts_image_alloc(&d->terms, TS_PLANAR, LUMEN_F32, d->on, d->oc, d->oh, d->ow);
@@ -818,10 +825,12 @@ static void test_row(void **state)
     const int r = (int)(row - rows);
     uint64_t seed = 1000u * (uint64_t)r;
     if (row->family == XB_TENSOR) {
-        for (int l = 0; l < TS_COUNT(layouts); l++) {
-            const xb_case cs = {layouts[l], LUMEN_F32, LUMEN_BORDER_CONSTANT, 0.0f, 0, 0, seed++};
-            run_case(row, r, &cs);
-        }
+        for (int t = 0; t < TS_COUNT(tensor_dtypes); t++)
+            for (int l = 0; l < TS_COUNT(layouts); l++) {
+                const xb_case cs = {layouts[l], tensor_dtypes[t], LUMEN_BORDER_CONSTANT, 0.0f, 0, 0,
+                                    seed++};
+                run_case(row, r, &cs);
+            }
         return;
     }
     /* resize has no border: one (ignored) border per case */

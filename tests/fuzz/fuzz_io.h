@@ -90,7 +90,9 @@ static void fuzz_check_failure(lumen_status s, const lumen_image *img)
 static unsigned fuzz_check_image(const lumen_image *img, int64_t max_n)
 {
     FUZZ_CHECK(img->data, "no data");
-    FUZZ_CHECK(img->dtype == LUMEN_U8 || img->dtype == LUMEN_U16 || img->dtype == LUMEN_F32,
+    /* f16 from NPY's <f2; no file format gives bf16 */
+    FUZZ_CHECK(img->dtype == LUMEN_U8 || img->dtype == LUMEN_U16 || img->dtype == LUMEN_F32 ||
+                   img->dtype == LUMEN_F16,
                "dtype %d", (int)img->dtype);
     FUZZ_CHECK(img->n >= 1 && img->n <= max_n && img->c >= 1 && img->h >= 1 && img->w >= 1,
                "shape %lld x %lld x %lld x %lld", (long long)img->n, (long long)img->c,

@@ -136,7 +136,7 @@ static double abs_sum(const float *k, int n)
 static void fill(fz_in *in, const lumen_image *v, int style)
 {
     const double hi = v->dtype == LUMEN_U8 ? 255 : v->dtype == LUMEN_U16 ? 65535 : 1000;
-    const double lo = v->dtype == LUMEN_F32 ? -1000 : 0;
+    const double lo = lumen_dtype_is_float(v->dtype) ? -1000 : 0;
     const double constant = lo + (hi - lo) * (fz_rand(in) / 4294967296.0);
     const int64_t impulse = fz_rand(in) % (uint32_t)fz_count(v);
     int64_t i = 0;
@@ -151,9 +151,11 @@ static void fill(fz_in *in, const lumen_image *v, int style)
                     case 1: val = fz_rand(in) % 4; break;
                     case 2: val = constant; break;
                     case 3: val = i == impulse ? hi : 0; break;
-                    default: val = v->dtype == LUMEN_F32 ? (u < 0.5 ? -3e4 : 3e4) : hi * (u < .5);
+                    default: /* +-3e4 stays finite in f16 */
+                        val =
+                            lumen_dtype_is_float(v->dtype) ? (u < 0.5 ? -3e4 : 3e4) : hi * (u < .5);
                     }
-                    if (v->dtype != LUMEN_F32) val = floor(val);
+                    if (!lumen_dtype_is_float(v->dtype)) val = floor(val);
                     fz_set(v, b, c, y, x, val);
                 }
 }
@@ -180,7 +182,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     params p = {0};
     p.op = (op_kind)fz_pick(&in, OP_COUNT);
     const int hostile = fz_pick(&in, 8) == 7; /* not 0: a short input reads zeros */
-    const lumen_dtype st = (lumen_dtype)fz_pick(&in, 3), dt = (lumen_dtype)fz_pick(&in, 3);
+    const lumen_dtype st = (lumen_dtype)fz_pick(&in, 5), dt = (lumen_dtype)fz_pick(&in, 5);
     const uint8_t lay = fz_u8(&in);
     const fz_layout sl = (fz_layout)(lay % FZ_LAYOUTS), dl = (fz_layout)(lay / 4 % FZ_LAYOUTS);
     const int64_t n = 1 + fz_pick(&in, 2), c = 1 + fz_pick(&in, 4);

@@ -9,7 +9,8 @@
 #include "fuzz_check.h"
 #include <lumen.h>
 
-#include "internal.h" /* the context's ISA flags: the fuzzer picks the kernels it runs */
+#include "internal.h"  /* the context's ISA flags: the fuzzer picks the kernels it runs */
+#include "semantics.h" /* f16 / bf16 elements */
 #include "tolerances.h"
 
 #include <limits.h>
@@ -112,6 +113,8 @@ static inline double fz_get(const lumen_image *v, int64_t b, int64_t c, int64_t 
     switch (v->dtype) {
     case LUMEN_U8: return *(const uint8_t *)p;
     case LUMEN_U16: return *(const uint16_t *)p;
+    case LUMEN_F16:
+    case LUMEN_BF16: return lumen_load_px(p, v->dtype);
     default: return *(const float *)p;
     }
 }
@@ -123,14 +126,21 @@ static inline void fz_set(const lumen_image *v, int64_t b, int64_t c, int64_t y,
     switch (v->dtype) {
     case LUMEN_U8: *(uint8_t *)p = (uint8_t)val; break;
     case LUMEN_U16: *(uint16_t *)p = (uint16_t)val; break;
+    case LUMEN_F16:
+    case LUMEN_BF16: lumen_store_px(p, v->dtype, (float)val); break; /* nearest even */
     default: *(float *)p = (float)val; break;
     }
 }
 
-/* Round to nearest even, then saturate (NaN to 0): tolerances.h's Q. */
+/* Round to nearest even, then saturate (NaN to 0): tolerances.h's Q (halves: rounded to them). */
 static inline double fz_quantize(double v, lumen_dtype t)
 {
     if (t == LUMEN_F32) return v;
+    if (t == LUMEN_F16 || t == LUMEN_BF16) {
+        uint16_t h;
+        lumen_store_px(&h, t, (float)v);
+        return lumen_load_px(&h, t);
+    }
     const double hi = t == LUMEN_U8 ? 255.0 : 65535.0;
     if (!(v > 0.0)) return 0.0;
     return v >= hi ? hi : nearbyint(v);
@@ -140,6 +150,7 @@ static inline double fz_quantize(double v, lumen_dtype t)
  * infinity); integers within [Q(r - t), Q(r + t)] of the unrounded reference r. */
 static inline int fz_element_ok(double got, double r, double t, lumen_dtype dst)
 {
+    if (dst != LUMEN_F32 && isnan(r)) return lumen_dtype_is_float(dst) ? isnan(got) : got == 0.0;
     if (dst != LUMEN_F32) return got >= fz_quantize(r - t, dst) && got <= fz_quantize(r + t, dst);
     if (isnan(got) || isnan(r)) return isnan(got) && isnan(r);
     if (isinf(got) || isinf(r)) return got == r;

@@ -125,6 +125,8 @@ def npy_corpus():
         "huge-3d")
     put("fuzz_npy", npy_bytes(np.zeros((1, 1), np.uint8), header_override=(-1, 3)),
         "negative-shape")
+    # f16 (<f2), fixed values: no draw from rng, so the files above stay as they were
+    put("fuzz_npy", npy_bytes((np.arange(24, dtype=np.float16) / 7).reshape(2, 4, 3)), "float16-c3")
 
 
 def webp_corpus():
@@ -163,9 +165,24 @@ def ops_corpus():
                                 1, 4]), f"conv{tr}-hostile")
 
 
+def crop_corpus():
+    # fuzz_crop.c: hostile (0 of 8), dtypes (src, mask, dst), layouts (src, mask, dst), n, c, h,
+    # w, mask form, threshold, margins, allow_smaller, aspect, min sizes (a choice, then the
+    # size), k, outside, border, value, empty, threads, then foreground pixels
+    for border in range(5):
+        for form in range(4):
+            put("fuzz_crop", bytes([1, border % 3, form % 3, (border + form) % 3, form, border % 4,
+                                    (form + 1) % 4, form % 2, 2, 9, 11, form, border % 7, 2,
+                                    form, form & 1, (border + form) % 6, 0, 5, 1, 2, border % 2,
+                                    border, 1, form % 2, 1, 4, 1, 3, 5, 2, 7, 8, 1, 1]),
+                f"crop-b{border}-f{form}")
+    put("fuzz_crop", bytes([0, 2, 2, 0, 1, 2, 3, 1, 3, 11, 11, 2, 4, 1, 1, 0, 4, 0, 1, 4, 4]),
+        "crop-hostile")
+
+
 if __name__ == "__main__":
     for fn in (png_corpus, jpeg_corpus, tiff_corpus, npy_corpus, webp_corpus, exr_corpus,
-               ops_corpus):
+               ops_corpus, crop_corpus):
         fn()
     for d in sorted(os.listdir(ROOT)):
         print(f"{d}: {len(os.listdir(os.path.join(ROOT, d)))} files")

@@ -186,3 +186,33 @@ def test_film_sums_do_not_depend_on_the_thread_count():
         one = lumen.film.film(x, name, seed=4, context=lumen.Context(threads=1), **strengths)
         two = lumen.film.film(x, name, seed=4, context=lumen.Context(threads=2), **strengths)
         assert np.array_equal(one, two), name
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.uint8])
+@pytest.mark.parametrize("shape", ["hwc", "batch", "gray", "in-place"])
+def test_fused_path_equals_the_separate_passes(dtype, shape):
+    """On the CPU, bloom and halation run E, the convolution and the blend inside the FFT's
+    tile loads and stores (docs/film.md, "Speed"); with SIMD off they run as separate passes
+    over the reference filter. Both give the same image (up to the FFT's rounding)."""
+    x = scene(40, 48, seed=8)  # small: the separate passes run the scalar reference filter
+    x[:3, :20] = 0.95  # highlights at the border: halation's layer keeps E's energy by a scale
+    if shape == "batch":  # well away from 1 here (reflect101 counts edge pixels unevenly)
+        x = np.stack([x, scene(40, 48, seed=9)])
+    elif shape == "gray":
+        x = np.ascontiguousarray(x[..., 1])
+    if dtype == np.uint8:
+        x = np.round(x * 255).astype(np.uint8)
+    fused, passes = lumen.Context(threads=2), lumen.Context(threads=2, simd=False)
+    s = STOCKS["cinestill800t"]
+    bloom = (s["bloom_eta"], s["bloom_sigma"], s["bloom_kappa"], s["bloom_rho"])  # 159 x 159
+    for op, args in ((lumen.film.bloom, bloom),
+                     (lumen.film.halation, (s["halation_f"], s["halation_energy"], 40.0))):
+        want = op(x, *args, context=passes)
+        if shape == "in-place":
+            got = x.copy()
+            op(got, *args, out=got, context=fused)
+        else:
+            got = op(x, *args, context=fused)
+        assert lumen.last_run()["method"] == "fft", lumen.last_run()
+        diff = np.abs(got.astype(np.float64) - want).max()
+        assert diff <= (1 if dtype == np.uint8 else 1e-5), (op.__name__, shape, diff)

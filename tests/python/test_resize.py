@@ -285,6 +285,18 @@ def test_size_by_position():
     np.testing.assert_array_equal(got, lumen.resize(src, size=(5, 4)))
 
 
+@pytest.mark.parametrize("rule,interp", [("opencv", "linear"), ("opencv", "lanczos"),
+                                         ("pillow", "cubic"), ("torch", "area")])
+def test_float16_is_f32_rounded(rule, interp):
+    """f16 storage: the f32 sums of the same (half) values, rounded once to nearest even."""
+    src = make((37, 53, 3), np.float32).astype(np.float16)
+    for size in [(20, 70), (53, 11)]:
+        half = lumen.resize(src, size=size, interpolation=interp, rule=rule)
+        assert half.dtype == np.float16
+        full = lumen.resize(src.astype(np.float32), size=size, interpolation=interp, rule=rule)
+        np.testing.assert_array_equal(half, full.astype(np.float16))
+
+
 def test_same_size_copies():
     src = make((9, 11, 3), np.float32)
     for rule, interp in ALL:

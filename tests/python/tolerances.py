@@ -248,3 +248,20 @@ RESIZE_INT_LEVELS = 1
 #: of the span; integers within one level (a sum at a .5 tie may round either way in f32).
 RESIZE_SELF_F32_REL = 1e-5
 RESIZE_SELF_INT_LEVELS = 1
+
+# ---- f16 / bf16 storage (docs/semantics.md, "Half precision") ---------------------------------
+
+#: A half result is the f32 result rounded once to nearest even: that store errs by at most half
+#: a unit in the last place, 2^-11 of |value| for f16 (11 significant bits) and 2^-8 for bf16
+#: (8 bits). Against the float64 result on the same (half) input values the bound is the f32
+#: rule's plus this share of |exact| (plus, for f16, half its smallest subnormal, 2^-25, where
+#: values underflow). Not slack: the store's own error, which test_py_half.py also pins down
+#: exactly (the half result equals lumen's f32 result rounded by NumPy / torch).
+HALF_STORE_REL = {"float16": 2.0**-11, "bfloat16": 2.0**-8, "float32": 0.0}
+HALF_STORE_ABS = {"float16": 2.0**-25, "bfloat16": 0.0, "float32": 0.0}
+
+
+def half_atol(exact, dtype, f32_bound):
+    """Per-element bound of a half (or f32) result against the float64 result `exact`."""
+    exact = np.abs(np.asarray(exact, dtype=np.float64))
+    return f32_bound + HALF_STORE_REL[dtype] * (exact + f32_bound) + HALF_STORE_ABS[dtype]

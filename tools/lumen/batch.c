@@ -43,8 +43,8 @@ static int check_name_pattern(const char *name, const char *value)
 static int parse_dtype(const char *name, const char *value, int *out)
 {
     /* Order matches lumen_dtype, so the index is the enum value. */
-    static const char *const names[] = {"u8", "u16", "f32"};
-    return cli_arg_choice(name, value, names, 3, out);
+    static const char *const names[] = {"u8", "u16", "f32", "f16", "bf16"};
+    return cli_arg_choice(name, value, names, 5, out);
 }
 
 cli_batch_opts cli_batch_opts_default(void)
@@ -99,7 +99,8 @@ void cli_print_batch_help(void)
           "                    the input's number from 1 (default: {stem}.{ext})\n"
           "  --format EXT      png|jpg|tif|npy...: the format of OUT '-' (stdout) and of\n"
           "                    {ext}. IN '-' reads stdin, its format told by its first bytes\n"
-          "  --dtype T         u8|u16|f32: the result's element type (default: the input's).\n"
+          "  --dtype T         u8|u16|f32|f16|bf16: the result's element type (default: the\n"
+          "                    input's; f16/bf16 round to nearest even, f16 overflows to inf).\n"
           "                    Values are kept, rounded and saturated, as OpenCV's convertTo\n"
           "                    and vips cast (and lumen's dtype= in Python): f32 0..255 gives\n"
           "                    u8 0..255; f32 data in 0..1 must be scaled first\n"
@@ -199,7 +200,7 @@ static int writer_takes(const cli_batch_opts *o, const char *path, lumen_dtype d
 int cli_batch_check_output(const cli_batch *b, const char *path, char *msg, size_t size)
 {
     const int lo = b->opt.dtype >= 0 ? b->opt.dtype : LUMEN_U8;
-    const int hi = b->opt.dtype >= 0 ? b->opt.dtype : LUMEN_F32;
+    const int hi = b->opt.dtype >= 0 ? b->opt.dtype : LUMEN_BF16;
     char first[1024] = "";
     for (int d = lo; d <= hi; d++)
         for (int c = 1; c <= 4; c++)
@@ -234,7 +235,7 @@ static int writer_knows(const char *name)
 {
     const cli_batch_opts defaults = cli_batch_opts_default();
     char msg[1024];
-    for (int d = LUMEN_U8; d <= LUMEN_F32; d++)
+    for (int d = LUMEN_U8; d <= LUMEN_BF16; d++)
         for (int c = 1; c <= 4; c++)
             if (writer_takes(&defaults, name, (lumen_dtype)d, c, msg, sizeof msg)) return 1;
     return 0;

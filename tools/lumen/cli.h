@@ -61,6 +61,7 @@ int cmd_bench(int argc, char **argv);
 int cmd_bench_conv(int argc, char **argv); /* `lumen bench conv`, from cmd_bench */
 int cmd_scene(int argc, char **argv);
 int cmd_kernel(int argc, char **argv);
+int cmd_mask_bbox(int argc, char **argv);
 int cmd_film(int argc, char **argv);
 int cmd_studio(int argc, char **argv); /* execs python3 -m lumen.studio */
 /* Any op of the descriptor table, by its descriptor alone (cmd_op.c). */

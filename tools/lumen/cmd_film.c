@@ -110,7 +110,7 @@ static int on_flag(void *state, int id, const char *name, const char *value)
     case F_LIST: st->list = 1; return 0;
     case CLI_FLAG_DTYPE:
         /* u8/u16 hold sRGB and f32 linear light: a cast would mean neither. */
-        cli_error(name, "film keeps the input's dtype (u8/u16 are sRGB, f32 linear light); "
+        cli_error(name, "film keeps the input's dtype (u8/u16 are sRGB, f32/f16/bf16 linear light); "
                         "--compare writes an 8-bit picture of any input");
         return CLI_EXIT_USAGE;
     default: {
@@ -240,8 +240,9 @@ static unsigned char level(const lumen_image *im, int64_t y, int64_t x, int64_t 
     case LUMEN_U8: return ((const unsigned char *)im->data)[i];
     case LUMEN_U16:
         return (unsigned char)((((const uint16_t *)im->data)[i] * 255u + 32767u) / 65535u);
-    default: {
-        const float v = ((const float *)im->data)[i];
+    default: { /* f32, f16, bf16: linear light */
+        const float v =
+            lumen_element_get((const char *)im->data + i * lumen_dtype_size(im->dtype), im->dtype);
         if (!(v > 0)) return 0; /* NaN too */
         return srgb_table[v >= 1 ? SRGB_STEPS - 1 : (int)lrintf(v * (SRGB_STEPS - 1))];
     }

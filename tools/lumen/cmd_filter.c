@@ -85,12 +85,9 @@ static int on_flag(void *state, int id, const char *name, const char *value)
 /* Tap (y, x) of a single-channel kernel image of any dtype and strides, as float. */
 static float kernel_at(const lumen_image *k, int64_t y, int64_t x)
 {
-    int64_t off = y * k->stride_h + x * k->stride_w;
-    switch (k->dtype) {
-    case LUMEN_U8: return (float)((const uint8_t *)k->data)[off];
-    case LUMEN_U16: return (float)((const uint16_t *)k->data)[off];
-    default: return ((const float *)k->data)[off];
-    }
+    const int64_t off = y * k->stride_h + x * k->stride_w;
+    return lumen_element_get((const char *)k->data + off * (int64_t)lumen_dtype_size(k->dtype),
+                             k->dtype);
 }
 
 /* Rejects shapes the op cannot take, with a message naming the file. */

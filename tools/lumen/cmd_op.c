@@ -272,11 +272,8 @@ static int print_usage(const op_cli *c)
 static float element(const lumen_image *t, int64_t y, int64_t x)
 {
     const int64_t off = y * t->stride_h + x * t->stride_w;
-    switch (t->dtype) {
-    case LUMEN_U8: return (float)((const uint8_t *)t->data)[off];
-    case LUMEN_U16: return (float)((const uint16_t *)t->data)[off];
-    default: return ((const float *)t->data)[off];
-    }
+    return lumen_element_get((const char *)t->data + off * (int64_t)lumen_dtype_size(t->dtype),
+                             t->dtype);
 }
 
 /* A kernel (at most 2-D) or vector (1-D) file as a new float array. */

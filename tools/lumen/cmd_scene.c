@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 static const char usage[] =
-    "Usage: lumen scene OUT [--size WxH] [--dtype u8|u16|f32] [--channels C] [--seed N]\n"
+    "Usage: lumen scene OUT [--size WxH] [--dtype u8|u16|f32|f16|bf16] [--channels C] [--seed N]\n"
     "\n"
     "Utility: writes a deterministic test scene (gradients, discs, thin lines, a\n"
     "checkerboard, a zone plate and a little fixed-seed noise) to OUT, whose\n"
@@ -17,7 +17,7 @@ static const char usage[] =
     "\n"
     "Options:\n"
     "  --size WxH        width x height, up to 16384 each (default: 640x480)\n"
-    "  --dtype D         u8|u16|f32 (default: u8)\n"
+    "  --dtype D         u8|u16|f32|f16|bf16 (default: u8)\n"
     "  --channels C      1-4 (default: 3)\n"
     "  --seed N          noise seed, 0-2147483647 (default: 1)\n"
     "  -h, --help        show this help\n"
@@ -34,7 +34,7 @@ static const cli_flag flags[] = {{"size", 0, 1, F_SIZE},
                                  {NULL, 0, 0, 0}};
 
 /* Order matches lumen_dtype, so the index is the enum value. */
-static const char *const dtype_names[] = {"u8", "u16", "f32"};
+static const char *const dtype_names[] = {"u8", "u16", "f32", "f16", "bf16"};
 
 typedef struct scene_spec {
     int w, h, c;
@@ -47,7 +47,7 @@ static int on_flag(void *state, int id, const char *name, const char *value)
     scene_spec *s = state;
     switch (id) {
     case F_SIZE: return cli_arg_size(name, value, 16384, &s->w, &s->h);
-    case F_DTYPE: return cli_arg_choice(name, value, dtype_names, 3, &s->dtype);
+    case F_DTYPE: return cli_arg_choice(name, value, dtype_names, 5, &s->dtype);
     case F_CHANNELS: return cli_arg_int(name, value, 1, 4, &s->c);
     case F_SEED: return cli_arg_int(name, value, 0, 2147483647, &s->seed);
     default: return CLI_EXIT_USAGE;
@@ -147,7 +147,7 @@ static void store(void *data, int dtype, size_t i, float v)
     else if (dtype == LUMEN_U16)
         ((uint16_t *)data)[i] = (uint16_t)lrintf(v * 65535.0f);
     else
-        ((float *)data)[i] = v;
+        lumen_element_set((char *)data + i * lumen_dtype_size(dtype), dtype, v);
 }
 
 static void render(const scene_spec *s, void *data)

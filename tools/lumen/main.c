@@ -27,7 +27,8 @@ static const char usage_head[] =
     "\n"
     "Utilities:\n"
     "  scene     write a deterministic synthetic test image\n"
-    "  kernel    write a named f32 kernel (sharpen, edge, emboss, motion, gaussian)\n";
+    "  kernel    write a named f32 kernel (sharpen, edge, emboss, motion, gaussian)\n"
+    "  mask-bbox print the box of each mask's foreground (lumen crop cuts to it)\n";
 
 /* After the op commands, which come from the descriptor table. */
 static const char usage_tail[] =
@@ -73,10 +74,17 @@ typedef struct command {
     int (*run)(int argc, char **argv);
 } command;
 
-static const command commands[] = {
-    {"info", cmd_info},   {"filter", cmd_filter}, {"blur", cmd_blur},
-    {"box", cmd_box},     {"film", cmd_film},     {"studio", cmd_studio},     {"bench", cmd_bench},
-    {"scene", cmd_scene}, {"kernel", cmd_kernel}, {NULL, NULL}};
+static const command commands[] = {{"info", cmd_info},
+                                   {"filter", cmd_filter},
+                                   {"blur", cmd_blur},
+                                   {"box", cmd_box},
+                                   {"film", cmd_film},
+                                   {"studio", cmd_studio},
+                                   {"bench", cmd_bench},
+                                   {"scene", cmd_scene},
+                                   {"kernel", cmd_kernel},
+                                   {"mask-bbox", cmd_mask_bbox},
+                                   {NULL, NULL}};
 
 static const command *find_command(const char *name)
 {

@@ -67,7 +67,8 @@ _tls = threading.local()
 def convolve_gpu(image, kernel, backend="auto"):
     """``cv2.filter2D(image, -1, kernel, borderType=cv2.BORDER_REFLECT)``, computed by lumen.
 
-    image: H x W or H x W x C (each channel filtered alone), uint8, uint16, float32 or float64,
+    image: H x W or H x W x C (each channel filtered alone), uint8, uint16, float16, float32 or
+    float64,
     any strides. float64 is filtered in float32 and returned as float64 (cv2 also keeps the
     input's dtype). Other dtypes raise TypeError, other shapes ValueError.
     kernel: a 2-D array of numbers (used as float32); correlation, centre anchor.

@@ -13,6 +13,9 @@
  */
 lumen_status lumen_cpu_conv(lumen_context *ctx, lumen_op_kind kind, const lumen_conv_job *job,
                             lumen_run_info *info);
+/* The same for a job with f16/bf16 tensors: lumen_cpu_conv on f32 copies (conv_half.c). */
+lumen_status lumen_cpu_conv_widened(lumen_context *ctx, lumen_op_kind kind,
+                                    const lumen_conv_job *job, lumen_run_info *info);
 
 /* The definition of conv2d: gather loops in double, threads over (n, k). Kept forever. */
 lumen_status lumen_cpu_conv2d_reference(lumen_context *ctx, const lumen_conv_job *job);

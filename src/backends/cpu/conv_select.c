@@ -8,11 +8,14 @@
 lumen_status lumen_cpu_conv(lumen_context *ctx, lumen_op_kind kind, const lumen_conv_job *job,
                             lumen_run_info *info)
 {
+    const lumen_op op = lumen_op_conv(kind, job);
+    if (!lumen_op_dtypes_in(&op, 1u << LUMEN_F32))
+        return lumen_cpu_conv_widened(ctx, kind, job, info);
     const char *isa = "scalar", *algo = "reference";
     lumen_status s;
     if (!ctx->simd)
         s = kind == LUMEN_OP_CONV2D ? lumen_cpu_conv2d_reference(ctx, job)
-                                       : lumen_cpu_conv_transpose2d_reference(ctx, job);
+                                    : lumen_cpu_conv_transpose2d_reference(ctx, job);
     else if (kind == LUMEN_OP_CONV2D && lumen_cpu_conv2d_depthwise_applies(job))
         algo = "depthwise", s = lumen_cpu_conv2d_depthwise(ctx, job, &isa);
     else if (kind == LUMEN_OP_CONV2D && lumen_cpu_conv2d_winograd_applies(ctx, job))

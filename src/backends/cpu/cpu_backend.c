@@ -20,6 +20,9 @@ static const char *filter_isa(const lumen_context *ctx)
 static lumen_status run_filter(lumen_context *ctx, const lumen_op *op, lumen_run_info *info)
 {
     const lumen_filter_job *job = op->job;
+    if (job->map && (!ctx->simd || op->kind != LUMEN_OP_FILTER_FFT))
+        return lumen_set_error(LUMEN_ERR_UNSUPPORTED,
+                               "film map: only the CPU's FFT path fuses the film steps");
     if (!ctx->simd) {
         info->isa = "scalar", info->algo = "reference";
         return lumen_cpu_reference_filter(ctx, job);

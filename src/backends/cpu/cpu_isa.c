@@ -8,10 +8,13 @@
 #include <cpuid.h>
 #endif
 
+/* AVX2, FMA and F16C (the f16 row loads and stores): every AVX2 CPU has all three. */
 static bool cpu_has_avx2_fma(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_F16C)) return false;
     /* __builtin_cpu_supports checks the OS enables YMM state as well. */
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #else

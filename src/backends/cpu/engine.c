@@ -51,10 +51,10 @@ static void load_ring_row(const engine *e, scratch *sc, int64_t b, int64_t ch, i
     int64_t yy = lumen_border_index(r, job->src->h, job->border);
     int64_t padded = n + job->kw - 1; /* pixels */
     if (!e->separable) {
-        lumen_rows_load(job, e->cp, b, ch, yy, x0 - job->ax, padded, slot);
+        lumen_rows_load(e->rk, job, e->cp, b, ch, yy, x0 - job->ax, padded, slot);
         return;
     }
-    lumen_rows_load(job, e->cp, b, ch, yy, x0 - job->ax, padded, sc->seg);
+    lumen_rows_load(e->rk, job, e->cp, b, ch, yy, x0 - job->ax, padded, sc->seg);
     e->rk->hfilter(sc->seg, job->kx, job->kw, (int)e->cp, e->sym_x, slot, n * e->cp);
 }
 
@@ -189,12 +189,23 @@ static int64_t choose_strip(const lumen_filter_job *job, bool separable, int64_t
     return strip < job->src->w ? strip : job->src->w;
 }
 
-/* Bands: whole planes per thread when planes divide evenly, else one band per thread. */
-static int64_t choose_bands(const lumen_context *ctx, int64_t planes, int64_t h)
+/*
+ * Row bands per plane. Items are handed out dynamically, about four per thread, so that a
+ * thread slowed by another process (a shared machine) leaves its share to the others instead
+ * of holding every thread at the end (static shares made 2-thread times multiples of the
+ * scheduler's tick). A band re-reads the kh - 1 rows above it, so bands stay at least 8 kh rows
+ * high; and there are at least as many items as threads when the planes allow it.
+ */
+static int64_t choose_bands(const lumen_context *ctx, int64_t planes, int64_t h, int kh)
 {
-    int64_t t = ctx->threads;
-    if (t == 1 || planes % t == 0) return 1;
-    return t < h ? t : h;
+    const int64_t t = ctx->threads;
+    if (t == 1) return 1;
+    const int64_t least = planes % t == 0 ? 1 : (t + planes - 1) / planes;
+    int64_t bands = (4 * t + planes - 1) / planes;
+    const int64_t most = h / (8 * (int64_t)kh);
+    if (bands > most) bands = most;
+    if (bands < least) bands = least;
+    return bands < h ? bands : h;
 }
 
 static lumen_status run_engine(const lumen_context *ctx, const lumen_filter_job *job, bool separable)
@@ -207,7 +218,7 @@ static lumen_status run_engine(const lumen_context *ctx, const lumen_filter_job 
     e.cp = choose_packing(job);
     e.strip = choose_strip(job, separable, e.cp);
     const int64_t planes = job->src->n * (job->src->c / e.cp);
-    e.nbands = choose_bands(ctx, planes, job->src->h);
+    e.nbands = choose_bands(ctx, planes, job->src->h, job->kh);
     e.slot = (e.strip + (separable ? 0 : job->kw - 1)) * e.cp + LUMEN_ROW_SLACK;
     /* Short columns gain nothing from four rows (their zero-padded taps would dominate). */
     e.four_rows = separable && job->scale == 1.0f && job->kh >= 8;
@@ -218,7 +229,7 @@ static lumen_status run_engine(const lumen_context *ctx, const lumen_filter_job 
     {
         scratch sc;
         failed = !scratch_alloc(&e, &sc);
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 1)
         for (int64_t it = 0; it < items; it++)
             if (!failed && !lumen_cpu_should_stop(&stop)) process_item(&e, &sc, it);
         scratch_free(&sc);

@@ -13,12 +13,14 @@
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include "semantics.h"
 #include "cpu.h"
+#include "film_map.h"
 #include "row_kernels.h"
 #include "rows.h"
 
 #include <fftw3.h>
 #include <float.h>
 #include <math.h>
+#include <omp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -281,31 +283,125 @@ static const fftwf_complex *get_spectrum(lumen_context *ctx, const fft_plans *fp
 
 /* ---- tiles ------------------------------------------------------------------ */
 
+/* Channels one tile item takes together when the source is interleaved (stride_c 1, stride_w
+ * c): its window rows are then read as one contiguous run, not c strided ones. */
+#define FFT_GROUP_MAX 4
+
 typedef struct fft_run {
     const lumen_filter_job *job;
     const lumen_row_kernels *rk;
     const fft_plans *plans;
-    const fftwf_complex *spec;
+    /* per channel of the job: the job itself, or (film maps with per-channel kernels) a copy
+     * with that channel's kernel; and its spectrum */
+    const lumen_filter_job *kjob[FFT_GROUP_MAX];
+    const fftwf_complex *spec[FFT_GROUP_MAX];
+    lumen_filter_job kjobs[FFT_GROUP_MAX];
     int nh, nw;
+    int group;  /* channels per item: c when interleaved and c <= FFT_GROUP_MAX, else 1 */
+    bool per_channel; /* a film map's kernel per channel: kjob[ch], spec[ch] */
+    bool store_group; /* dst interleaved like src: outputs stored as one run per row */
     float sum_abs_k;
     bool exact_ties;          /* integer dst and a dyadic kernel: exact .5 ties can occur */
     int64_t th, tw;           /* outputs per tile */
     int64_t tiles_y, tiles_x; /* per plane */
 } fft_run;
 
-/* The tile's input window, rows and columns mapped by the border rule; zeros beyond. */
-static void load_window(const fft_run *r, int64_t b, int64_t ch, int64_t y0, int64_t x0,
-                        int64_t rows, int64_t cols, float *in)
+/* One thread's buffers: a window and an output per channel of a group, the spectrum, and two
+ * rows of interleaved pixels. */
+typedef struct tile_bufs {
+    float *in[FFT_GROUP_MAX], *out[FFT_GROUP_MAX];
+    fftwf_complex *freq;
+    float *row, *row2;
+} tile_bufs;
+
+static const lumen_filter_job *kjob(const fft_run *r, int64_t ch)
+{
+    return r->kjob[r->per_channel ? ch : 0];
+}
+
+static bool interleaved(const lumen_image *v)
+{
+    return v->c > 1 && v->stride_c == 1 && v->stride_w == v->c;
+}
+
+/* A film job's highlights of n loaded values of channel ch, in place (film_map.h). */
+static void film_highlights_row(const lumen_film_map *m, int64_t ch, float *row, int64_t n)
+{
+    const float t = m->threshold, g = m->gain[ch];
+    for (int64_t x = 0; x < n; x++)
+        row[x] = lumen_film_highlight(row[x] * m->in_scale, t, g);
+}
+
+/* n pixels of g interleaved channels into g rows, and back. Literal strides for 3 and 4
+ * channels let the compiler vectorise the shuffles (a runtime stride reads lane by lane). */
+static void deinterleave(const float *in, int g, int64_t n, float *const *out)
+{
+    if (g == 3) {
+        float *a = out[0], *b = out[1], *c = out[2];
+        for (int64_t x = 0; x < n; x++)
+            a[x] = in[3 * x], b[x] = in[3 * x + 1], c[x] = in[3 * x + 2];
+    } else if (g == 4) {
+        float *a = out[0], *b = out[1], *c = out[2], *d = out[3];
+        for (int64_t x = 0; x < n; x++)
+            a[x] = in[4 * x], b[x] = in[4 * x + 1], c[x] = in[4 * x + 2], d[x] = in[4 * x + 3];
+    } else {
+        for (int k = 0; k < g; k++)
+            for (int64_t x = 0; x < n; x++)
+                out[k][x] = in[x * g + k];
+    }
+}
+
+static void interleave(float *const *in, int g, int64_t n, float *out)
+{
+    if (g == 3) {
+        const float *a = in[0], *b = in[1], *c = in[2];
+        for (int64_t x = 0; x < n; x++)
+            out[3 * x] = a[x], out[3 * x + 1] = b[x], out[3 * x + 2] = c[x];
+    } else if (g == 4) {
+        const float *a = in[0], *b = in[1], *c = in[2], *d = in[3];
+        for (int64_t x = 0; x < n; x++)
+            out[4 * x] = a[x], out[4 * x + 1] = b[x], out[4 * x + 2] = c[x], out[4 * x + 3] = d[x];
+    } else {
+        for (int k = 0; k < g; k++)
+            for (int64_t x = 0; x < n; x++)
+                out[x * g + k] = in[k][x];
+    }
+}
+
+/* Row i of the group's windows: source row yy (border-mapped) from column xs, cols values of
+ * each of the group's channels ch0 ..; E of them for a film job. */
+static void load_window_row(const fft_run *r, const tile_bufs *tb, int64_t b, int64_t ch0,
+                            int64_t yy, int64_t xs, int64_t cols, int64_t i)
+{
+    const lumen_filter_job *job = r->job;
+    const int g = r->group;
+    float *rows[FFT_GROUP_MAX];
+    for (int k = 0; k < g; k++)
+        rows[k] = tb->in[k] + i * r->nw;
+    if (g == 1) {
+        lumen_rows_load(r->rk, job, 1, b, ch0, yy, xs, cols, rows[0]);
+    } else {
+        lumen_rows_load(r->rk, job, g, b, 0, yy, xs, cols, tb->row);
+        deinterleave(tb->row, g, cols, rows);
+    }
+    for (int k = 0; job->map && k < g; k++)
+        film_highlights_row(job->map, ch0 + k, rows[k], cols);
+}
+
+/* The group's input windows, rows and columns mapped by the border rule; zeros beyond. */
+static void load_windows(const fft_run *r, const tile_bufs *tb, int64_t b, int64_t ch0,
+                         int64_t y0, int64_t x0, int64_t rows, int64_t cols)
 {
     const lumen_filter_job *job = r->job;
     for (int64_t i = 0; i < r->nh; i++) {
-        float *row = in + i * r->nw;
         if (i < rows) {
             int64_t yy = lumen_border_index(y0 - job->ay + i, job->src->h, job->border);
-            lumen_rows_load(job, 1, b, ch, yy, x0 - job->ax, cols, row);
-            memset(row + cols, 0, sizeof(float) * (size_t)(r->nw - cols));
-        } else {
-            memset(row, 0, sizeof(float) * (size_t)r->nw);
+            load_window_row(r, tb, b, ch0, yy, x0 - job->ax, cols, i);
+        }
+        for (int k = 0; k < r->group; k++) {
+            float *row = tb->in[k] + i * r->nw;
+            const int64_t from = i < rows ? cols : 0;
+            memset(row + from, 0, sizeof(float) * (size_t)(r->nw - from));
         }
     }
 }
@@ -322,10 +418,11 @@ static float window_max_abs(const fft_run *r, const float *in, int64_t rows, int
     return m;
 }
 
-/* Output (y, x) of the tile summed directly over its window, in double. */
-static double direct_at(const fft_run *r, const float *in, int64_t y, int64_t x)
+/* Output (y, x) of the tile summed directly over its window, in double (job: the channel's
+ * kernel). */
+static double direct_at(const fft_run *r, const lumen_filter_job *job, const float *in, int64_t y,
+                        int64_t x)
 {
-    const lumen_filter_job *job = r->job;
     double acc = 0.0;
     for (int i = 0; i < job->kh; i++)
         for (int j = 0; j < job->kw; j++)
@@ -364,10 +461,11 @@ static bool needs_direct(const fft_run *r, float amax)
            (double)amax * r->nh * r->nw * fmax(1.0, (double)r->sum_abs_k) > FLT_MAX / 64.0;
 }
 
-static void direct_tile(const fft_run *r, const float *in, int64_t th, int64_t tw, float *out)
+static void direct_tile(const fft_run *r, const lumen_filter_job *job, const float *in, int64_t th,
+                        int64_t tw, float *out)
 {
     for (int64_t y = 0; y < th; y++)
-        for (int64_t x = 0; x < tw; x++) out[y * r->nw + x] = (float)direct_at(r, in, y, x);
+        for (int64_t x = 0; x < tw; x++) out[y * r->nw + x] = (float)direct_at(r, job, in, y, x);
 }
 
 /*
@@ -382,20 +480,18 @@ static void fix_ties(const fft_run *r, const float *in, float amax, int64_t th, 
     for (int64_t y = 0; y < th; y++)
         for (int64_t x = 0; x < tw; x++) {
             float v = out[y * r->nw + x];
-            if (fabsf(v - floorf(v) - 0.5f) <= eps) out[y * r->nw + x] = (float)direct_at(r, in, y, x);
+            if (fabsf(v - floorf(v) - 0.5f) <= eps)
+                out[y * r->nw + x] = (float)direct_at(r, r->job, in, y, x);
         }
 }
 
-static void process_tile(const fft_run *r, int64_t item, float *in, fftwf_complex *freq, float *out)
+/* Channel k of the group: its window transformed, multiplied and transformed back into out[k]
+ * (or summed directly, or zeros; see above). */
+static void filter_window(const fft_run *r, const tile_bufs *tb, int k, int64_t ch, int64_t th,
+                          int64_t tw)
 {
     const lumen_filter_job *job = r->job;
-    const lumen_image *s = job->src;
-    const int64_t per_plane = r->tiles_y * r->tiles_x, plane = item / per_plane;
-    const int64_t b = plane / s->c, ch = plane % s->c;
-    const int64_t y0 = (item % per_plane) / r->tiles_x * r->th, x0 = item % r->tiles_x * r->tw;
-    const int64_t th = s->h - y0 < r->th ? s->h - y0 : r->th;
-    const int64_t tw = s->w - x0 < r->tw ? s->w - x0 : r->tw;
-    load_window(r, b, ch, y0, x0, th + job->kh - 1, tw + job->kw - 1, in);
+    float *in = tb->in[k], *out = tb->out[k];
     float amax = window_max_abs(r, in, th + job->kh - 1, tw + job->kw - 1);
     if (amax == 0.0f) {
         /* an all-zero window (the highlights of a film effect are mostly zeros): its outputs
@@ -403,46 +499,195 @@ static void process_tile(const fft_run *r, int64_t item, float *in, fftwf_comple
         for (int64_t y = 0; y < th; y++)
             memset(out + y * r->nw, 0, (size_t)tw * sizeof *out);
     } else if (needs_direct(r, amax)) {
-        direct_tile(r, in, th, tw, out);
+        direct_tile(r, kjob(r, ch), in, th, tw, out);
     } else {
-        fftwf_execute_dft_r2c(r->plans->fwd, in, freq);
-        r->rk->complex_mul((float *)freq, (const float *)r->spec, (int64_t)r->nh * (r->nw / 2 + 1));
-        fftwf_execute_dft_c2r(r->plans->inv, freq, out);
+        fftwf_execute_dft_r2c(r->plans->fwd, in, tb->freq);
+        r->rk->complex_mul((float *)tb->freq, (const float *)r->spec[r->per_channel ? ch : 0],
+                           (int64_t)r->nh * (r->nw / 2 + 1));
+        fftwf_execute_dft_c2r(r->plans->inv, tb->freq, out);
         if (r->exact_ties) fix_ties(r, in, amax, th, tw, out);
     }
+}
+
+/* A film job's blend of n values of channel ch (film_map.h): src holds the source values,
+ * layer the convolved ones, and gets the outputs (scaled to dst's units). */
+static void film_blend(const lumen_film_map *m, int64_t ch, const float *src, float *layer,
+                       int64_t n)
+{
+    const float t = m->threshold, g = m->gain[ch], lg = m->layer_gain[ch];
+    const float in = m->in_scale, out = m->out_scale;
+    for (int64_t x = 0; x < n; x++) {
+        const float v = src[x] * in;
+        layer[x] = lumen_film_blend(v, lumen_film_highlight(v, t, g), layer[x] * lg) * out;
+    }
+}
+
+/* Row y of the group's outputs to dst (blended first for a film job). */
+static void store_row(const fft_run *r, const tile_bufs *tb, int64_t b, int64_t ch0, int64_t y,
+                      int64_t y0, int64_t x0, int64_t tw)
+{
+    const lumen_filter_job *job = r->job;
+    const int g = r->group;
+    float *outs[FFT_GROUP_MAX], *srcs[FFT_GROUP_MAX];
+    for (int k = 0; k < g; k++)
+        outs[k] = tb->out[k] + y * r->nw, srcs[k] = tb->row + k * r->nw;
+    if (job->map) { /* the source values, channel by channel, into tb->row */
+        if (g == 1) {
+            lumen_rows_load(r->rk, job, 1, b, ch0, y0 + y, x0, tw, srcs[0]);
+        } else {
+            lumen_rows_load(r->rk, job, g, b, 0, y0 + y, x0, tw, tb->row2);
+            deinterleave(tb->row2, g, tw, srcs);
+        }
+        for (int k = 0; k < g; k++)
+            film_blend(job->map, ch0 + k, srcs[k], outs[k], tw);
+    }
+    if (g > 1 && r->store_group) { /* one interleaved run */
+        interleave(outs, g, tw, tb->row2);
+        lumen_rows_store(r->rk, job->dst, g, tb->row2,
+                         lumen_px_addr(job->dst, b, 0, y0 + y, x0), tw * g);
+        return;
+    }
+    for (int k = 0; k < g; k++)
+        lumen_rows_store(r->rk, job->dst, 1, outs[k],
+                         lumen_px_addr(job->dst, b, ch0 + k, y0 + y, x0), tw);
+}
+
+static void process_tile(const fft_run *r, int64_t item, const tile_bufs *tb)
+{
+    const lumen_filter_job *job = r->job;
+    const lumen_image *s = job->src;
+    const int64_t groups = s->c / r->group;
+    const int64_t per_plane = r->tiles_y * r->tiles_x, plane = item / per_plane;
+    const int64_t b = plane / groups, ch0 = plane % groups * r->group;
+    const int64_t y0 = (item % per_plane) / r->tiles_x * r->th, x0 = item % r->tiles_x * r->tw;
+    const int64_t th = s->h - y0 < r->th ? s->h - y0 : r->th;
+    const int64_t tw = s->w - x0 < r->tw ? s->w - x0 : r->tw;
+    load_windows(r, tb, b, ch0, y0, x0, th + job->kh - 1, tw + job->kw - 1);
+    for (int k = 0; k < r->group; k++)
+        filter_window(r, tb, k, ch0 + k, th, tw);
     for (int64_t y = 0; y < th; y++)
-        lumen_rows_store(r->rk, job->dst, 1, out + y * r->nw, lumen_px_addr(job->dst, b, ch, y0 + y, x0), tw);
+        store_row(r, tb, b, ch0, y, y0, x0, tw);
+}
+
+static void bufs_free(tile_bufs *tb)
+{
+    for (int k = 0; k < FFT_GROUP_MAX; k++)
+        fftwf_free(tb->in[k]), fftwf_free(tb->out[k]);
+    fftwf_free(tb->freq);
+    free(tb->row);
+}
+
+static bool bufs_alloc(const fft_run *r, tile_bufs *tb)
+{
+    const size_t n = (size_t)r->nh * r->nw, row = (size_t)r->nw * (size_t)r->group;
+    *tb = (tile_bufs){0};
+    bool ok = (tb->freq = fftwf_alloc_complex((size_t)r->nh * (r->nw / 2 + 1))) &&
+              (tb->row = malloc(2 * row * sizeof(float)));
+    for (int k = 0; k < r->group && ok; k++)
+        ok = (tb->in[k] = fftwf_alloc_real(n)) && (tb->out[k] = fftwf_alloc_real(n));
+    if (ok) tb->row2 = tb->row + row;
+    return ok;
+}
+
+/* Every thread's tile buffers, kept in the plan cache between calls: a large filter allocates
+ * tens of MB of them, and fresh pages cost the kernel's zeroing on every call. */
+typedef struct workspace {
+    int threads;
+    tile_bufs bufs[];
+} workspace;
+
+static void workspace_free(void *p)
+{
+    workspace *ws = p;
+    for (int t = 0; t < ws->threads; t++)
+        bufs_free(&ws->bufs[t]);
+    free(ws);
+}
+
+static size_t workspace_bytes(const fft_run *r, int threads)
+{
+    return sizeof(float) * (size_t)r->nh * (size_t)(r->nw + 2) * (size_t)(2 * r->group + 1) *
+           (size_t)threads;
+}
+
+static void workspace_key(const fft_run *r, int threads, int key[5])
+{
+    key[0] = 'W', key[1] = r->nh, key[2] = r->nw, key[3] = r->group, key[4] = threads;
+}
+
+/* The cached workspace (taken out of the cache while in use), or a new one; NULL: no memory. */
+static workspace *workspace_get(lumen_context *ctx, const fft_run *r)
+{
+    int key[5];
+    workspace_key(r, ctx->threads, key);
+    workspace *ws = lumen_plan_cache_take(ctx->plans, key, sizeof key);
+    if (ws) return ws;
+    if (!(ws = calloc(1, sizeof *ws + (size_t)ctx->threads * sizeof(tile_bufs)))) return NULL;
+    for (ws->threads = 0; ws->threads < ctx->threads; ws->threads++)
+        if (!bufs_alloc(r, &ws->bufs[ws->threads])) {
+            bufs_free(&ws->bufs[ws->threads]);
+            workspace_free(ws);
+            return NULL;
+        }
+    return ws;
+}
+
+static void workspace_put(lumen_context *ctx, const fft_run *r, workspace *ws)
+{
+    int key[5];
+    workspace_key(r, ws->threads, key);
+    lumen_plan_cache_put(ctx->plans, key, sizeof key, ws, workspace_free,
+                         workspace_bytes(r, ws->threads));
 }
 
 static lumen_status run_tiles(lumen_context *ctx, const fft_run *r)
 {
-    const int64_t items = r->job->src->n * r->job->src->c * r->tiles_y * r->tiles_x;
-    int failed = 0;
+    const lumen_image *s = r->job->src;
+    const int64_t items = s->n * (s->c / r->group) * r->tiles_y * r->tiles_x;
     lumen_cpu_stop stop = lumen_cpu_stop_init(ctx); /* polled per tile (docs/faults.md) */
-    /* Every thread's three tile buffers, and what FFTW allocates in those that execute. */
+    /* What FFTW allocates in the threads that execute, and the tile buffers unless cached. */
     const int64_t busy = items < ctx->threads ? items : ctx->threads;
-    const size_t need = sizeof(float) * (size_t)r->nh * (size_t)(r->nw + 2) * 3 *
-                            (size_t)ctx->threads +
+    const size_t need = workspace_bytes(r, ctx->threads) +
                         fftw_internal_bytes(r->nh, r->nw) * (size_t)busy;
-    if (!headroom(need))
+    workspace *ws = headroom(need) ? workspace_get(ctx, r) : NULL;
+    if (!ws)
         return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY,
                                "fft: out of memory: %d threads need %zu MB for %dx%d tiles",
                                ctx->threads, need >> 20, r->nh, r->nw);
-#pragma omp parallel num_threads(ctx->threads) reduction(| : failed)
+#pragma omp parallel num_threads(ctx->threads)
     {
-        float *in = fftwf_alloc_real((size_t)r->nh * r->nw);
-        float *out = fftwf_alloc_real((size_t)r->nh * r->nw);
-        fftwf_complex *freq = fftwf_alloc_complex((size_t)r->nh * (r->nw / 2 + 1));
-        failed = !in || !out || !freq;
+        const tile_bufs *tb = &ws->bufs[omp_get_thread_num()];
 #pragma omp for schedule(dynamic, 1)
         for (int64_t it = 0; it < items; it++)
-            if (!failed && !lumen_cpu_should_stop(&stop)) process_tile(r, it, in, freq, out);
-        fftwf_free(in), fftwf_free(out), fftwf_free(freq);
+            if (!lumen_cpu_should_stop(&stop)) process_tile(r, it, tb);
     }
-    if (failed)
-        return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "fft: out of memory for %dx%d tile buffers",
-                               r->nh, r->nw);
+    workspace_put(ctx, r, ws);
     return lumen_cpu_stop_status(&stop, LUMEN_OK);
+}
+
+/* Each channel's kernel job and spectrum: one for all, or a film map's kernel per channel. */
+static lumen_status channel_spectra(lumen_context *ctx, fft_run *r)
+{
+    const lumen_filter_job *job = r->job;
+    r->per_channel = job->map && job->map->kernels;
+    const int n = r->per_channel ? (int)job->src->c : 1;
+    if (n > FFT_GROUP_MAX)
+        return lumen_set_error(LUMEN_ERR_UNSUPPORTED, "fft: at most %d per-channel kernels",
+                               FFT_GROUP_MAX);
+    for (int c = 0; c < n; c++) {
+        r->kjobs[c] = *job;
+        if (r->per_channel) r->kjobs[c].kernel = job->map->kernels[c];
+        r->kjob[c] = &r->kjobs[c];
+        float sum = 0.0f; /* the largest sum|k| bounds every channel's transform */
+        for (int i = 0; i < job->kh; i++)
+            for (int j = 0; j < job->kw; j++)
+                sum += fabsf(kernel_tap(r->kjob[c], i, j));
+        r->sum_abs_k = fmaxf(r->sum_abs_k, sum);
+        if (!(r->spec[c] = get_spectrum(ctx, r->plans, r->kjob[c], r->nh, r->nw)))
+            return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY,
+                                   "fft: out of memory for the kernel spectrum");
+    }
+    return LUMEN_OK;
 }
 
 lumen_status lumen_cpu_fft(lumen_context *ctx, const lumen_filter_job *job)
@@ -451,19 +696,28 @@ lumen_status lumen_cpu_fft(lumen_context *ctx, const lumen_filter_job *job)
     if (t.nh == 0)
         return lumen_set_error(LUMEN_ERR_UNSUPPORTED, "fft: no FFT size fits a %dx%d kernel",
                                job->kw, job->kh);
-    fft_run r = {job, lumen_ctx_use_avx2(ctx) ? &lumen_row_kernels_avx2 : &lumen_row_kernels_generic,
-                 NULL, NULL, t.nh, t.nw, 0.0f, false, t.nh - job->kh + 1, t.nw - job->kw + 1, 0, 0};
-    for (int i = 0; i < job->kh; i++)
-        for (int j = 0; j < job->kw; j++) r.sum_abs_k += fabsf(kernel_tap(job, i, j));
-    r.exact_ties = job->dst->dtype != LUMEN_F32 && kernel_is_dyadic(job);
+    fft_run r = {.job = job,
+                 .rk = lumen_ctx_use_avx2(ctx) ? &lumen_row_kernels_avx2
+                                               : &lumen_row_kernels_generic,
+                 .nh = t.nh,
+                 .nw = t.nw,
+                 .group = 1,
+                 .th = t.nh - job->kh + 1,
+                 .tw = t.nw - job->kw + 1};
+    if (interleaved(job->src) && job->src->c <= FFT_GROUP_MAX) {
+        r.group = (int)job->src->c;
+        r.store_group = interleaved(job->dst);
+    }
+    /* a film job rounds its blend, not the convolution: no ties of the filter's own */
+    r.exact_ties = !lumen_dtype_is_float(job->dst->dtype) && !job->map && kernel_is_dyadic(job);
     r.tiles_y = (job->src->h + r.th - 1) / r.th;
     r.tiles_x = (job->src->w + r.tw - 1) / r.tw;
     if (!(r.plans = get_plans(ctx, t.nh, t.nw)))
         return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY,
                                "fft: out of memory planning a %dx%d transform", t.nh, t.nw);
-    if (!(r.spec = get_spectrum(ctx, r.plans, job, t.nh, t.nw)))
-        return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "fft: out of memory for the kernel spectrum");
-    lumen_log(LUMEN_LOG_DEBUG, "fft: %dx%d tiles of %lldx%lld outputs, %lld tiles", t.nh, t.nw,
-              (long long)r.tw, (long long)r.th, (long long)t.tiles);
+    lumen_status s = channel_spectra(ctx, &r);
+    if (s) return s;
+    lumen_log(LUMEN_LOG_DEBUG, "fft: %dx%d tiles of %lldx%lld outputs, %lld tiles, %d channels each",
+              t.nh, t.nw, (long long)r.tw, (long long)r.th, (long long)t.tiles, r.group);
     return run_tiles(ctx, &r);
 }

@@ -300,7 +300,7 @@ static const float *source_row(const gf_plan *p, int64_t b, int64_t ch0, int64_t
     const lumen_image *s = p->job->src;
     if (s->dtype == LUMEN_F32 && s->stride_w == p->cp)
         return (const float *)lumen_px_addr(s, b, ch0, y, 0);
-    lumen_rows_load(&p->load, p->cp, b, ch0, y, 0, s->w, buf);
+    lumen_rows_load(p->rk, &p->load, p->cp, b, ch0, y, 0, s->w, buf);
     return buf;
 }
 

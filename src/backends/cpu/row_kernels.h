@@ -42,6 +42,12 @@ typedef struct lumen_row_kernels {
     /* contiguous f32 -> u8 / u16, rounding to nearest even and saturating */
     void (*store_u8)(const float *in, uint8_t *out, int64_t n);
     void (*store_u16)(const float *in, uint16_t *out, int64_t n);
+    /* contiguous f16 / bf16 <-> f32 with core/semantics.h's conversions, bit for bit: loads
+     * exact, stores rounded to nearest even (the AVX2 set uses F16C for f16) */
+    void (*load_f16)(const uint16_t *in, float *out, int64_t n);
+    void (*load_bf16)(const uint16_t *in, float *out, int64_t n);
+    void (*store_f16)(const float *in, uint16_t *out, int64_t n);
+    void (*store_bf16)(const float *in, uint16_t *out, int64_t n);
 } lumen_row_kernels;
 
 extern const lumen_row_kernels lumen_row_kernels_generic;

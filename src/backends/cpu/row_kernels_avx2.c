@@ -1,5 +1,5 @@
 /*
- * AVX2 + FMA row kernels (this file alone is compiled with -mavx2 -mfma and
+ * AVX2 + FMA row kernels (this file alone is compiled with -mavx2 -mfma -mf16c and
  * only called after the run-time CPU check). Four 8-float accumulators per
  * step keep both FMA ports busy and hide their latency.
  */
@@ -297,7 +297,88 @@ static void store_u16_avx2(const float *in, uint16_t *out, int64_t n)
     lumen_row_kernels_generic.store_u16(in + x, out + x, n - x);
 }
 
+/* ---- f16 / bf16 (F16C: every AVX2 CPU has it, and cpu_isa.c requires it for "avx2") ---- */
+
+/* vcvtph2ps is exact and quiets NaN as lumen_f16_to_f32 does. */
+static void load_f16_avx2(const uint16_t *in, float *out, int64_t n)
+{
+    int64_t x = 0;
+    for (; x + 16 <= n; x += 16) {
+        __m128i h0 = _mm_loadu_si128((const __m128i *)(in + x));
+        __m128i h1 = _mm_loadu_si128((const __m128i *)(in + x + 8));
+        _mm256_storeu_ps(out + x, _mm256_cvtph_ps(h0));
+        _mm256_storeu_ps(out + x + 8, _mm256_cvtph_ps(h1));
+    }
+    lumen_row_kernels_generic.load_f16(in + x, out + x, n - x);
+}
+
+static void load_bf16_avx2(const uint16_t *in, float *out, int64_t n)
+{
+    int64_t x = 0;
+    for (; x + 8 <= n; x += 8) {
+        __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(in + x)));
+        _mm256_storeu_si256((__m256i *)(out + x), _mm256_slli_epi32(w, 16));
+    }
+    lumen_row_kernels_generic.load_bf16(in + x, out + x, n - x);
+}
+
+/* vcvtps2ph with an immediate rounding mode: nearest even whatever MXCSR says, Inf on
+ * overflow, NaN quiet with its payload truncated: lumen_f32_to_f16, bit for bit (test_half.c
+ * checks every f16 and a sweep of f32 values, both ISAs). */
+static void store_f16_avx2(const float *in, uint16_t *out, int64_t n)
+{
+    int64_t x = 0;
+    for (; x + 16 <= n; x += 16) {
+        __m128i h0 = _mm256_cvtps_ph(_mm256_loadu_ps(in + x), _MM_FROUND_TO_NEAREST_INT);
+        __m128i h1 = _mm256_cvtps_ph(_mm256_loadu_ps(in + x + 8), _MM_FROUND_TO_NEAREST_INT);
+        _mm_storeu_si128((__m128i *)(out + x), h0);
+        _mm_storeu_si128((__m128i *)(out + x + 8), h1);
+    }
+    lumen_row_kernels_generic.store_f16(in + x, out + x, n - x);
+}
+
+/* lumen_f32_to_bf16 on 8 lanes: add 0x7fff + the kept lsb, keep the top half; NaN quieted. */
+static inline __m256i bf16_round(__m256 v)
+{
+    const __m256i u = _mm256_castps_si256(v), one = _mm256_set1_epi32(1);
+    const __m256i top = _mm256_srli_epi32(u, 16);
+    const __m256i bias = _mm256_add_epi32(_mm256_set1_epi32(0x7fff), _mm256_and_si256(top, one));
+    const __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, bias), 16);
+    const __m256i q = _mm256_or_si256(top, _mm256_set1_epi32(0x40));
+    const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+    return _mm256_blendv_epi8(r, q, _mm256_castps_si256(nan));
+}
+
+/*
+ * AVX512_BF16's vcvtneps2bf16 is not used: it flushes f32 subnormals to zero, so its results
+ * would differ from the portable definition (and from other CPUs) below 1.2e-38; these integer
+ * steps cost little next to the memory traffic they save.
+ */
+static void store_bf16_avx2(const float *in, uint16_t *out, int64_t n)
+{
+    int64_t x = 0;
+    for (; x + 16 <= n; x += 16) {
+        __m256i r0 = bf16_round(_mm256_loadu_ps(in + x));
+        __m256i r1 = bf16_round(_mm256_loadu_ps(in + x + 8));
+        __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(r0, r1), 0xD8);
+        _mm256_storeu_si256((__m256i *)(out + x), p);
+    }
+    lumen_row_kernels_generic.store_bf16(in + x, out + x, n - x);
+}
+
 const lumen_row_kernels lumen_row_kernels_avx2 = {
-    "avx2+fma",   direct_avx2,  direct2_avx2,     hfilter_avx2,  vfilter_avx2, vfilter4_avx2,
-    max_abs_avx2, complex_mul_avx2, store_u8_avx2, store_u16_avx2,
+    .isa = "avx2+fma",
+    .direct = direct_avx2,
+    .direct2 = direct2_avx2,
+    .hfilter = hfilter_avx2,
+    .vfilter = vfilter_avx2,
+    .vfilter4 = vfilter4_avx2,
+    .max_abs = max_abs_avx2,
+    .complex_mul = complex_mul_avx2,
+    .store_u8 = store_u8_avx2,
+    .store_u16 = store_u16_avx2,
+    .load_f16 = load_f16_avx2,
+    .load_bf16 = load_bf16_avx2,
+    .store_f16 = store_f16_avx2,
+    .store_bf16 = store_bf16_avx2,
 };

@@ -83,8 +83,40 @@ static void store_u16_generic(const float *in, uint16_t *out, int64_t n)
     for (int64_t x = 0; x < n; x++) out[x] = lumen_sat_u16(in[x]);
 }
 
+static void load_f16_generic(const uint16_t *in, float *out, int64_t n)
+{
+    for (int64_t x = 0; x < n; x++) out[x] = lumen_f16_to_f32(in[x]);
+}
+
+/* A shift: the compiler vectorises it. */
+static void load_bf16_generic(const uint16_t *in, float *out, int64_t n)
+{
+    for (int64_t x = 0; x < n; x++) out[x] = lumen_bf16_to_f32(in[x]);
+}
+
+static void store_f16_generic(const float *in, uint16_t *out, int64_t n)
+{
+    for (int64_t x = 0; x < n; x++) out[x] = lumen_f32_to_f16(in[x]);
+}
+
+static void store_bf16_generic(const float *in, uint16_t *out, int64_t n)
+{
+    for (int64_t x = 0; x < n; x++) out[x] = lumen_f32_to_bf16(in[x]);
+}
+
 const lumen_row_kernels lumen_row_kernels_generic = {
-    "generic",       direct_generic,      direct2_generic,  hfilter_generic,
-    vfilter_generic, vfilter4_generic,   max_abs_generic,     complex_mul_generic, store_u8_generic,
-    store_u16_generic,
+    .isa = "generic",
+    .direct = direct_generic,
+    .direct2 = direct2_generic,
+    .hfilter = hfilter_generic,
+    .vfilter = vfilter_generic,
+    .vfilter4 = vfilter4_generic,
+    .max_abs = max_abs_generic,
+    .complex_mul = complex_mul_generic,
+    .store_u8 = store_u8_generic,
+    .store_u16 = store_u16_generic,
+    .load_f16 = load_f16_generic,
+    .load_bf16 = load_bf16_generic,
+    .store_f16 = store_f16_generic,
+    .store_bf16 = store_bf16_generic,
 };

@@ -12,12 +12,24 @@
         for (int64_t i = 0; i < m; i++) out[i] = (float)q[i * (step)];                             \
     } while (0)
 
-static void convert_run(const char *p, int64_t sw, lumen_dtype t, float *out, int64_t m)
+/* Strided halves, converted one by one (semantics.h's definitions). */
+#define CONVERT_HALF(fn)                                                                           \
+    do {                                                                                           \
+        const uint16_t *q = (const uint16_t *)p;                                                   \
+        for (int64_t i = 0; i < m; i++) out[i] = fn(q[i * sw]);                                    \
+    } while (0)
+
+static void convert_run(const lumen_row_kernels *rk, const char *p, int64_t sw, lumen_dtype t,
+                        float *out, int64_t m)
 {
     if (t == LUMEN_F32 && sw == 1) memcpy(out, p, (size_t)m * sizeof(float));
     else if (t == LUMEN_F32) CONVERT_LOOP(float, sw);
     else if (t == LUMEN_U8 && sw == 1) CONVERT_LOOP(uint8_t, 1);
     else if (t == LUMEN_U8) CONVERT_LOOP(uint8_t, sw);
+    else if (t == LUMEN_F16 && sw == 1) rk->load_f16((const uint16_t *)p, out, m);
+    else if (t == LUMEN_F16) CONVERT_HALF(lumen_f16_to_f32);
+    else if (t == LUMEN_BF16 && sw == 1) rk->load_bf16((const uint16_t *)p, out, m);
+    else if (t == LUMEN_BF16) CONVERT_HALF(lumen_bf16_to_f32);
     else if (sw == 1) CONVERT_LOOP(uint16_t, 1);
     else CONVERT_LOOP(uint16_t, sw);
 }
@@ -37,8 +49,8 @@ static void load_pixel(const lumen_filter_job *job, int64_t cp, const char *row,
  * Pixels xs .. xs+count-1 of source row yy (channels ch .. ch+cp-1) as f32,
  * the border rule applied in x; yy < 0 is a row of the constant.
  */
-void lumen_rows_load(const lumen_filter_job *job, int64_t cp, int64_t b, int64_t ch, int64_t yy,
-                     int64_t xs, int64_t count, float *out)
+void lumen_rows_load(const lumen_row_kernels *rk, const lumen_filter_job *job, int64_t cp,
+                     int64_t b, int64_t ch, int64_t yy, int64_t xs, int64_t count, float *out)
 {
     const lumen_image *s = job->src;
     if (yy < 0) {
@@ -53,7 +65,7 @@ void lumen_rows_load(const lumen_filter_job *job, int64_t cp, int64_t b, int64_t
     if (m > count - i) m = count - i;
     if (m > 0) { /* the interior: one run, contiguous when channels are packed */
         const int64_t es = (int64_t)lumen_dtype_size(s->dtype);
-        convert_run(row + (xs + i) * s->stride_w * es, cp > 1 ? 1 : s->stride_w, s->dtype,
+        convert_run(rk, row + (xs + i) * s->stride_w * es, cp > 1 ? 1 : s->stride_w, s->dtype,
                     out + i * cp, m * cp);
         i += m;
     }
@@ -62,7 +74,7 @@ void lumen_rows_load(const lumen_filter_job *job, int64_t cp, int64_t b, int64_t
 }
 
 
-/* Strided integer outputs: round and saturate contiguously (SIMD), then scatter. */
+/* Strided integer and half outputs: round (and saturate) contiguously (SIMD), then scatter. */
 #define SCATTER_LOOP(T, store)                                                                     \
     do {                                                                                           \
         T tmp[256];                                                                                \
@@ -86,6 +98,14 @@ void lumen_rows_store(const lumen_row_kernels *rk, const lumen_image *d, int64_t
         SCATTER_LOOP(uint8_t, rk->store_u8);
     } else if (d->dtype == LUMEN_U16) {
         SCATTER_LOOP(uint16_t, rk->store_u16);
+    } else if (d->dtype == LUMEN_F16 && sw == 1) {
+        rk->store_f16(in, (uint16_t *)p, n);
+    } else if (d->dtype == LUMEN_F16) {
+        SCATTER_LOOP(uint16_t, rk->store_f16);
+    } else if (d->dtype == LUMEN_BF16 && sw == 1) {
+        rk->store_bf16(in, (uint16_t *)p, n);
+    } else if (d->dtype == LUMEN_BF16) {
+        SCATTER_LOOP(uint16_t, rk->store_bf16);
     } else if (sw == 1) {
         memcpy(p, in, sizeof(float) * (size_t)n);
     } else {

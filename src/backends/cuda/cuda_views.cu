@@ -8,7 +8,7 @@ cu_view cu_view_of(const lumen_image *img)
     cu_view v;
     v.data = static_cast<char *>(img->data);
     v.dtype = (int)img->dtype;
-    v.es = img->dtype == LUMEN_U8 ? 1 : img->dtype == LUMEN_U16 ? 2 : 4;
+    v.es = (int)lumen_dtype_bytes(img->dtype);
     v.n = img->n, v.c = img->c, v.h = img->h, v.w = img->w;
     v.sn = img->stride_n, v.sc = img->stride_c, v.sh = img->stride_h, v.sw = img->stride_w;
     return v;

@@ -454,7 +454,7 @@ lumen_status cu_fft_filter(lumen_context *ctx, const lumen_filter_job *job)
     double sum_abs = 0.0;
     for (float t : k) sum_abs += std::fabs((double)t);
     p.sum_abs = (float)sum_abs;
-    p.exact_ties = job->dst->dtype != LUMEN_F32 && is_dyadic(k);
+    p.exact_ties = !lumen_dtype_is_float(job->dst->dtype) && is_dyadic(k);
     p.taps = spec->taps;
 
     const dim3 block(32, 8);

@@ -141,8 +141,8 @@ double cost(lumen_context *ctx, const lumen_op *op)
                                                                         : LUMEN_METHOD_FFT;
     const lumen_image *s = job->src, *d = job->dst;
     const double planes = (double)s->n * s->c, px = planes * s->h * s->w;
-    const double es_in = s->dtype == LUMEN_U8 ? 1 : s->dtype == LUMEN_U16 ? 2 : 4;
-    const double es_out = d->dtype == LUMEN_U8 ? 1 : d->dtype == LUMEN_U16 ? 2 : 4;
+    const double es_in = (double)lumen_dtype_bytes(s->dtype);
+    const double es_out = (double)lumen_dtype_bytes(d->dtype);
     /* host views cross the bus whatever the method */
     const double host_bytes = (s->device ? 0.0 : px * es_in) + (d->device ? 0.0 : px * es_out);
     cu_rates r;
@@ -174,14 +174,11 @@ double cost(lumen_context *ctx, const lumen_op *op)
 bool supports(lumen_context *ctx, const lumen_op *op)
 {
     (void)ctx;
-    if (op->kind == LUMEN_OP_RESIZE) {
-        const lumen_resize_job *j = static_cast<const lumen_resize_job *>(op->job);
-        for (int i = 0; i < 2; i++)
-            if (j->views[i]->dtype != LUMEN_U8 && j->views[i]->dtype != LUMEN_U16 &&
-                j->views[i]->dtype != LUMEN_F32)
-                return false;
-        return (j->dst->h + 7) / 8 <= CU_GRID_YZ_MAX;
-    }
+    /* f16/bf16 views run on the CPU: cu_view and the staging copies size u8/u16/f32 only, and
+     * no CUDA half path has run on a GPU yet (the module is built, never run, here) */
+    if (!lumen_op_dtypes_in(op, LUMEN_DTYPES_CLASSIC)) return false;
+    if (op->kind == LUMEN_OP_RESIZE) /* its grid's y: 65535 blocks of 8 rows */
+        return (static_cast<const lumen_resize_job *>(op->job)->dst->h + 7) / 8 <= CU_GRID_YZ_MAX;
     return op->kind >= LUMEN_OP_FILTER_DIRECT && op->kind <= LUMEN_OP_CONV_TRANSPOSE2D;
 }
 

@@ -74,7 +74,9 @@ static bool conv_supports(lumen_context *ctx, const lumen_op *op, bool transpose
     const lumen_conv_job *j = op->job;
     const lumen_image *x = j->x, *w = j->w, *y = j->y;
     const lumen_conv2d_params *p = &j->p;
-    if (x->dtype != LUMEN_F32 || w->dtype != LUMEN_F32 || y->dtype != LUMEN_F32) return false;
+    if (!lumen_dtype_is_float(x->dtype) || !lumen_dtype_is_float(w->dtype) ||
+        !lumen_dtype_is_float(y->dtype))
+        return false;
     const vk_state *st = vk_host->state(ctx);
     const vk_device *dev = vk_device_at(st->dev);
     const conv_dims d = dims_of(j, transpose);
@@ -143,7 +145,8 @@ static lumen_status conv_run(lumen_context *ctx, const lumen_op *op, lumen_run_i
                              .dw = p->dilation_w,
                              .has_bias = j->bias != NULL};
     const vk_kernel k =
-        VK_KERNEL(conv2d_spv, t.wm, t.wn, t.tm, t.tn, BK, t.wm * t.wn, transpose ? 1 : 0);
+        VK_KERNEL(conv2d_spv, t.wm, t.wn, t.tm, t.tn, BK, t.wm * t.wn, transpose ? 1 : 0,
+                  (int32_t)j->x->dtype, (int32_t)j->w->dtype, (int32_t)j->y->dtype);
     const VkBuffer bufs[] = {x.buf, w.buf, y.buf, bias};
     const int64_t m = j->x->n * d.pm * d.qm;
     status = vk_rec_one(st, &k, bufs, 4, &pc, sizeof pc, vk_groups(m, t.wm * t.tm),

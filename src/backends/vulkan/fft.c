@@ -347,7 +347,7 @@ static lumen_status fft_piece(lumen_context *ctx, const lumen_filter_job *j, lum
                    /* the CPU's needs_direct: the transform's sums stay below FLT_MAX / 64 */
                    .limit = (float)(FLT_MAX / 64.0 / ((double)t.nh * t.nw * fmax(1.0, sum_k))),
                    .sum_k = sum_k,
-                   .ties = j->dst->dtype != LUMEN_F32 && taps_dyadic(j)};
+                   .ties = !lumen_dtype_is_float(j->dst->dtype) && taps_dyadic(j)};
     vk_host->log(LUMEN_LOG_DEBUG,
                  "vulkan: fft: %dx%d transforms, %lldx%lld outputs per tile, "
                  "%lld tiles in groups of %lld",

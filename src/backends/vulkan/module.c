@@ -614,6 +614,9 @@ static bool vk_supports(lumen_context *ctx, const lumen_op *op)
 {
     const vk_op_impl *impl = impl_of(op);
     if (!impl || !impl->supports || !vk_host->state(ctx)) return false;
+    /* the shaders read every dtype (shaders/common.glsl); conv.c's supports takes f32 only */
+    if (!lumen_op_dtypes_in(op, LUMEN_DTYPES_CLASSIC | (1u << LUMEN_F16) | (1u << LUMEN_BF16)))
+        return false;
     const lumen_image *const *v = lumen_op_views(op);
     for (int i = 0; i < op->n_views; i++)
         if (!(impl->pieces ? vk_view_fits(ctx, v[i]) : vk_view_fits_range(ctx, v[i]))) return false;

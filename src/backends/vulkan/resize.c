@@ -29,11 +29,7 @@ static bool resize_supports(lumen_context *ctx, const lumen_op *op)
     const lumen_resize_job *j = op->job;
     const lumen_image *d = j->dst;
     const int64_t words = j->x.out * (1 + j->x.taps) + j->y.out * (1 + j->y.taps);
-    /* the shader's loads and stores know these dtypes (common.glsl); others run on the CPU */
-    for (int i = 0; i < 2; i++)
-        if (j->views[i]->dtype != LUMEN_U8 && j->views[i]->dtype != LUMEN_U16 &&
-            j->views[i]->dtype != LUMEN_F32)
-            return false;
+    /* every dtype: the shader loads and stores through common.glsl (module.c checks them) */
     return words < I32_SAFE &&
            vk_grid_fits(vk_host->state(ctx), vk_groups(d->w, GROUP), vk_groups(d->h, GROUP),
                         (uint64_t)d->n * (uint64_t)d->c);

@@ -77,7 +77,8 @@ _Static_assert(LUMEN_BORDER_REFLECT == 0 && LUMEN_BORDER_CONSTANT == 1 &&
                    LUMEN_BORDER_REPLICATE == 2 && LUMEN_BORDER_REFLECT101 == 3 &&
                    LUMEN_BORDER_WRAP == 4,
                "shaders/common.glsl's BORDER_* constants");
-_Static_assert(LUMEN_U8 == 0 && LUMEN_U16 == 1 && LUMEN_F32 == 2,
+_Static_assert(LUMEN_U8 == 0 && LUMEN_U16 == 1 && LUMEN_F32 == 2 && LUMEN_F16 == 3 &&
+                   LUMEN_BF16 == 4,
                "shaders/common.glsl's DT_* constants");
 extern const lumen_module_host *vk_host;
 
@@ -132,7 +133,7 @@ typedef struct vk_scratch_buf {
 } vk_scratch_buf;
 
 /* A compute pipeline: a shader of the module with its specialisation constants. */
-#define VK_MAX_SPEC 8
+#define VK_MAX_SPEC 12
 typedef struct vk_pipeline {
     const uint32_t *code; /* the shader's SPIR-V (identity of the shader) */
     int32_t spec[VK_MAX_SPEC];

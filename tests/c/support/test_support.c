@@ -2,6 +2,7 @@
 #include "test_support.h"
 
 #include "internal.h"
+#include "semantics.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -172,6 +173,8 @@ double ts_get(const lumen_image *im, int64_t b, int64_t c, int64_t y, int64_t x)
     case LUMEN_U8: return *(const uint8_t *)p;
     case LUMEN_U16: return *(const uint16_t *)p;
     case LUMEN_F32: return *(const float *)p;
+    case LUMEN_F16:
+    case LUMEN_BF16: return lumen_load_px(p, im->dtype);
     }
     return NAN;
 }
@@ -183,6 +186,8 @@ void ts_set(const lumen_image *im, int64_t b, int64_t c, int64_t y, int64_t x, d
     case LUMEN_U8: *(uint8_t *)p = (uint8_t)v; break;
     case LUMEN_U16: *(uint16_t *)p = (uint16_t)v; break;
     case LUMEN_F32: *(float *)p = (float)v; break;
+    case LUMEN_F16:
+    case LUMEN_BF16: lumen_store_px(p, im->dtype, (float)v); break; /* rounded to nearest even */
     }
 }
 
@@ -197,7 +202,9 @@ static double random_value(ts_rng *r, lumen_dtype t)
     switch (t) {
     case LUMEN_U8: return ts_rng_u32(r) >> 24;
     case LUMEN_U16: return ts_rng_u32(r) >> 16;
-    case LUMEN_F32: return ts_rng_uniform(r, -64.0, 192.0);
+    case LUMEN_F32:
+    case LUMEN_F16: /* rounded by ts_set: f16 keeps 11 bits, bf16 8 */
+    case LUMEN_BF16: return ts_rng_uniform(r, -64.0, 192.0);
     }
     return 0.0;
 }
@@ -247,6 +254,9 @@ double ts_f32_tol(double ksum, double range)
 double ts_quantize(double v, lumen_dtype t)
 {
     if (t == LUMEN_F32) return v;
+    /* halves: to f32, then to nearest even (both monotonic, so Q is) */
+    if (t == LUMEN_F16) return lumen_f16_to_f32(lumen_f32_to_f16((float)v));
+    if (t == LUMEN_BF16) return lumen_bf16_to_f32(lumen_f32_to_bf16((float)v));
     const double hi = t == LUMEN_U8 ? 255.0 : 65535.0;
     if (!(v > 0.0)) return 0.0;
     return v >= hi ? hi : nearbyint(v);
@@ -259,9 +269,11 @@ static bool f32_ok(double got, double want, double tol)
     return fabs(got - want) <= tol;
 }
 
+/* A rounded (integer or half) result: in [Q(r - tol), Q(r + tol)]. NaN: 0 for integers, NaN
+ * for halves. */
 static bool int_ok(double got, double r, lumen_dtype t, double tol)
 {
-    if (isnan(r)) return got == 0.0;
+    if (isnan(r)) return lumen_dtype_is_float(t) ? isnan(got) : got == 0.0;
     return got >= ts_quantize(r - tol, t) && got <= ts_quantize(r + tol, t);
 }
 

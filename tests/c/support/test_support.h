@@ -24,6 +24,9 @@
  *             saturate (NaN -> 0). The fast result must lie in [Q(r - t), Q(r + t)]: it
  *             equals Q(r) except where r lies within t of a .5 rounding boundary, where it
  *             may be one unit off. The reference's own integer output must equal Q(r).
+ *   dst f16   The same window, Q rounding to f16 / bf16 (nearest even; NaN stays NaN, f16
+ *   dst bf16  overflows to inf): a half result is the f32 result rounded once, so it may be
+ *             one half-ulp step off only where r lies within t of a rounding boundary.
  *   oracle    The independent oracle (double, OpenCV's borderInterpolate loop) and the
  *             reference's unrounded result obey the same f32 rule.
  */
@@ -117,7 +120,7 @@ double ts_absmax(const lumen_image *im);
 
 /* The f32 bound of the table above. */
 double ts_f32_tol(double ksum, double range);
-/* Round to nearest even and saturate to dtype t (identity for f32). */
+/* Round to nearest even and saturate to dtype t (identity for f32; f16/bf16: rounded to it). */
 double ts_quantize(double v, lumen_dtype t);
 
 /*

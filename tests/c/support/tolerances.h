@@ -22,6 +22,14 @@
  *            boundary, where a different summation order may legitimately round the other way
  *            (one level off). For the fast Gaussian t is large (1e-3 of the range), so there
  *            the window is the documented "1 + 1e-3 x range" (rounded result).
+ * f16/bf16 dst (rounding = 1): the same window with Q = round to nearest even into f16 / bf16
+ *            (NaN stays NaN). A half result is the f32 result on the same (exactly widened)
+ *            values, rounded once on store; the store errs by at most half an ulp, 2^-11 of
+ *            the value for f16 (11 significant bits) and 2^-8 for bf16 (8 bits). That error is
+ *            the format's, not the op's, so the window holds it exactly instead of widening t:
+ *            got may be one half step off Q(r) only where r lies within t of a rounding
+ *            boundary. The rows reuse each kind's f32 rel for t. (Against float64, the bound
+ *            is t + 2^-11 |r| or t + 2^-8 |r|: tests/python/tolerances.py, half_atol.)
  */
 #ifndef LUMEN_TEST_TOLERANCES_H
 #define LUMEN_TEST_TOLERANCES_H
@@ -44,6 +52,10 @@
  * (issue 6: relative error 1e-6). The reference accumulates in double and rounds once
  * (2^-24 of TERMS), so it meets this with room; fast paths and devices are held to it too. */
 #define TS_CONV_REL 1e-6
+/* film_layer_sums (test_film_layer_sum.c): sums in double of f32 terms, against the same sum
+ * taken term by term; bound relative to (1 + |sum E| x taps), far above double's rounding
+ * over these few thousand terms, far below any missed or doubled pixel. */
+#define TS_FILM_SUM_REL 1e-10
 #define TS_CONV_ABS 1e-30
 
 /* What a bound is relative to (see above). */

@@ -3,9 +3,12 @@
 // GLSL; vk_internal.h's vk_pview and the op files' _Static_asserts keep both sides in step.
 //
 // Buffers are arrays of 32-bit words whatever the dtype, so no 8/16-bit storage feature is
-// needed: a u8 or u16 element is unpacked from its word, and stored with two atomics on its
-// word (clear its bits, set them), so neighbours that belong to other invocations (or to no
-// view at all, the gaps of a window) keep their bits.
+// needed: a u8, u16, f16 or bf16 element is unpacked from its word, and stored with two atomics
+// on its word (clear its bits, set them), so neighbours that belong to other invocations (or to
+// no view at all, the gaps of a window) keep their bits. f16 and bf16 are converted with integer
+// operations (semantics.h's lumen_f16_to_f32 ... restated), not unpackHalf2x16/packHalf2x16,
+// whose rounding and subnormals GLSL leaves to the implementation: stores round to nearest
+// even, NaN stays NaN, f16 overflows to infinity, bit for bit as the CPU.
 
 // A view: element offset of its data pointer in the bound buffer, strides in elements.
 struct View {
@@ -16,6 +19,8 @@ struct View {
 const int DT_U8 = 0;
 const int DT_U16 = 1;
 const int DT_F32 = 2;
+const int DT_F16 = 3;
+const int DT_BF16 = 4;
 
 // lumen_border values (include/lumen.h; vk_internal.h asserts them)
 const int BORDER_REFLECT = 0;
@@ -61,16 +66,64 @@ uint sat_int(float v, float top)
     return uint(roundEven(v));
 }
 
+// lumen_shift_rne: m >> s rounded to nearest even (1 <= s < 32).
+uint shift_rne(uint m, uint s)
+{
+    uint q = m >> s, rem = m & ((1u << s) - 1u), half_ = 1u << (s - 1u);
+    return q + ((rem > half_ || (rem == half_ && (q & 1u) != 0u)) ? 1u : 0u);
+}
+
+// lumen_f16_to_f32: exact; NaN quieted.
+float f16_to_f32(uint h)
+{
+    uint sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0x1fu) return uintBitsToFloat(sign | 0x7f800000u | (m != 0u ? 0x400000u | (m << 13) : 0u));
+    if (e == 0u) {
+        if (m == 0u) return uintBitsToFloat(sign);
+        e = 113u; // subnormal: normalise (m * 2^-24 is a normal f32)
+        while ((m & 0x400u) == 0u) {
+            m <<= 1;
+            e--;
+        }
+        return uintBitsToFloat(sign | (e << 23) | ((m & 0x3ffu) << 13));
+    }
+    return uintBitsToFloat(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+// lumen_f32_to_f16: nearest even, on the bits.
+uint f32_to_f16(float f)
+{
+    uint u = floatBitsToUint(f), a = u & 0x7fffffffu, sign = (u >> 16) & 0x8000u;
+    if (a > 0x7f800000u) return sign | 0x7e00u | ((a >> 13) & 0x3ffu);
+    if (a >= 0x477ff000u) return sign | 0x7c00u;
+    if (a >= 0x38800000u) return sign | shift_rne(a - (112u << 23), 13u);
+    if (a < 0x33000000u) return sign;
+    uint e = a >> 23, m = (a & 0x7fffffu) | 0x800000u;
+    return sign | shift_rne(m, 126u - e);
+}
+
+// lumen_f32_to_bf16: nearest even; NaN quieted (never carried into infinity).
+uint f32_to_bf16(float f)
+{
+    uint u = floatBitsToUint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (u >> 16) | 0x40u;
+    return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+}
+
 // float NAME(int dt, int e): element e (of dtype dt) of word buffer ARR, as f32.
 #define DEFINE_LOAD(NAME, ARR)                                                                    \
     float NAME(int dt, int e)                                                                     \
     {                                                                                             \
         if (dt == DT_F32) return uintBitsToFloat(ARR[e]);                                         \
-        if (dt == DT_U16) return float((ARR[e >> 1] >> ((e & 1) * 16)) & 0xffffu);                \
-        return float((ARR[e >> 2] >> ((e & 3) * 8)) & 0xffu);                                     \
+        if (dt == DT_U8) return float((ARR[e >> 2] >> ((e & 3) * 8)) & 0xffu);                    \
+        uint h = (ARR[e >> 1] >> ((e & 1) * 16)) & 0xffffu;                                       \
+        if (dt == DT_F16) return f16_to_f32(h);                                                   \
+        if (dt == DT_BF16) return uintBitsToFloat(h << 16);                                       \
+        return float(h);                                                                          \
     }
 
-// void NAME(int dt, int e, float v): stores v as element e of dtype dt, saturated for u8/u16.
+// void NAME(int dt, int e, float v): stores v as element e of dtype dt, saturated for u8/u16,
+// rounded to nearest even for f16/bf16.
 #define DEFINE_STORE(NAME, ARR)                                                                   \
     void NAME(int dt, int e, float v)                                                             \
     {                                                                                             \
@@ -78,9 +131,11 @@ uint sat_int(float v, float top)
             ARR[e] = floatBitsToUint(v);                                                          \
             return;                                                                               \
         }                                                                                         \
-        int per = dt == DT_U16 ? 2 : 4, bits = 32 / per;                                          \
-        uint shift = uint((e % per) * bits), mask = (dt == DT_U16 ? 0xffffu : 0xffu) << shift;    \
-        uint q = sat_int(v, dt == DT_U16 ? 65535.0 : 255.0) << shift;                             \
+        int per = dt == DT_U8 ? 4 : 2, bits = 32 / per;                                           \
+        uint shift = uint((e % per) * bits), mask = (dt == DT_U8 ? 0xffu : 0xffffu) << shift;     \
+        uint q = dt == DT_F16    ? f32_to_f16(v)                                                  \
+                 : dt == DT_BF16 ? f32_to_bf16(v)                                                 \
+                                 : sat_int(v, dt == DT_U16 ? 65535.0 : 255.0);                    \
         atomicAnd(ARR[e / per], ~mask);                                                           \
-        atomicOr(ARR[e / per], q);                                                                \
+        atomicOr(ARR[e / per], q << shift);                                                       \
     }

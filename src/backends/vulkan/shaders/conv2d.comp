@@ -1,4 +1,4 @@
-// conv2d and conv_transpose2d (NCHW f32, any strides) as one implicit GEMM (conv.c, docs/
+// conv2d and conv_transpose2d (NCHW f32, f16 or bf16 storage, f32 sums, any strides) as one implicit GEMM (conv.c, docs/
 // vulkan-conv.md). Per group g the output is a matrix M x Kg: rows are output pixels (the
 // batch folded in), columns the group's output channels, and the reduction runs over the
 // group's input channels and kernel taps. A workgroup computes a BM x BN tile of it (WM x WN
@@ -25,6 +25,11 @@ layout(constant_id = 2) const int TM = 4;  // outputs per invocation along M
 layout(constant_id = 3) const int TN = 4;  // outputs per invocation along N
 layout(constant_id = 4) const int BK = 16; // reduction depth of a shared-memory slice
 layout(constant_id = 6) const int TRANSPOSE = 0;
+// the tensors' dtypes (common.glsl's DT_*): halves widen exactly on the tile loads, y is
+// rounded once on store
+layout(constant_id = 7) const int X_DT = DT_F32;
+layout(constant_id = 8) const int W_DT = DT_F32;
+layout(constant_id = 9) const int Y_DT = DT_F32;
 // id 5: the workgroup size, WM * WN (set by conv.c)
 layout(local_size_x_id = 5) in;
 
@@ -33,10 +38,14 @@ const int BM = WM * TM;
 const int BN = WN * TN;
 const int BNP = BN + 1; // padded row of the w slice: its stores (kk fastest) hit distinct banks
 
-layout(std430, set = 0, binding = 0) readonly buffer X { float xs[]; };
-layout(std430, set = 0, binding = 1) readonly buffer Wt { float ws[]; };
-layout(std430, set = 0, binding = 2) writeonly buffer Y { float ys[]; };
+layout(std430, set = 0, binding = 0) readonly buffer X { uint xs[]; };
+layout(std430, set = 0, binding = 1) readonly buffer Wt { uint ws[]; };
+layout(std430, set = 0, binding = 2) buffer Y { uint ys[]; }; // 16-bit stores use atomics
 layout(std430, set = 0, binding = 3) readonly buffer Bias { float bias[]; };
+
+DEFINE_LOAD(load_x, xs)
+DEFINE_LOAD(load_w, ws)
+DEFINE_STORE(store_y, ys)
 
 // Must match vk_conv_push in conv.c.
 layout(push_constant) uniform Push {
@@ -175,14 +184,14 @@ void main()
             float v = 0.0;
             int ih = m_ih[i] + k_r[kk], iw = m_iw[i] + k_s[kk];
             if (m0 + i < mtotal && k0 + kk < kred && ih >= 0 && ih < pc.h && iw >= 0 && iw < pc.wd)
-                v = xs[m_xb[i] + k_c[kk] + ih * pc.x.sh + iw * pc.x.sw];
+                v = load_x(X_DT, m_xb[i] + k_c[kk] + ih * pc.x.sh + iw * pc.x.sw);
             a_tile[kk * BM + i] = v;
         }
         // ... and weights (kk fastest: a channel's taps are contiguous in w)
         for (int e = t; e < BN * BK; e += NT) {
             int kk = e % BK, j = e / BK;
             float v = 0.0;
-            if (n0 + j < pc.kg && k0 + kk < kred) v = ws[n_wo[j] + k_w[kk]];
+            if (n0 + j < pc.kg && k0 + kk < kred) v = load_w(W_DT, n_wo[j] + k_w[kk]);
             b_tile[kk * BNP + j] = v;
         }
         barrier();
@@ -219,7 +228,7 @@ void main()
             int yo = m_yo[mi];
             float h, e;
             two_sum(hi[i * TN + j], bv, h, e);
-            ys[yo + yk] = h + (lo[i * TN + j] + e);
+            store_y(Y_DT, yo + yk, h + (lo[i * TN + j] + e));
         }
     }
 }

@@ -1,0 +1,496 @@
+"""lumen on Dask: the same ops on images larger than memory, and on many images.
+
+docs/scale-out.md has the design, the exactness guarantee and the figures.
+
+    import dask.array as da, lumen.dask
+    img = da.from_zarr("mosaic.zarr")                      # or da.from_array(a, chunks=2048)
+    lumen.dask.gaussian_blur(img, 8.0).to_zarr("blurred.zarr")
+
+Every op takes a ``dask.array`` (or anything ``da.asarray`` takes) with lumen's layouts
+(H x W, H x W x C, N x H x W x C, or ``layout=``) and returns a lazy ``dask.array`` whose value
+is what the single-machine op gives on the whole image:
+
+* each block is filtered with a halo of its neighbours' pixels, as wide as the kernel reaches
+  on each side (asymmetric for even kernels and off-centre anchors, swapped for
+  ``convolve=True``); channel and batch axes get none;
+* the halo is exchanged with ``map_overlap(boundary='none')`` and lumen applies its own border
+  where a block meets the true edge of the image, so every border mode is the global one
+  (``wrap``: the halo at the edges is the opposite side's pixels, Dask's periodic exchange);
+* ``method="auto"`` is resolved once, on the client, for the largest block, and the resolved
+  method is passed to every block, so blocks cannot disagree;
+* blocks narrower than the kernel are merged with their neighbours (rechunked), an axis shorter
+  than two kernels becomes one block.
+
+Direct and separable results, box and integer results (direct, separable) are bit-identical
+to the single-machine call; FFT results agree within the f32 tolerance (its tiles differ).
+Each task runs lumen on ``threads=`` threads (default $LUMEN_NUM_THREADS, else
+$OMP_NUM_THREADS, else 1) on a context of its own thread; ``context=`` is for the threaded and
+synchronous schedulers only (a context does not travel to other processes).
+halation and grain are global reductions and run on whole images (their docstrings).
+This module imports Dask; ``import lumen`` does not.
+"""
+
+import os
+import threading
+import uuid
+
+import numpy as np
+
+try:
+    import dask
+    import dask.array as da
+    import dask.bag as db
+    from dask.array.overlap import ensure_minimum_chunksize
+except ImportError as e:  # pragma: no cover - depends on the machine
+    raise ImportError(
+        "lumen.dask needs Dask (Debian: apt-get install python3-dask python3-distributed "
+        f"python3-zarr): {e}") from e
+
+import lumen
+
+__all__ = ["filter2d", "sep_filter2d", "gaussian_blur", "box_blur", "conv2d",
+           "conv_transpose2d", "bloom",
+           "halation", "grain", "map_images", "from_zarr", "to_zarr", "overlap_depth",
+           "task_threads"]
+
+#: The layouts by number of dimensions (lumen's default reading) and their (H, W) axes.
+_DEFAULT_LAYOUT = {2: "hw", 3: "hwc", 4: "nhwc"}
+_HW_AXES = {"hw": (0, 1), "hwc": (0, 1), "chw": (1, 2), "nhwc": (1, 2), "nchw": (2, 3)}
+_NDIM = {"hw": 2, "hwc": 3, "chw": 3, "nhwc": 4, "nchw": 4}
+#: The largest side of the block on which method="auto" is resolved (the choice is made per
+#: pixel cost; beyond this the probe would only cost time).
+_PROBE_SIDE = 1024
+
+
+# ---- per-thread contexts ----------------------------------------------------------------------
+
+_local = threading.local()
+
+
+def task_threads(threads=None):
+    """The threads one task's lumen call uses: `threads`, else $LUMEN_NUM_THREADS, else
+    $OMP_NUM_THREADS (what Dask's and most launchers' per-worker settings name), else 1: Dask
+    already runs one task per core, and more threads per task would oversubscribe them."""
+    for v in (threads, os.environ.get("LUMEN_NUM_THREADS"), os.environ.get("OMP_NUM_THREADS")):
+        try:
+            if v is not None and int(v) >= 1:
+                return int(v)
+        except ValueError:
+            pass
+    return 1
+
+
+def _ctx(context, threads):
+    """The context a block runs on: the caller's, else one per (worker thread, thread count),
+    made where the task runs (never pickled) and not shared between threads (a shared one
+    would serialise them on its lock)."""
+    if context is not None:
+        return context
+    cache = getattr(_local, "contexts", None)
+    if cache is None:
+        cache = _local.contexts = {}
+    t = task_threads(threads)
+    if t not in cache:
+        cache[t] = lumen.Context(threads=t)
+    return cache[t]
+
+
+def _bind(fn, context, threads, *args, **kwargs):
+    """block -> fn(block, *args, **kwargs) on the block's thread's context."""
+    return lambda b: fn(b, *args, context=_ctx(context, threads), **kwargs)
+
+
+# ---- shapes and halos -------------------------------------------------------------------------
+
+def _layout(shape, layout):
+    """The layout every block is read with: lumen's rule applied once to the *global* shape
+    (a block's own shape could look channels-first when the image does not)."""
+    if layout is None:
+        if len(shape) not in _DEFAULT_LAYOUT:
+            raise lumen.ArgumentError(
+                f"src: a {len(shape)}-D array is not an image (H x W, H x W x C, N x H x W x C)")
+        layout = _DEFAULT_LAYOUT[len(shape)]
+        cf = ((len(shape) == 3 and shape[0] in (1, 3, 4) and shape[2] > 4)
+              or (len(shape) == 4 and shape[1] in (1, 3, 4) and shape[3] > 4))
+        if cf:
+            raise lumen.ArgumentError(
+                f"src: an array of shape {tuple(shape)} looks channels-first; pass layout= "
+                "('chw'/'nchw' for channels-first, 'hwc'/'nhwc' for channels-last) to say which")
+    if layout not in _HW_AXES:
+        raise lumen.ArgumentError(f"layout: expected one of {sorted(_HW_AXES)}, got {layout!r}")
+    if _NDIM[layout] != len(shape):
+        raise lumen.ArgumentError(
+            f"layout: '{layout}' needs a {_NDIM[layout]}-D array, got shape {tuple(shape)}")
+    return layout
+
+
+def overlap_depth(ksize, anchor=-1, convolve=False):
+    """(before, after): how far a k-tap kernel with this anchor reads behind and ahead of the
+    output pixel. Correlation (cv2.filter2D) reads src(x - a) .. src(x + k - 1 - a), default
+    anchor k // 2; convolution flips the kernel and moves the anchor to k - 1 - a, which swaps
+    the two (DESIGN.md, "Correlation by default")."""
+    k = int(ksize)
+    a = k // 2 if anchor is None or anchor < 0 else int(anchor)
+    if not 0 <= a < k:
+        raise lumen.ArgumentError(f"anchor: {a} is outside the {k}-tap kernel")
+    before, after = a, k - 1 - a
+    return (after, before) if convolve else (before, after)
+
+
+def _axis_plan(n, chunks, before, after, wrap):
+    """(chunks, depth, boundary) of one image axis for a kernel reaching (before, after)."""
+    if before == 0 and after == 0 or len(chunks) == 1:
+        return chunks, 0, "none"
+    k = before + after + 1
+    if n < 2 * k:  # at most one block would fit: take the axis whole
+        return (n,), 0, "none"
+    # Every block at least a kernel wide: a block at the true edge then holds every pixel the
+    # border rule mirrors or repeats (reflect101 reaches `before` pixels in), so lumen's border
+    # on the block is the border of the whole image.
+    chunks = ensure_minimum_chunksize(k, chunks)
+    if wrap:  # Dask's periodic exchange is symmetric only
+        return chunks, max(before, after), "periodic"
+    return chunks, (before, after), "none"
+
+
+def _apply(x, block_fn, reach_h, reach_w, border, layout, dtype):
+    """map_overlap of block_fn (a numpy block -> numpy block of the same shape) over x with the
+    halos of (before, after) on H and W, exact at the global border."""
+    hax, wax = _HW_AXES[layout]
+    chunks = list(x.chunks)
+    for ax in range(x.ndim):  # channels: one block (lumen filters them together)
+        if ax not in (hax, wax) and not (layout.startswith("n") and ax == 0):
+            chunks[ax] = (x.shape[ax],)
+    depth, boundary = {}, {}
+    # cv2.BORDER_WRAP is 3
+    if isinstance(border, int):
+        wrap = border == 3
+    else:
+        wrap = lumen.BORDER_ALIASES.get(border, border) == "wrap"
+    for ax, (b, a) in ((hax, reach_h), (wax, reach_w)):
+        chunks[ax], depth[ax], boundary[ax] = _axis_plan(x.shape[ax], x.chunks[ax], b, a, wrap)
+    x = x.rechunk(tuple(chunks))
+    meta = np.empty((0,) * x.ndim, dtype)
+    if all(d == 0 for d in depth.values()):
+        return x.map_blocks(block_fn, dtype=dtype, meta=meta)
+    return x.map_overlap(block_fn, depth=depth, boundary=boundary, dtype=dtype, meta=meta,
+                         allow_rechunk=False)
+
+
+def _out_dtype(x, dtype):
+    if dtype is not None:
+        return np.dtype(dtype)
+    return np.dtype(np.float64) if x.dtype == np.float64 else x.dtype
+
+
+def _probe(x, layout, reach_h, reach_w):
+    """A zero block shaped like the largest block with its halo (capped at _PROBE_SIDE): the
+    image method="auto" is resolved on."""
+    hax, wax = _HW_AXES[layout]
+    shape = [1] * x.ndim
+    for ax in range(x.ndim):
+        if ax in (hax, wax):
+            r = reach_h if ax == hax else reach_w
+            shape[ax] = min(max(x.chunks[ax]) + r[0] + r[1], x.shape[ax], _PROBE_SIDE + r[0] + r[1])
+        elif not (layout.startswith("n") and ax == 0):
+            shape[ax] = x.shape[ax]
+    dt = x.dtype if x.dtype in (np.uint8, np.uint16, np.float32) else np.float32
+    return np.zeros(shape, dt)
+
+
+def _resolve_method(x, layout, reach_h, reach_w, method, run):
+    """The method every block runs: method itself, or what "auto" chose on the probe block."""
+    if method != "auto":
+        return method
+    run(_probe(x, layout, reach_h, reach_w))
+    return lumen.last_run()["method"]
+
+
+# ---- the filters ------------------------------------------------------------------------------
+
+def _pair(v, name):
+    if v is None:
+        return (-1, -1)
+    t = tuple(int(i) for i in v)
+    if len(t) != 2:
+        raise lumen.ArgumentError(f"{name}: expected (x, y), got {v!r}")
+    return t
+
+
+def filter2d(src, kernel, *, border="reflect", border_value=0.0, anchor=None, convolve=False,
+             method="auto", dtype=None, layout=None, context=None, threads=None):
+    """lumen.filter2d on a dask array (cv2.filter2D's correlation; module docstring)."""
+    x = da.asarray(src)
+    lay = _layout(x.shape, layout)
+    k = np.asarray(kernel, np.float32)
+    if k.ndim != 2:
+        raise lumen.ArgumentError(f"kernel: expected a 2-D kernel, got shape {k.shape}")
+    ax, ay = _pair(anchor, "anchor")
+    rw = overlap_depth(k.shape[1], ax, convolve)
+    rh = overlap_depth(k.shape[0], ay, convolve)
+    kw = dict(border=border, border_value=border_value, anchor=anchor, convolve=convolve,
+              dtype=dtype, layout=lay)
+    m = _resolve_method(x, lay, rh, rw, method,
+                        _bind(lumen.filter2d, context, threads, k, method=method, **kw))
+    return _apply(x, _bind(lumen.filter2d, context, threads, k, method=m, **kw), rh, rw, border,
+                  lay, _out_dtype(x, dtype))
+
+
+def sep_filter2d(src, kx, ky, *, border="reflect", border_value=0.0, anchor=None,
+                 convolve=False, method="auto", dtype=None, layout=None, context=None,
+                 threads=None):
+    """lumen.sep_filter2d on a dask array: row kernel kx, then column kernel ky."""
+    x = da.asarray(src)
+    lay = _layout(x.shape, layout)
+    kx, ky = np.asarray(kx, np.float32).ravel(), np.asarray(ky, np.float32).ravel()
+    ax, ay = _pair(anchor, "anchor")
+    rw, rh = overlap_depth(kx.size, ax, convolve), overlap_depth(ky.size, ay, convolve)
+    kw = dict(border=border, border_value=border_value, anchor=anchor, convolve=convolve,
+              dtype=dtype, layout=lay)
+    m = _resolve_method(x, lay, rh, rw, method,
+                        _bind(lumen.sep_filter2d, context, threads, kx, ky, method=method, **kw))
+    return _apply(x, _bind(lumen.sep_filter2d, context, threads, kx, ky, method=m, **kw), rh,
+                  rw, border, lay, _out_dtype(x, dtype))
+
+
+def _gauss_size(ksize, sigma, truncate):
+    """The kernel size lumen.gaussian_blur uses on one axis (ksize 0/None: from sigma)."""
+    if ksize:
+        return int(ksize)
+    if truncate is not None:  # SciPy's radius
+        return 2 * int(float(truncate) * float(sigma) + 0.5) + 1
+    return lumen.gaussian_ksize(float(sigma), "float32")
+
+
+def gaussian_blur(src, sigma, *, sigma_y=None, ksize=None, border="reflect", border_value=0.0,
+                  precision="exact", method="auto", mode=None, cval=None, truncate=None,
+                  dtype=None, layout=None, context=None, threads=None):
+    """lumen.gaussian_blur on a dask array (cv2.GaussianBlur's kernel). precision="fast" (the
+    recursive filter, whose every output depends on the whole row) is refused."""
+    if precision != "exact":
+        raise lumen.ArgumentError(
+            "precision: lumen.dask runs the exact Gaussian only; 'fast' is a recursive filter "
+            "whose every output depends on the whole row, so it has no finite halo")
+    x = da.asarray(src)
+    lay = _layout(x.shape, layout)
+    sx, sy = (sigma if isinstance(sigma, (tuple, list)) else (sigma, sigma))
+    if sigma_y is not None:
+        sy = sigma_y
+    kx, ky = (ksize if isinstance(ksize, (tuple, list)) else (ksize, ksize))
+    # the float rule's size (8 sigma + 1) is never below the 8-bit one's (6 sigma + 1): a halo
+    # that may be wider than the kernel needs, never narrower
+    nx, ny = _gauss_size(kx, sx, truncate), _gauss_size(ky, sy, truncate)
+    rw, rh = overlap_depth(nx), overlap_depth(ny)
+    kw = dict(sigma_y=sigma_y, ksize=ksize, precision=precision, mode=mode, cval=cval,
+              truncate=truncate, dtype=dtype, layout=lay)
+    if mode is None:
+        kw.update(border=border, border_value=border_value)
+    m = _resolve_method(x, lay, rh, rw, method,
+                        _bind(lumen.gaussian_blur, context, threads, sigma, method=method, **kw))
+    return _apply(x, _bind(lumen.gaussian_blur, context, threads, sigma, method=m, **kw), rh, rw,
+                  mode if mode is not None else border, lay, _out_dtype(x, dtype))
+
+
+def box_blur(src, ksize, *, normalize=True, border="reflect", border_value=0.0, dtype=None,
+             layout=None, context=None, threads=None):
+    """lumen.box_blur on a dask array: mean (cv2.blur) or sum (normalize=False) over a box."""
+    x = da.asarray(src)
+    lay = _layout(x.shape, layout)
+    kw_, kh_ = (ksize if isinstance(ksize, (tuple, list)) else (ksize, ksize))
+    rw, rh = overlap_depth(kw_), overlap_depth(kh_)
+    kw = dict(normalize=normalize, border=border, border_value=border_value, dtype=dtype,
+              layout=lay)
+    return _apply(x, _bind(lumen.box_blur, context, threads, ksize, **kw), rh, rw, border, lay,
+                  _out_dtype(x, dtype))
+
+
+def _along_n(fn, x, weight, bias, context, threads, kw):
+    """fn (lumen.conv2d or conv_transpose2d) on an N x C x H x W dask array, one task per block
+    of images: the batch axis is the one chunked, C, H and W are taken whole."""
+    x = da.asarray(x)
+    if x.ndim != 4:
+        raise lumen.ArgumentError(f"x: expected N x C x H x W, got shape {x.shape}")
+    w = np.asarray(weight, np.float32)
+    b = None if bias is None else np.asarray(bias, np.float32)
+    # One zero image (a broadcast view: no memory) checks the arguments now, on the client,
+    # and gives the result's K x P x Q.
+    one = np.broadcast_to(np.float32(0), (1,) + tuple(x.shape[1:]))
+    kpq = fn(one, w, b, context=context, **kw).shape[1:]
+    x = x.rechunk((x.chunks[0],) + tuple((s,) for s in x.shape[1:]))
+    return x.map_blocks(lambda blk: fn(np.asarray(blk, np.float32), w, b,
+                                       context=_ctx(context, threads), **kw),
+                        chunks=(x.chunks[0],) + tuple((s,) for s in kpq), dtype=np.float32,
+                        meta=np.empty((0, 0, 0, 0), np.float32))
+
+
+def conv2d(x, weight, bias=None, *, stride=1, padding=0, dilation=1, groups=1, context=None,
+           threads=None):
+    """lumen.conv2d on an N x C x H x W dask array, chunked along N. Bit-identical to the single
+    call: each image's result depends on that image alone."""
+    return _along_n(lumen.conv2d, x, weight, bias, context, threads,
+                    dict(stride=stride, padding=padding, dilation=dilation, groups=groups))
+
+
+def conv_transpose2d(x, weight, bias=None, *, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1, context=None, threads=None):
+    """lumen.conv_transpose2d on an N x C x H x W dask array, chunked along N (as conv2d)."""
+    return _along_n(lumen.conv_transpose2d, x, weight, bias, context, threads,
+                    dict(stride=stride, padding=padding, output_padding=output_padding,
+                         groups=groups, dilation=dilation))
+
+
+# ---- film effects -----------------------------------------------------------------------------
+
+def bloom(response, eta, sigma=20.0, kappa=30.0, rho=0.95, threshold=0.8, radius=0, *,
+          context=None, threads=None):
+    """lumen.film.bloom on a dask array: a local effect (its PSF reaches R = radius, or
+    int(4 max sigma), pixels; border reflect), so blocks with an R-pixel halo give the whole
+    image's result. Its convolution picks its own method per block: bit-identical where that
+    is direct, within the FFT tolerance where it is the FFT."""
+    x = da.asarray(response)
+    lay = _layout(x.shape, None)
+    r = int(radius) if radius else int(4 * float(np.max(np.atleast_1d(sigma))))
+    kw = dict(eta=eta, sigma=sigma, kappa=kappa, rho=rho, threshold=threshold, radius=radius)
+    return _apply(x, _bind(lumen.film.bloom, context, threads, **kw), (r, r), (r, r), "reflect",
+                  lay, _out_dtype(x, None))
+
+
+def _whole_planes(x, fn, dtype):
+    """fn on blocks that hold whole images (H, W and C unchunked), chunked along N only."""
+    if x.ndim == 4:
+        x = x.rechunk((x.chunks[0],) + tuple((s,) for s in x.shape[1:]))
+    else:
+        x = x.rechunk(tuple((s,) for s in x.shape))
+    return x.map_blocks(fn, dtype=dtype, meta=np.empty((0,) * x.ndim, dtype))
+
+
+def halation(lux, effective_halation, energy_fraction=0.03, psf_radius=80.0, threshold=0.5, *,
+             context=None, threads=None):
+    """lumen.film.halation on a dask array. Halation rescales each channel's layer so that its
+    sum over the whole image is the highlights' sum: a global reduction, so each task takes
+    whole images (an N x H x W x C batch is split along N only)."""
+    x = da.asarray(lux)
+    _layout(x.shape, None)
+    kw = dict(energy_fraction=energy_fraction, psf_radius=psf_radius, threshold=threshold)
+    return _whole_planes(x, _bind(lumen.film.halation, context, threads, effective_halation, **kw),
+                         _out_dtype(x, None))
+
+
+def grain(lux, intensity=0.8, grain_size=1.5, grain_density=1.0, exposure_level=1000.0,
+          amount=1.0, seed=0, *, context=None, threads=None):
+    """lumen.film.grain on a dask array, as one task. The grain is normalised by the std of the
+    whole plane (a global reduction) and its noise is keyed by the image's size and its index
+    in the batch, so neither the image nor the batch can be split without changing it; for many
+    images use map_images (each image is then its own, as lumen.film.grain on it alone)."""
+    x = da.asarray(lux)
+    _layout(x.shape, None)
+    kw = dict(intensity=intensity, grain_size=grain_size, grain_density=grain_density,
+              exposure_level=exposure_level, amount=amount, seed=seed)
+    x = x.rechunk(tuple((s,) for s in x.shape))
+    dt = _out_dtype(x, None)
+    return x.map_blocks(_bind(lumen.film.grain, context, threads, **kw), dtype=dt,
+                        meta=np.empty((0,) * x.ndim, dt))
+
+
+# ---- Zarr -------------------------------------------------------------------------------------
+
+def from_zarr(url, component=None, chunks=None):
+    """A dask array over a Zarr array (da.from_zarr; its chunks unless chunks= says)."""
+    a = da.from_zarr(url, component=component)
+    return a if chunks is None else a.rechunk(chunks)
+
+
+def to_zarr(arr, url, component=None, overwrite=False, compute=True, **kwargs):
+    """Writes a dask array to Zarr block by block (da.to_zarr): nothing is held whole. The
+    Zarr chunks are the array's blocks (each written by one task, no two tasks share one)."""
+    return da.to_zarr(arr, url, component=component, overwrite=overwrite, compute=compute,
+                      **kwargs)
+
+
+# ---- many images ------------------------------------------------------------------------------
+
+def _atomic_write(path, write):
+    """write(tmp) then rename tmp -> path: a reader (or a restarted run) sees the whole file or
+    none. The temporary name keeps the extension (lumen.write_image picks the format by it)."""
+    d, name = os.path.split(path)
+    stem, ext = os.path.splitext(name)
+    tmp = os.path.join(d, f".{stem}.partial-{uuid.uuid4().hex}{ext}")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _clean_partials(out_dir, stem):
+    """Removes what a killed run left of this output (its temporary files)."""
+    prefix = f".{stem}.partial-"
+    for f in os.listdir(out_dir):
+        if f.startswith(prefix):
+            try:
+                os.unlink(os.path.join(out_dir, f))
+            except FileNotFoundError:
+                pass
+
+
+def _task(item, op, out_dir, kwargs):
+    """One image: (output path, "done" or "skipped")."""
+    src, out = item
+    if os.path.exists(out):
+        return out, "skipped"
+    _clean_partials(out_dir, os.path.splitext(os.path.basename(out))[0])
+    img = lumen.read_image(src) if isinstance(src, str) else np.asarray(src)
+    res = np.asarray(op(img, **kwargs))
+    if out.endswith(".npy"):
+        _atomic_write(out, lambda p: np.save(p, res))
+    else:
+        _atomic_write(out, lambda p: lumen.write_image(p, res))
+    return out, "done"
+
+
+def _items(inputs, out_dir, ext):
+    """(source, output path) per image: a path keeps its name (ext replaces its extension when
+    given); an array stack's images are numbered 000000.npy ..."""
+    if isinstance(inputs, (list, tuple)) and all(isinstance(p, (str, os.PathLike))
+                                                 for p in inputs):
+        items = []
+        for p in map(os.fspath, inputs):
+            stem, e = os.path.splitext(os.path.basename(p))
+            items.append((p, os.path.join(out_dir, stem + (ext or e))))
+        if len({o for _, o in items}) != len(items):
+            raise lumen.ArgumentError("inputs: two inputs have the same file name; their "
+                                      "outputs would overwrite each other")
+        return items
+    n = len(inputs)
+    digits = max(6, len(str(n - 1)))
+    return [(inputs[i], os.path.join(out_dir, f"{i:0{digits}d}{ext or '.npy'}"))
+            for i in range(n)]
+
+
+def map_images(inputs, op, out_dir, *, client=None, scheduler=None, npartitions=None,
+               ext=None, **kwargs):
+    """Runs op(image, **kwargs) on every image and writes each result to out_dir, atomically
+    (a temporary file renamed into place). inputs: a list of image paths (lumen.read_image;
+    results keep the file name, ext= changes its extension) or a stack of images (an array or
+    dask array indexed by its first axis; results are numbered .npy files). An output that
+    already exists is skipped, so a killed run restarted with the same arguments does only what
+    is missing and loses nothing. Runs on `client` (a distributed.Client) when given, else on
+    Dask's `scheduler` ("processes", "threads", "sync"; default: the current one). Returns
+    [(output path, "done" | "skipped")] in input order."""
+    if not callable(op):
+        raise lumen.ArgumentError(f"op: expected a callable, got {op!r}")
+    os.makedirs(out_dir, exist_ok=True)
+    items = _items(inputs, os.fspath(out_dir), ext)
+    if not items:
+        return []
+    if isinstance(inputs, da.Array):  # one task per image, each reading its own slice
+        items = [(inputs[i], o) for i, (_, o) in enumerate(items)]
+        bag = db.from_delayed([dask.delayed(lambda a, o: [(a, o)])(a, o) for a, o in items])
+    else:
+        bag = db.from_sequence(items, npartitions=npartitions or min(len(items), 64))
+    res = bag.map(_task, op, os.fspath(out_dir), kwargs)
+    if client is not None:
+        return list(client.compute(res).result())
+    return list(res.compute(scheduler=scheduler) if scheduler else res.compute())
