@@ -133,17 +133,14 @@ int lumenpy_dtype_conv(PyObject *obj, void *out)
     }
     /* bfloat16, which NumPy lacks: by name, or torch.bfloat16 (whose str says so) */
     PyObject *name = PyObject_Str(obj);
-    const char *n = name ? PyUnicode_AsUTF8(name) : NULL;
+    const char *n = name ? PyUnicode_AsUTF8(name) : NULL; /* lives as long as name */
     const int bf16 = n && (!strcmp(n, "bfloat16") || !strcmp(n, "bf16") ||
                            !strcmp(n, "torch.bfloat16"));
+    const int torch_f16 = n && !strcmp(n, "torch.float16");
     Py_XDECREF(name);
     PyErr_Clear();
-    if (bf16) {
-        *dt = LUMEN_BF16;
-        return 1;
-    }
-    if (n && !strcmp(n, "torch.float16")) {
-        *dt = LUMEN_F16;
+    if (bf16 || torch_f16) {
+        *dt = bf16 ? LUMEN_BF16 : LUMEN_F16;
         return 1;
     }
     PyArray_Descr *d = NULL;
