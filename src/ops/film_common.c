@@ -213,14 +213,6 @@ void film_scatter_back(const lumen_image *src, const lumen_image *dst, double th
     }
 }
 
-lumen_image film_channel_view(const lumen_image *img, int64_t c0, int64_t nc)
-{
-    lumen_image v = *img;
-    v.data = (char *)img->data + c0 * img->stride_c * (int64_t)lumen_dtype_size(img->dtype);
-    v.c = nc;
-    return v;
-}
-
 lumen_status film_fused_scatter(lumen_context *ctx, const lumen_image *src, const lumen_image *dst,
                                 const film_conv *k, const lumen_film_map *m, lumen_run_info *info)
 {

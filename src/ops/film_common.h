@@ -62,8 +62,6 @@ typedef struct film_conv {
     lumen_border border;
     float border_value; /* in src's units, for border constant */
 } film_conv;
-/* Channels [c0, c0 + nc) of img as a view of nc channels. */
-lumen_image film_channel_view(const lumen_image *img, int64_t c0, int64_t nc);
 /* dst = clip(x - E + (E (*) K) * m->layer_gain[c], 0, 1) with E = max(x - m->threshold, 0) *
  * m->gain[c], in one pass of the CPU's FFT that makes E as it loads its tiles and blends as it
  * stores them (film_map.h). LUMEN_ERR_UNSUPPORTED, with nothing written, where that path does
