@@ -311,14 +311,23 @@ static void pillow_chunk(const lumen_resize_job *j, const lumen_resize_kernels *
     }
 }
 
+/* Output rows per work item: enough items for the threads to balance (about four each), few
+ * enough that the source rows neighbouring chunks share cost little; a chunk that fills a ring
+ * of y.taps rows first gets at least 4 y.taps rows. */
+static int64_t rows_per_chunk(const lumen_context *ctx, const lumen_resize_job *j, bool ring)
+{
+    int64_t per = (j->y.out + 4 * ctx->threads - 1) / (4 * ctx->threads);
+    if (per < 8) per = 8;
+    if (ring && per < 4 * (int64_t)j->y.taps) per = 4 * (int64_t)j->y.taps;
+    return per;
+}
+
 static lumen_status pillow_u8(lumen_context *ctx, const lumen_resize_job *j,
                               const lumen_resize_kernels *k)
 {
     const plane_geom g = geometry(j);
     const int64_t planes = j->dst->n * g.groups, n = j->x.out * g.C;
-    int64_t per = (j->y.out + 4 * ctx->threads - 1) / (4 * ctx->threads);
-    if (per < 8) per = 8;
-    if (per < 4 * (int64_t)j->y.taps) per = 4 * (int64_t)j->y.taps;
+    const int64_t per = rows_per_chunk(ctx, j, true);
     const int64_t chunks = (j->y.out + per - 1) / per, items = planes * chunks;
     lumen_cpu_stop st = lumen_cpu_stop_init(ctx);
     int failed = 0;
@@ -364,11 +373,7 @@ static lumen_status separable(lumen_context *ctx, const lumen_resize_job *j,
 {
     const plane_geom g = geometry(j);
     const int64_t planes = j->dst->n * g.groups;
-    /* Chunks of output rows: enough for the threads to balance, few enough that the rows
-     * shared by neighbouring chunks (y.taps at most per chunk) cost little. */
-    int64_t per = (j->y.out + 4 * ctx->threads - 1) / (4 * ctx->threads);
-    if (per < 8) per = 8;
-    if (!vfirst && per < 4 * (int64_t)j->y.taps) per = 4 * (int64_t)j->y.taps;
+    const int64_t per = rows_per_chunk(ctx, j, !vfirst);
     const int64_t chunks = (j->y.out + per - 1) / per, items = planes * chunks;
     lumen_cpu_stop st = lumen_cpu_stop_init(ctx);
     int failed = 0;

@@ -193,6 +193,25 @@ RESIZE_INLINE int64_t hpass_c34_x4(const void *in, lumen_dtype t, int C, const l
 }
 #endif
 
+/* Outputs [o0, o1) of the horizontal pass, any channel count: C accumulators per output
+ * pixel (the plain loop the vector paths leave their last outputs to). */
+RESIZE_INLINE void hpass_cn_range(const void *in, lumen_dtype t, int C, const lumen_resize_axis *x,
+                                  int64_t o0, int64_t o1, float *out)
+{
+    const int K = x->taps;
+    const int64_t es = (int64_t)lumen_dtype_bytes(t);
+    for (int64_t o = o0; o < o1; o++) {
+        const char *s = (const char *)in + (int64_t)x->first[o] * C * es;
+        const float *w = x->weights + o * K;
+        for (int c = 0; c < C; c++) {
+            float a = 0;
+            for (int k = 0; k < K; k++)
+                a += w[k] * lumen_load_px(s + (k * C + c) * es, t);
+            out[o * C + c] = a;
+        }
+    }
+}
+
 /* Three or four channels: a pixel is one 4-lane vector. Three channels read one element past
  * the pixel (never past the row: the outputs whose window ends at the row's last pixel take
  * the plain loop) and write one float that the next pixel overwrites (out has 4 of padding). */
@@ -216,34 +235,14 @@ RESIZE_INLINE void hpass_c34(const void *in, lumen_dtype t, int C, const lumen_r
             a += w[k] * load4(s + k * C * es, t);
         memcpy(out + o * C, &a, sizeof a);
     }
-    for (int64_t o = end; o < x->out; o++) {
-        const char *s = (const char *)in + (int64_t)x->first[o] * C * es;
-        const float *w = x->weights + o * K;
-        for (int c = 0; c < C; c++) {
-            float a = 0;
-            for (int k = 0; k < K; k++)
-                a += w[k] * lumen_load_px(s + (k * C + c) * es, t);
-            out[o * C + c] = a;
-        }
-    }
+    hpass_cn_range(in, t, C, x, end, x->out, out);
 }
 
 /* Any channel count: C accumulators per output pixel. */
 RESIZE_INLINE void hpass_cn(const void *in, lumen_dtype t, int C, const lumen_resize_axis *x,
                             float *out)
 {
-    const int K = x->taps;
-    const int64_t es = (int64_t)lumen_dtype_bytes(t);
-    for (int64_t o = 0; o < x->out; o++) {
-        const char *s = (const char *)in + (int64_t)x->first[o] * C * es;
-        const float *w = x->weights + o * K;
-        for (int c = 0; c < C; c++) {
-            float a = 0;
-            for (int k = 0; k < K; k++)
-                a += w[k] * lumen_load_px(s + (k * C + c) * es, t);
-            out[o * C + c] = a;
-        }
-    }
+    hpass_cn_range(in, t, C, x, 0, x->out, out);
 }
 
 /* The common tap counts as constants, so that the compiler unrolls their loops. */
