@@ -103,8 +103,7 @@ static lumen_status halation_fused(lumen_context *ctx, const lumen_image *src,
     lumen_status s = LUMEN_OK;
     for (int64_t b = 0; b < src->n && !s; b++) {
         lumen_image sv = *src, dv = *dst;
-        sv.data = (char *)src->data + b * src->stride_n * (int64_t)lumen_dtype_size(src->dtype);
-        dv.data = (char *)dst->data + b * dst->stride_n * (int64_t)lumen_dtype_size(dst->dtype);
+        sv.data = lumen_px_addr(src, b, 0, 0, 0), dv.data = lumen_px_addr(dst, b, 0, 0, 0);
         sv.n = dv.n = 1;
         m.layer_gain = scale + b * src->c;
         s = film_fused_scatter(ctx, &sv, &dv, k, &m, info);

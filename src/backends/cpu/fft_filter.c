@@ -291,14 +291,13 @@ typedef struct fft_run {
     const lumen_filter_job *job;
     const lumen_row_kernels *rk;
     const fft_plans *plans;
-    /* per channel of the job: the job itself, or (film maps with per-channel kernels) a copy
-     * with that channel's kernel; and its spectrum */
-    const lumen_filter_job *kjob[FFT_GROUP_MAX];
-    const fftwf_complex *spec[FFT_GROUP_MAX];
+    /* per channel (film maps with per-channel kernels), else [0] for all: a copy of the job with
+     * that channel's kernel, and its spectrum */
     lumen_filter_job kjobs[FFT_GROUP_MAX];
+    const fftwf_complex *spec[FFT_GROUP_MAX];
     int nh, nw;
     int group;  /* channels per item: c when interleaved and c <= FFT_GROUP_MAX, else 1 */
-    bool per_channel; /* a film map's kernel per channel: kjob[ch], spec[ch] */
+    bool per_channel; /* a film map's kernel per channel: kjobs[ch], spec[ch] */
     bool store_group; /* dst interleaved like src: outputs stored as one run per row */
     float sum_abs_k;
     bool exact_ties;          /* integer dst and a dyadic kernel: exact .5 ties can occur */
@@ -316,7 +315,7 @@ typedef struct tile_bufs {
 
 static const lumen_filter_job *kjob(const fft_run *r, int64_t ch)
 {
-    return r->kjob[r->per_channel ? ch : 0];
+    return &r->kjobs[r->per_channel ? ch : 0];
 }
 
 static bool interleaved(const lumen_image *v)
@@ -677,13 +676,12 @@ static lumen_status channel_spectra(lumen_context *ctx, fft_run *r)
     for (int c = 0; c < n; c++) {
         r->kjobs[c] = *job;
         if (r->per_channel) r->kjobs[c].kernel = job->map->kernels[c];
-        r->kjob[c] = &r->kjobs[c];
         float sum = 0.0f; /* the largest sum|k| bounds every channel's transform */
         for (int i = 0; i < job->kh; i++)
             for (int j = 0; j < job->kw; j++)
-                sum += fabsf(kernel_tap(r->kjob[c], i, j));
+                sum += fabsf(kernel_tap(&r->kjobs[c], i, j));
         r->sum_abs_k = fmaxf(r->sum_abs_k, sum);
-        if (!(r->spec[c] = get_spectrum(ctx, r->plans, r->kjob[c], r->nh, r->nw)))
+        if (!(r->spec[c] = get_spectrum(ctx, r->plans, &r->kjobs[c], r->nh, r->nw)))
             return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY,
                                    "fft: out of memory for the kernel spectrum");
     }
