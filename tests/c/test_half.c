@@ -196,10 +196,15 @@ static void test_row_kernels_bit_identical(void **state)
         all[h] = lumen_f16_to_f32((uint16_t)h);
     check_kernels(&lumen_row_kernels_generic, v, n);
     check_kernels(&lumen_row_kernels_generic, all, 65536);
-    lumen_context *ctx = ts_context(TS_AVX2, 1); /* NULL: this CPU has no AVX2/F16C */
-    if (ctx) {
-        check_kernels(&lumen_row_kernels_avx2, v, n);
-        check_kernels(&lumen_row_kernels_avx2, all, 65536);
+    const struct {
+        ts_engine e;
+        const lumen_row_kernels *rk;
+    } sets[] = {{TS_AVX2, &lumen_row_kernels_avx2}, {TS_AVX512, &lumen_row_kernels_avx512}};
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
+        lumen_context *ctx = ts_context(sets[i].e, 1); /* NULL: this CPU lacks the ISA */
+        if (!ctx) continue;
+        check_kernels(sets[i].rk, v, n);
+        check_kernels(sets[i].rk, all, 65536);
         lumen_context_destroy(ctx);
     }
     free(v), free(all);

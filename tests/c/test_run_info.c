@@ -40,7 +40,11 @@ static const char *filter_isa(const run_case *rc)
     if (rc->cpu_isa && !strcmp(rc->cpu_isa, "generic")) return "generic";
     lumen_context *probe;
     assert_int_equal(lumen_context_create(&probe), LUMEN_OK);
-    const char *isa = strcmp(lumen_cpu_features(probe), "scalar") ? "avx2+fma" : "generic";
+    const char *features = lumen_cpu_features(probe), *isa = "generic";
+    if (strstr(features, "avx512") && !(rc->cpu_isa && !strcmp(rc->cpu_isa, "avx2")))
+        isa = "avx512";
+    else if (strcmp(features, "scalar"))
+        isa = "avx2+fma";
     lumen_context_destroy(probe);
     return isa;
 }
@@ -91,7 +95,8 @@ static void check_filters(const run_case *rc)
     memset(&info, 0xA5, sizeof info);
     assert_int_equal(lumen_gaussian_blur_ex(ctx, &src, &dst, &g, &info), LUMEN_OK);
     snprintf(what, sizeof what, "%s: gaussian_blur fast", rc->what);
-    expect(&info, LUMEN_METHOD_RECURSIVE, rc->simd ? isa : "generic", NULL, what);
+    const char *gf_isa = rc->simd && strcmp(isa, "generic") ? "avx2+fma" : "generic";
+    expect(&info, LUMEN_METHOD_RECURSIVE, gf_isa, NULL, what);
     lumen_context_destroy(ctx);
 }
 
@@ -125,6 +130,7 @@ static const run_case cases[] = {
     {"reference", 0, NULL},
     {"fast", 1, NULL},
     {"fast, portable kernels", 1, "generic"},
+    {"fast, AVX2 kernels", 1, "avx2"},
 };
 
 static void test_run_info_cpu_paths(void **state)

@@ -3,6 +3,7 @@
 #define LUMEN_CPU_H
 
 #include "internal.h"
+#include "row_kernels.h"
 
 /* True when the fast AVX2+FMA kernels may run in this context. */
 static inline bool lumen_ctx_use_avx2(const lumen_context *ctx) { return ctx->simd && ctx->cpu_avx2; }
@@ -11,6 +12,14 @@ static inline bool lumen_ctx_use_avx2(const lumen_context *ctx) { return ctx->si
 static inline bool lumen_ctx_use_avx512(const lumen_context *ctx)
 {
     return lumen_ctx_use_avx2(ctx) && ctx->cpu_avx512;
+}
+
+/* The widest row kernels this context may run: one choice for every filter path (engine, FFT,
+ * fast Gaussian), so that $LUMEN_CPU_ISA and lumen_context_set_simd reach them all. */
+static inline const lumen_row_kernels *lumen_cpu_row_kernels(const lumen_context *ctx)
+{
+    if (lumen_ctx_use_avx512(ctx)) return &lumen_row_kernels_avx512;
+    return lumen_ctx_use_avx2(ctx) ? &lumen_row_kernels_avx2 : &lumen_row_kernels_generic;
 }
 
 /*

@@ -14,7 +14,7 @@ static bool cpu_supports(lumen_context *ctx, const lumen_op *op)
 /* The row kernels the filter paths (engine, FFT, fast Gaussian) choose for this context. */
 static const char *filter_isa(const lumen_context *ctx)
 {
-    return lumen_ctx_use_avx2(ctx) ? "avx2+fma" : "generic";
+    return lumen_cpu_row_kernels(ctx)->isa;
 }
 
 static lumen_status run_filter(lumen_context *ctx, const lumen_op *op, lumen_run_info *info)
@@ -43,7 +43,7 @@ static lumen_status cpu_run(lumen_context *ctx, const lumen_op *op, lumen_run_in
     case LUMEN_OP_GAUSSIAN_FAST:
         /* The recursive filter's portable C is that approximation's own definition: with SIMD
          * off it runs too, and says so ("generic"). */
-        info->isa = filter_isa(ctx);
+        info->isa = lumen_cpu_gaussian_fast_isa(ctx);
         return lumen_cpu_gaussian_fast(ctx, op->job);
     case LUMEN_OP_CONV2D:
     case LUMEN_OP_CONV_TRANSPOSE2D: return lumen_cpu_conv(ctx, op->kind, op->job, info);

@@ -212,7 +212,7 @@ static lumen_status run_engine(const lumen_context *ctx, const lumen_filter_job 
 {
     lumen_cpu_stop stop = lumen_cpu_stop_init(ctx);
     engine e = {job, &stop,
-                lumen_ctx_use_avx2(ctx) ? &lumen_row_kernels_avx2 : &lumen_row_kernels_generic,
+                lumen_cpu_row_kernels(ctx),
                 separable, false, false, 1, 0, 0, 0, 0, false};
     if (separable) e.sym_x = lumen_kernel_is_symmetric(job->kx, job->kw), e.sym_y = lumen_kernel_is_symmetric(job->ky, job->kh);
     e.cp = choose_packing(job);

@@ -695,8 +695,7 @@ lumen_status lumen_cpu_fft(lumen_context *ctx, const lumen_filter_job *job)
         return lumen_set_error(LUMEN_ERR_UNSUPPORTED, "fft: no FFT size fits a %dx%d kernel",
                                job->kw, job->kh);
     fft_run r = {.job = job,
-                 .rk = lumen_ctx_use_avx2(ctx) ? &lumen_row_kernels_avx2
-                                               : &lumen_row_kernels_generic,
+                 .rk = lumen_cpu_row_kernels(ctx),
                  .nh = t.nh,
                  .nw = t.nw,
                  .group = 1,

@@ -446,6 +446,17 @@ static lumen_status unalias(const lumen_image *src, const lumen_image *dst, lume
     return LUMEN_OK;
 }
 
+/* The recursive filter's kernels (the rows' loads and stores take lumen_cpu_row_kernels). */
+static const lumen_gf_kernels *gf_kernels(const lumen_context *ctx)
+{
+    return lumen_ctx_use_avx2(ctx) ? &lumen_gf_kernels_avx2 : &lumen_gf_kernels_generic;
+}
+
+const char *lumen_cpu_gaussian_fast_isa(const lumen_context *ctx)
+{
+    return gf_kernels(ctx) == &lumen_gf_kernels_generic ? "generic" : "avx2+fma";
+}
+
 static bool sigma_ok(double s) { return s > 0 && isfinite(s); }
 
 lumen_status lumen_cpu_gaussian_fast(lumen_context *ctx, const lumen_gauss_job *job)
@@ -463,9 +474,8 @@ lumen_status lumen_cpu_gaussian_fast(lumen_context *ctx, const lumen_gauss_job *
     gf_plan p = {.job = &j};
     p.load.src = &src, p.load.dst = job->dst;
     p.load.border = job->border, p.load.border_value = job->border_value;
-    const bool avx2 = lumen_ctx_use_avx2(ctx);
-    p.k = avx2 ? &lumen_gf_kernels_avx2 : &lumen_gf_kernels_generic;
-    p.rk = avx2 ? &lumen_row_kernels_avx2 : &lumen_row_kernels_generic;
+    p.k = gf_kernels(ctx);
+    p.rk = lumen_cpu_row_kernels(ctx);
     if (!(s = plan_axis(&p.ax, job->sigma_x, src.w, job->border)) &&
         !(s = plan_axis(&p.ay, job->sigma_y, src.h, job->border)) && !(s = plan_memory(&p)))
         s = run_plan(ctx, &p);

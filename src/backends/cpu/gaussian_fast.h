@@ -28,5 +28,7 @@
  * and at most one period of the border rule (see gaussian_fast.c).
  */
 lumen_status lumen_cpu_gaussian_fast(lumen_context *ctx, const lumen_gauss_job *job);
+/* The kernels it runs in ctx, as lumen_run_info.isa names them. */
+const char *lumen_cpu_gaussian_fast_isa(const lumen_context *ctx);
 
 #endif

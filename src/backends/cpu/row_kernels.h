@@ -52,5 +52,6 @@ typedef struct lumen_row_kernels {
 
 extern const lumen_row_kernels lumen_row_kernels_generic;
 extern const lumen_row_kernels lumen_row_kernels_avx2;
+extern const lumen_row_kernels lumen_row_kernels_avx512;
 
 #endif

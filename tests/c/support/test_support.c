@@ -17,13 +17,13 @@
 
 const char *ts_engine_name(ts_engine e)
 {
-    static const char *names[] = {"reference", "generic", "avx2"};
+    static const char *names[] = {"reference", "generic", "avx2", "avx512"};
     return (unsigned)e < TS_ENGINE_COUNT ? names[e] : "?";
 }
 
 const char *ts_engine_isa(ts_engine e)
 {
-    static const char *isas[] = {"scalar", "generic", "avx2+fma"};
+    static const char *isas[] = {"scalar", "generic", "avx2+fma", "avx512"};
     return (unsigned)e < TS_ENGINE_COUNT ? isas[e] : "?";
 }
 
@@ -34,10 +34,13 @@ lumen_context *ts_context(ts_engine e, int threads)
     assert_int_equal(lumen_context_set_threads(ctx, threads), LUMEN_OK);
     assert_int_equal(lumen_context_set_simd(ctx, e != TS_REF), LUMEN_OK);
     if (e == TS_GENERIC) ctx->cpu_avx2 = false;
-    if (e == TS_AVX2 && !ctx->cpu_avx2) {
-        static bool told;
-        if (!told) print_message("note: no AVX2+FMA on this CPU; the AVX2 engine is not tested\n");
-        told = true;
+    if (e == TS_AVX2) ctx->cpu_avx512 = false;
+    static bool told[TS_ENGINE_COUNT];
+    if ((e == TS_AVX2 && !ctx->cpu_avx2) || (e == TS_AVX512 && !ctx->cpu_avx512)) {
+        if (!told[e])
+            print_message("note: this CPU lacks %s; the %s engine is not tested\n",
+                          ts_engine_isa(e), ts_engine_name(e));
+        told[e] = true;
         lumen_context_destroy(ctx);
         return NULL;
     }

@@ -7,7 +7,9 @@
  *   TS_GENERIC  the fast tiled engine with the portable row kernels (the test clears the
  *               context's cpu_avx2 flag from src/core/internal.h, so this path is tested
  *               on AVX2 machines too);
- *   TS_AVX2     the fast engine with the AVX2+FMA row kernels (skipped without AVX2+FMA).
+ *   TS_AVX2     the fast engine with the AVX2+FMA row kernels (skipped without AVX2+FMA;
+ *               the test clears cpu_avx512 so the AVX-512 kernels stay out);
+ *   TS_AVX512   the fast engine with the AVX-512 row kernels (skipped without AVX-512).
  * ts_check() runs the reference and every fast engine and compares them.
  *
  * TOLERANCES -- the one table is tolerances.h (its constants and reasons, and the bounds of
@@ -49,7 +51,7 @@
 
 /* ---- engines ------------------------------------------------------------ */
 
-typedef enum ts_engine { TS_REF, TS_GENERIC, TS_AVX2, TS_ENGINE_COUNT } ts_engine;
+typedef enum ts_engine { TS_REF, TS_GENERIC, TS_AVX2, TS_AVX512, TS_ENGINE_COUNT } ts_engine;
 
 const char *ts_engine_name(ts_engine e);
 /* A context running engine e with the given threads; NULL if e is not available here. */

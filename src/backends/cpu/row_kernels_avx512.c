@@ -1,0 +1,341 @@
+/*
+ * AVX-512 row kernels (this file alone is compiled with -mavx512f/bw/dq/vl and only called
+ * after cpu_isa.c's CPUID + XGETBV check). They are the AVX2 kernels twice as wide: every
+ * output lane sums the same taps in the same order as row_kernels_avx2.c, so both sets give
+ * the same bits (test_filter2d.c compares them) and only the speed differs. Tails use masked
+ * loads and stores: nothing is read or written past a row's last needed float.
+ */
+#include "row_kernels.h"
+
+#include <float.h>
+#include <immintrin.h>
+#include <math.h>
+
+/* Row-pass taps handled with a pointer table on the stack; longer kernels use the generic loop. */
+#define LUMEN_HTAPS_MAX 4096
+
+/* Lanes [0, m) of a 16-float vector, m <= 16. */
+static inline __mmask16 lanes(int64_t m)
+{
+    return (__mmask16)((1u << m) - 1u);
+}
+
+/* Outputs x0 <= x < n of one row: 64 per step, then 16 (masked) at a time. */
+static void direct_from(const float *const *rows, const float *k, int kw, int kh, int ts,
+                        float *out, int64_t x0, int64_t n)
+{
+    int64_t x = x0;
+    for (; x + 64 <= n; x += 64) {
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        for (int i = 0; i < kh; i++) {
+            const float *r = rows[i] + x, *ki = k + (int64_t)i * kw;
+            for (int j = 0; j < kw; j++) {
+                const __m512 kv = _mm512_set1_ps(ki[j]);
+                const float *t = r + (int64_t)j * ts;
+                a0 = _mm512_fmadd_ps(kv, _mm512_loadu_ps(t), a0);
+                a1 = _mm512_fmadd_ps(kv, _mm512_loadu_ps(t + 16), a1);
+                a2 = _mm512_fmadd_ps(kv, _mm512_loadu_ps(t + 32), a2);
+                a3 = _mm512_fmadd_ps(kv, _mm512_loadu_ps(t + 48), a3);
+            }
+        }
+        _mm512_storeu_ps(out + x, a0), _mm512_storeu_ps(out + x + 16, a1);
+        _mm512_storeu_ps(out + x + 32, a2), _mm512_storeu_ps(out + x + 48, a3);
+    }
+    for (; x < n; x += 16) {
+        const __mmask16 m = lanes(n - x < 16 ? n - x : 16);
+        __m512 a = _mm512_setzero_ps();
+        for (int i = 0; i < kh; i++) {
+            const float *r = rows[i] + x, *ki = k + (int64_t)i * kw;
+            for (int j = 0; j < kw; j++)
+                a = _mm512_fmadd_ps(_mm512_set1_ps(ki[j]),
+                                    _mm512_maskz_loadu_ps(m, r + (int64_t)j * ts), a);
+        }
+        _mm512_mask_storeu_ps(out + x, m, a);
+    }
+}
+
+static void direct_avx512(const float *const *rows, const float *k, int kw, int kh, int ts,
+                          float *out, int64_t n)
+{
+    direct_from(rows, k, kw, kh, ts, out, 0, n);
+}
+
+/* acc[0..4) += kv * v[0..4) */
+static inline void fma4(__m512 kv, const __m512 *v, __m512 *acc)
+{
+    for (int u = 0; u < 4; u++)
+        acc[u] = _mm512_fmadd_ps(kv, v[u], acc[u]);
+}
+
+/*
+ * Two output rows: source row r feeds row 0 with kernel row r and row 1 with kernel row r-1,
+ * so each load serves two FMAs (as direct2_avx2).
+ */
+static void direct2_avx512(const float *const *rows, const float *k, int kw, int kh, int ts,
+                           float *out0, float *out1, int64_t n)
+{
+    int64_t x = 0;
+    for (; x + 64 <= n; x += 64) {
+        __m512 p[4], q[4];
+        for (int u = 0; u < 4; u++)
+            p[u] = q[u] = _mm512_setzero_ps();
+        for (int r = 0; r <= kh; r++) {
+            const float *src = rows[r] + x;
+            const float *kt = r < kh ? k + (int64_t)r * kw : NULL;
+            const float *kb = r > 0 ? k + (int64_t)(r - 1) * kw : NULL;
+            for (int j = 0; j < kw; j++) {
+                const float *t = src + (int64_t)j * ts;
+                const __m512 v[4] = {_mm512_loadu_ps(t), _mm512_loadu_ps(t + 16),
+                                     _mm512_loadu_ps(t + 32), _mm512_loadu_ps(t + 48)};
+                if (kt) fma4(_mm512_set1_ps(kt[j]), v, p);
+                if (kb) fma4(_mm512_set1_ps(kb[j]), v, q);
+            }
+        }
+        for (int u = 0; u < 4; u++)
+            _mm512_storeu_ps(out0 + x + 16 * u, p[u]), _mm512_storeu_ps(out1 + x + 16 * u, q[u]);
+    }
+    direct_from(rows, k, kw, kh, ts, out0, x, n);
+    direct_from(rows + 1, k, kw, kh, ts, out1, x, n);
+}
+
+/* Sum of taps t < nt at base[t] + off for 16 lanes (masked): mirrored pairs added first when
+ * sym, then one FMA per pair (the AVX2 kernels' order, lane for lane). */
+static inline __m512 taps16(const float *const *base, int64_t off, const float *k, int nt, bool sym,
+                            __mmask16 m)
+{
+    __m512 a = _mm512_setzero_ps();
+    const int pairs = sym ? nt / 2 : 0;
+    for (int t = 0; t < pairs; t++) {
+        __m512 s = _mm512_add_ps(_mm512_maskz_loadu_ps(m, base[t] + off),
+                                 _mm512_maskz_loadu_ps(m, base[nt - 1 - t] + off));
+        a = _mm512_fmadd_ps(_mm512_set1_ps(k[t]), s, a);
+    }
+    for (int t = pairs; t < (sym ? nt - pairs : nt); t++)
+        a = _mm512_fmadd_ps(_mm512_set1_ps(k[t]), _mm512_maskz_loadu_ps(m, base[t] + off), a);
+    return a;
+}
+
+/* The same for 64 lanes: four independent accumulators hide the FMA latency. */
+static inline void taps64(const float *const *base, int64_t off, const float *k, int nt, bool sym,
+                          __m512 *acc)
+{
+    for (int u = 0; u < 4; u++)
+        acc[u] = _mm512_setzero_ps();
+    const int pairs = sym ? nt / 2 : 0;
+    for (int t = 0; t < pairs; t++) {
+        const float *p = base[t] + off, *q = base[nt - 1 - t] + off;
+        const __m512 kv = _mm512_set1_ps(k[t]);
+        for (int u = 0; u < 4; u++)
+            acc[u] = _mm512_fmadd_ps(
+                kv, _mm512_add_ps(_mm512_loadu_ps(p + 16 * u), _mm512_loadu_ps(q + 16 * u)),
+                acc[u]);
+    }
+    for (int t = pairs; t < (sym ? nt - pairs : nt); t++) {
+        const float *p = base[t] + off;
+        const __m512 kv = _mm512_set1_ps(k[t]);
+        for (int u = 0; u < 4; u++)
+            acc[u] = _mm512_fmadd_ps(kv, _mm512_loadu_ps(p + 16 * u), acc[u]);
+    }
+}
+
+/* Applies taps to x in [0, n) and scales; shared by the row and column passes. */
+static void taps_row(const float *const *base, const float *k, int nt, bool sym, float scale,
+                     float *out, int64_t n)
+{
+    const __m512 sc = _mm512_set1_ps(scale);
+    const bool scaled = scale != 1.0f;
+    int64_t x = 0;
+    for (; x + 64 <= n; x += 64) {
+        __m512 a[4];
+        taps64(base, x, k, nt, sym, a);
+        for (int u = 0; u < 4; u++)
+            _mm512_storeu_ps(out + x + 16 * u, scaled ? _mm512_mul_ps(a[u], sc) : a[u]);
+    }
+    for (; x < n; x += 16) {
+        const __mmask16 m = lanes(n - x < 16 ? n - x : 16);
+        __m512 a = taps16(base, x, k, nt, sym, m);
+        _mm512_mask_storeu_ps(out + x, m, scaled ? _mm512_mul_ps(a, sc) : a);
+    }
+}
+
+/* The row pass: tap t of output x reads in[x + t*ts]. */
+static void hfilter_avx512(const float *in, const float *k, int kw, int ts, bool sym, float *out,
+                           int64_t n)
+{
+    const float *base[LUMEN_HTAPS_MAX];
+    if (kw > LUMEN_HTAPS_MAX) {
+        lumen_row_kernels_generic.hfilter(in, k, kw, ts, sym, out, n);
+        return;
+    }
+    for (int t = 0; t < kw; t++)
+        base[t] = in + (int64_t)t * ts;
+    taps_row(base, k, kw, sym, 1.0f, out, n);
+}
+
+/* The column pass: tap t of output x reads rows[t][x]. */
+static void vfilter_avx512(const float *const *rows, const float *k, int kh, bool sym, float scale,
+                           float *out, int64_t n)
+{
+    taps_row(rows, k, kh, sym, scale, out, n);
+}
+
+/*
+ * 32 columns of four output rows: row r of the window feeds output j with tap r - j. Only
+ * real taps are applied (a zero tap would turn an Inf into NaN outside the kernel's reach).
+ */
+static inline void vfilter4_at(const float *const *rows, const float *k, int kh, int64_t x,
+                               __m512 acc[4][2])
+{
+    for (int j = 0; j < 4; j++)
+        acc[j][0] = acc[j][1] = _mm512_setzero_ps();
+    for (int r = 0; r < kh + 3; r++) {
+        const __m512 v0 = _mm512_loadu_ps(rows[r] + x), v1 = _mm512_loadu_ps(rows[r] + x + 16);
+        for (int j = 0; j < 4; j++) {
+            if (r - j < 0 || r - j >= kh) continue;
+            const __m512 kv = _mm512_set1_ps(k[r - j]);
+            acc[j][0] = _mm512_fmadd_ps(kv, v0, acc[j][0]);
+            acc[j][1] = _mm512_fmadd_ps(kv, v1, acc[j][1]);
+        }
+    }
+}
+
+static void vfilter4_avx512(const float *const *rows, const float *k, int kh, float *const *out,
+                            int64_t n)
+{
+    int64_t x = 0;
+    for (; x + 32 <= n; x += 32) {
+        __m512 acc[4][2];
+        vfilter4_at(rows, k, kh, x, acc);
+        for (int j = 0; j < 4; j++)
+            _mm512_storeu_ps(out[j] + x, acc[j][0]), _mm512_storeu_ps(out[j] + x + 16, acc[j][1]);
+    }
+    /* The last < 32 columns: the same per-lane FMA order, 16 columns at a time. */
+    for (int j = 0; j < 4; j++)
+        for (int64_t xt = x; xt < n; xt += 16) {
+            const __mmask16 m = lanes(n - xt < 16 ? n - xt : 16);
+            _mm512_mask_storeu_ps(out[j] + xt, m, taps16(rows + j, xt, k, kh, false, m));
+        }
+}
+
+static float max_abs_avx512(const float *in, int64_t n)
+{
+    const __m512 big = _mm512_set1_ps(FLT_MAX);
+    __m512 m = _mm512_setzero_ps();
+    __mmask16 bad = 0;
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 l = lanes(n - i < 16 ? n - i : 16);
+        const __m512 a = _mm512_abs_ps(_mm512_maskz_loadu_ps(l, in + i));
+        bad |= _mm512_cmp_ps_mask(a, big, _CMP_NLE_UQ); /* NaN, Inf */
+        m = _mm512_max_ps(m, a);
+    }
+    return bad ? NAN : _mm512_reduce_max_ps(m);
+}
+
+/* (a + ib)(c + id) for eight complex numbers per vector: fmaddsub does the signs. */
+static void complex_mul_avx512(float *f, const float *s, int64_t n)
+{
+    for (int64_t i = 0; i < n; i += 8) {
+        const __mmask16 l = lanes(2 * (n - i < 8 ? n - i : 8));
+        const __m512 a = _mm512_maskz_loadu_ps(l, f + 2 * i),
+                     b = _mm512_maskz_loadu_ps(l, s + 2 * i);
+        const __m512 re = _mm512_moveldup_ps(b), im = _mm512_movehdup_ps(b);
+        const __m512 swapped = _mm512_permute_ps(a, 0xB1); /* (im, re) pairs */
+        _mm512_mask_storeu_ps(f + 2 * i, l, _mm512_fmaddsub_ps(a, re, _mm512_mul_ps(swapped, im)));
+    }
+}
+
+/* cvtps rounds to nearest even (MXCSR default); clamping first makes NaN 0. */
+static inline __m512i round_clamped(__m512 v, __m512 hi)
+{
+    return _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(v, _mm512_setzero_ps()), hi));
+}
+
+static void store_u8_avx512(const float *in, uint8_t *out, int64_t n)
+{
+    const __m512 hi = _mm512_set1_ps(255.0f);
+    for (int64_t x = 0; x < n; x += 16) {
+        const __mmask16 l = lanes(n - x < 16 ? n - x : 16);
+        const __m512i i = round_clamped(_mm512_maskz_loadu_ps(l, in + x), hi);
+        _mm_mask_storeu_epi8(out + x, l, _mm512_cvtepi32_epi8(i));
+    }
+}
+
+static void store_u16_avx512(const float *in, uint16_t *out, int64_t n)
+{
+    const __m512 hi = _mm512_set1_ps(65535.0f);
+    for (int64_t x = 0; x < n; x += 16) {
+        const __mmask16 l = lanes(n - x < 16 ? n - x : 16);
+        const __m512i i = round_clamped(_mm512_maskz_loadu_ps(l, in + x), hi);
+        _mm256_mask_storeu_epi16(out + x, l, _mm512_cvtepi32_epi16(i));
+    }
+}
+
+/* ---- f16 / bf16: the AVX2 set's conversions, 16 lanes wide (same instructions, EVEX) ---- */
+
+static void load_f16_avx512(const uint16_t *in, float *out, int64_t n)
+{
+    for (int64_t x = 0; x < n; x += 16) {
+        const __mmask16 l = lanes(n - x < 16 ? n - x : 16);
+        const __m256i h = _mm256_maskz_loadu_epi16(l, in + x);
+        _mm512_mask_storeu_ps(out + x, l, _mm512_cvtph_ps(h));
+    }
+}
+
+static void load_bf16_avx512(const uint16_t *in, float *out, int64_t n)
+{
+    for (int64_t x = 0; x < n; x += 16) {
+        const __mmask16 l = lanes(n - x < 16 ? n - x : 16);
+        const __m512i w = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(l, in + x));
+        _mm512_mask_storeu_ps(out + x, l, _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)));
+    }
+}
+
+/* vcvtps2ph with an immediate rounding mode: nearest even whatever MXCSR says (as the AVX2
+ * set, so lumen_f32_to_f16 bit for bit: test_half.c checks every ISA). */
+static void store_f16_avx512(const float *in, uint16_t *out, int64_t n)
+{
+    for (int64_t x = 0; x < n; x += 16) {
+        const __mmask16 l = lanes(n - x < 16 ? n - x : 16);
+        const __m256i h =
+            _mm512_cvtps_ph(_mm512_maskz_loadu_ps(l, in + x), _MM_FROUND_TO_NEAREST_INT);
+        _mm256_mask_storeu_epi16(out + x, l, h);
+    }
+}
+
+/* lumen_f32_to_bf16 on 16 lanes: add 0x7fff + the kept lsb, keep the top half; NaN quieted.
+ * (AVX512_BF16's vcvtneps2bf16 flushes subnormals: not used, as in the AVX2 set.) */
+static inline __m512i bf16_round(__m512 v)
+{
+    const __m512i u = _mm512_castps_si512(v), one = _mm512_set1_epi32(1);
+    const __m512i top = _mm512_srli_epi32(u, 16);
+    const __m512i bias = _mm512_add_epi32(_mm512_set1_epi32(0x7fff), _mm512_and_si512(top, one));
+    const __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, bias), 16);
+    const __m512i q = _mm512_or_si512(top, _mm512_set1_epi32(0x40));
+    return _mm512_mask_blend_epi32(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), r, q);
+}
+
+static void store_bf16_avx512(const float *in, uint16_t *out, int64_t n)
+{
+    for (int64_t x = 0; x < n; x += 16) {
+        const __mmask16 l = lanes(n - x < 16 ? n - x : 16);
+        const __m512i r = bf16_round(_mm512_maskz_loadu_ps(l, in + x));
+        _mm256_mask_storeu_epi16(out + x, l, _mm512_cvtepi32_epi16(r));
+    }
+}
+
+const lumen_row_kernels lumen_row_kernels_avx512 = {
+    .isa = "avx512",
+    .direct = direct_avx512,
+    .direct2 = direct2_avx512,
+    .hfilter = hfilter_avx512,
+    .vfilter = vfilter_avx512,
+    .vfilter4 = vfilter4_avx512,
+    .max_abs = max_abs_avx512,
+    .complex_mul = complex_mul_avx512,
+    .store_u8 = store_u8_avx512,
+    .store_u16 = store_u16_avx512,
+    .load_f16 = load_f16_avx512,
+    .load_bf16 = load_bf16_avx512,
+    .store_f16 = store_f16_avx512,
+    .store_bf16 = store_bf16_avx512,
+};
