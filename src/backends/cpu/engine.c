@@ -31,7 +31,7 @@ typedef struct engine {
     int64_t strip;   /* column strip width in pixels */
     int64_t nbands;  /* row bands per plane */
     int64_t slot;    /* floats per ring slot */
-    int64_t ring_len; /* slots: kh + 1 for two-row direct steps, kh + 3 for four-row columns */
+    int64_t ring_len; /* slots: kh + the direct step - 1, or kh + 3 for four-row columns */
     bool four_rows;   /* column pass four rows at a time */
 } engine;
 
@@ -113,15 +113,16 @@ static bool process_tile(const engine *e, scratch *sc, int64_t b, int64_t ch, in
         e->rk->vfilter4(sc->rows, job->ky, (int)kh, o, ne);
         for (int j = 0; j < 4; j++) finish_row(e, o[j], b, ch, y + j, x0, ne);
     }
-    /* Direct: two rows per step share their source loads (kh+1 rows in the ring). */
-    for (; !e->separable && y + 2 <= y1; y += 2) {
+    /* Direct: the row kernels' step of rows shares its source loads (kh + step - 1 rows in
+     * the ring); a band's last rows take a shorter step, with the same sums. */
+    for (int step = e->rk->direct_rows_max; !e->separable && y < y1; y += step) {
         if (stop_at(e, y, y0)) return false;
-        ring_rows(e, sc, b, ch, &next, y - job->ay, kh + 1, x0, n);
-        float *o0 = out_row(e, sc->out, b, ch, y, x0);
-        float *o1 = out_row(e, sc->out + e->slot, b, ch, y + 1, x0);
-        e->rk->direct2(sc->rows, job->kernel, job->kw, kh, ts, o0, o1, ne);
-        finish_row(e, o0, b, ch, y, x0, ne);
-        finish_row(e, o1, b, ch, y + 1, x0, ne);
+        if (step > y1 - y) step = (int)(y1 - y);
+        ring_rows(e, sc, b, ch, &next, y - job->ay, kh + step - 1, x0, n);
+        float *o[4];
+        for (int j = 0; j < step; j++) o[j] = out_row(e, sc->out + j * e->slot, b, ch, y + j, x0);
+        e->rk->direct_rows(sc->rows, job->kernel, job->kw, (int)kh, ts, o, step, ne);
+        for (int j = 0; j < step; j++) finish_row(e, o[j], b, ch, y + j, x0, ne);
     }
     for (; y < y1; y++) {
         if (stop_at(e, y, y0)) return false;
@@ -129,10 +130,7 @@ static bool process_tile(const engine *e, scratch *sc, int64_t b, int64_t ch, in
         float *out = out_row(e, sc->out, b, ch, y, x0);
         /* A band's last rows sum taps in vfilter4's order, or results would depend on
          * where bands end, i.e. on the thread count. */
-        if (e->separable)
-            e->rk->vfilter(sc->rows, job->ky, kh, e->sym_y && !e->four_rows, job->scale, out, ne);
-        else
-            e->rk->direct(sc->rows, job->kernel, job->kw, kh, ts, out, ne);
+        e->rk->vfilter(sc->rows, job->ky, kh, e->sym_y && !e->four_rows, job->scale, out, ne);
         finish_row(e, out, b, ch, y, x0, ne);
     }
     return true;
@@ -222,7 +220,8 @@ static lumen_status run_engine(const lumen_context *ctx, const lumen_filter_job 
     e.slot = (e.strip + (separable ? 0 : job->kw - 1)) * e.cp + LUMEN_ROW_SLACK;
     /* Short columns gain nothing from four rows (their zero-padded taps would dominate). */
     e.four_rows = separable && job->scale == 1.0f && job->kh >= 8;
-    e.ring_len = job->kh + (e.four_rows ? 3 : 1);
+    const int step = separable || e.rk->direct_rows_max < 2 ? 2 : e.rk->direct_rows_max;
+    e.ring_len = job->kh + (e.four_rows ? 3 : step - 1);
     const int64_t items = planes * e.nbands;
     int failed = 0;
 #pragma omp parallel num_threads(ctx->threads) reduction(| : failed)

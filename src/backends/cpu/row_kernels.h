@@ -15,14 +15,15 @@
 typedef struct lumen_row_kernels {
     const char *isa;
     /*
-     * out[x] = sum_i sum_j k[i*kw + j] * rows[i][x + j*ts], 0 <= x < n. The tap
-     * stride ts is the channel count of interleaved rows (1 for planar ones).
+     * nout output rows at once (1 <= nout <= direct_rows_max), sharing their loads:
+     * out[o][x] = sum_i sum_j k[i*kw + j] * rows[o + i][x + j*ts], 0 <= x < n, from the
+     * kh + nout - 1 rows given. The tap stride ts is the channel count of interleaved rows
+     * (1 for planar ones). Every set sums i ascending, then j ascending, lane by lane, so all
+     * sets and all nout give the same bits.
      */
-    void (*direct)(const float *const *rows, const float *k, int kw, int kh, int ts, float *out,
-                   int64_t n);
-    /* Two output rows at once: out0 from rows[0..kh), out1 from rows[1..kh]; shares loads. */
-    void (*direct2)(const float *const *rows, const float *k, int kw, int kh, int ts, float *out0,
-                    float *out1, int64_t n);
+    void (*direct_rows)(const float *const *rows, const float *k, int kw, int kh, int ts,
+                        float *const *out, int nout, int64_t n);
+    int direct_rows_max; /* rows per step the engine should ask for */
     /* out[x] = sum_j k[j] * in[x + j*ts]; symmetric: k[j] == k[kw-1-j] */
     void (*hfilter)(const float *in, const float *k, int kw, int ts, bool symmetric, float *out,
                     int64_t n);

@@ -56,12 +56,6 @@ static void direct_from(const float *const *rows, const float *k, int kw, int kh
     }
 }
 
-static void direct_avx2(const float *const *rows, const float *k, int kw, int kh, int ts,
-                        float *out, int64_t n)
-{
-    direct_from(rows, k, kw, kh, ts, out, 0, n);
-}
-
 /*
  * Two output rows: source row r feeds row 0 with kernel row r and row 1 with
  * kernel row r-1, so each load serves two FMAs (the single-row loop is bound
@@ -101,6 +95,14 @@ static void direct2_avx2(const float *const *rows, const float *k, int kw, int k
     }
     direct_from(rows, k, kw, kh, ts, out0, x, n);
     direct_from(rows + 1, k, kw, kh, ts, out1, x, n);
+}
+
+static void direct_rows_avx2(const float *const *rows, const float *k, int kw, int kh, int ts,
+                             float *const *out, int nout, int64_t n)
+{
+    int o = 0;
+    for (; o + 2 <= nout; o += 2) direct2_avx2(rows + o, k, kw, kh, ts, out[o], out[o + 1], n);
+    if (o < nout) direct_from(rows + o, k, kw, kh, ts, out[o], 0, n);
 }
 
 /* Pair sum of two taps for 32 outputs, then one FMA per vector (symmetric kernels). */
@@ -368,8 +370,8 @@ static void store_bf16_avx2(const float *in, uint16_t *out, int64_t n)
 
 const lumen_row_kernels lumen_row_kernels_avx2 = {
     .isa = "avx2+fma",
-    .direct = direct_avx2,
-    .direct2 = direct2_avx2,
+    .direct_rows = direct_rows_avx2,
+    .direct_rows_max = 2,
     .hfilter = hfilter_avx2,
     .vfilter = vfilter_avx2,
     .vfilter4 = vfilter4_avx2,

@@ -20,82 +20,86 @@ static inline __mmask16 lanes(int64_t m)
     return (__mmask16)((1u << m) - 1u);
 }
 
-/* Outputs x0 <= x < n of one row: 64 per step, then 16 (masked) at a time. */
-static void direct_from(const float *const *rows, const float *k, int kw, int kh, int ts,
-                        float *out, int64_t x0, int64_t n)
-{
-    int64_t x = x0;
-    for (; x + 64 <= n; x += 64) {
-        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-        for (int i = 0; i < kh; i++) {
-            const float *r = rows[i] + x, *ki = k + (int64_t)i * kw;
-            for (int j = 0; j < kw; j++) {
-                const __m512 kv = _mm512_set1_ps(ki[j]);
-                const float *t = r + (int64_t)j * ts;
-                a0 = _mm512_fmadd_ps(kv, _mm512_loadu_ps(t), a0);
-                a1 = _mm512_fmadd_ps(kv, _mm512_loadu_ps(t + 16), a1);
-                a2 = _mm512_fmadd_ps(kv, _mm512_loadu_ps(t + 32), a2);
-                a3 = _mm512_fmadd_ps(kv, _mm512_loadu_ps(t + 48), a3);
-            }
-        }
-        _mm512_storeu_ps(out + x, a0), _mm512_storeu_ps(out + x + 16, a1);
-        _mm512_storeu_ps(out + x + 32, a2), _mm512_storeu_ps(out + x + 48, a3);
-    }
-    for (; x < n; x += 16) {
-        const __mmask16 m = lanes(n - x < 16 ? n - x : 16);
-        __m512 a = _mm512_setzero_ps();
-        for (int i = 0; i < kh; i++) {
-            const float *r = rows[i] + x, *ki = k + (int64_t)i * kw;
-            for (int j = 0; j < kw; j++)
-                a = _mm512_fmadd_ps(_mm512_set1_ps(ki[j]),
-                                    _mm512_maskz_loadu_ps(m, r + (int64_t)j * ts), a);
-        }
-        _mm512_mask_storeu_ps(out + x, m, a);
-    }
-}
-
-static void direct_avx512(const float *const *rows, const float *k, int kw, int kh, int ts,
-                          float *out, int64_t n)
-{
-    direct_from(rows, k, kw, kh, ts, out, 0, n);
-}
-
-/* acc[0..4) += kv * v[0..4) */
-static inline void fma4(__m512 kv, const __m512 *v, __m512 *acc)
+/* Loads 64 floats at p, lanes beyond the masks' reach as zeros (never read). */
+static inline __attribute__((always_inline)) void load4(const float *p, const __mmask16 *m,
+                                                        bool masked, __m512 *v)
 {
     for (int u = 0; u < 4; u++)
-        acc[u] = _mm512_fmadd_ps(kv, v[u], acc[u]);
+        v[u] = masked ? _mm512_maskz_loadu_ps(m[u], p + 16 * u) : _mm512_loadu_ps(p + 16 * u);
 }
 
 /*
- * Two output rows: source row r feeds row 0 with kernel row r and row 1 with kernel row r-1,
- * so each load serves two FMAs (as direct2_avx2).
+ * 64 columns (x .. x+63, masked to the row's end) of R output rows at once: source row r
+ * feeds output row o with kernel row r - o, so each load serves up to R rows' FMAs (one row
+ * alone is bound by loads; four rows are bound by FMAs). Every lane sums kernel rows in
+ * ascending order and taps in ascending order within a row, as the AVX2 and generic kernels
+ * do, whatever R and the masks are.
  */
-static void direct2_avx512(const float *const *rows, const float *k, int kw, int kh, int ts,
-                           float *out0, float *out1, int64_t n)
+static inline __attribute__((always_inline)) void
+direct_block(const float *const *rows, const float *k, int kw, int kh, int ts, float *const *out,
+             const int R, int64_t x, const __mmask16 *m, bool masked)
 {
-    int64_t x = 0;
-    for (; x + 64 <= n; x += 64) {
-        __m512 p[4], q[4];
+    __m512 acc[4][4];
+#pragma GCC unroll 4
+    for (int o = 0; o < R; o++)
         for (int u = 0; u < 4; u++)
-            p[u] = q[u] = _mm512_setzero_ps();
-        for (int r = 0; r <= kh; r++) {
-            const float *src = rows[r] + x;
-            const float *kt = r < kh ? k + (int64_t)r * kw : NULL;
-            const float *kb = r > 0 ? k + (int64_t)(r - 1) * kw : NULL;
-            for (int j = 0; j < kw; j++) {
-                const float *t = src + (int64_t)j * ts;
-                const __m512 v[4] = {_mm512_loadu_ps(t), _mm512_loadu_ps(t + 16),
-                                     _mm512_loadu_ps(t + 32), _mm512_loadu_ps(t + 48)};
-                if (kt) fma4(_mm512_set1_ps(kt[j]), v, p);
-                if (kb) fma4(_mm512_set1_ps(kb[j]), v, q);
+            acc[o][u] = _mm512_setzero_ps();
+    for (int r = 0; r < kh + R - 1; r++) {
+        const float *src = rows[r] + x;
+        for (int j = 0; j < kw; j++) {
+            __m512 v[4];
+            load4(src + (int64_t)j * ts, m, masked, v);
+#pragma GCC unroll 4
+            for (int o = 0; o < R; o++) {
+                if (r - o < 0 || r - o >= kh) continue;
+                const __m512 kv = _mm512_set1_ps(k[(int64_t)(r - o) * kw + j]);
+                for (int u = 0; u < 4; u++)
+                    acc[o][u] = _mm512_fmadd_ps(kv, v[u], acc[o][u]);
             }
         }
-        for (int u = 0; u < 4; u++)
-            _mm512_storeu_ps(out0 + x + 16 * u, p[u]), _mm512_storeu_ps(out1 + x + 16 * u, q[u]);
     }
-    direct_from(rows, k, kw, kh, ts, out0, x, n);
-    direct_from(rows + 1, k, kw, kh, ts, out1, x, n);
+#pragma GCC unroll 4
+    for (int o = 0; o < R; o++)
+        for (int u = 0; u < 4; u++) {
+            if (masked)
+                _mm512_mask_storeu_ps(out[o] + x + 16 * u, m[u], acc[o][u]);
+            else
+                _mm512_storeu_ps(out[o] + x + 16 * u, acc[o][u]);
+        }
+}
+
+/* R output rows over [0, n): whole 64-column blocks, then one masked block. */
+static inline __attribute__((always_inline)) void direct_rows_r(const float *const *rows,
+                                                                const float *k, int kw, int kh,
+                                                                int ts, float *const *out,
+                                                                const int R, int64_t n)
+{
+    const __mmask16 all[4] = {0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF};
+    int64_t x = 0;
+    for (; x + 64 <= n; x += 64)
+        direct_block(rows, k, kw, kh, ts, out, R, x, all, false);
+    if (x < n) {
+        __mmask16 m[4];
+        for (int u = 0; u < 4; u++) {
+            const int64_t left = n - x - 16 * u;
+            m[u] = lanes(left <= 0 ? 0 : left < 16 ? left : 16);
+        }
+        direct_block(rows, k, kw, kh, ts, out, R, x, m, true);
+    }
+}
+
+static void direct_rows_avx512(const float *const *rows, const float *k, int kw, int kh, int ts,
+                               float *const *out, int nout, int64_t n)
+{
+    switch (nout) {
+    case 4: direct_rows_r(rows, k, kw, kh, ts, out, 4, n); break;
+    case 3:
+        direct_rows_r(rows, k, kw, kh, ts, out, 2, n);
+        direct_rows_r(rows + 2, k, kw, kh, ts, out + 2, 1, n);
+        break;
+    case 2: direct_rows_r(rows, k, kw, kh, ts, out, 2, n); break;
+    default: direct_rows_r(rows, k, kw, kh, ts, out, 1, n); break;
+    }
 }
 
 /* Sum of taps t < nt at base[t] + off for 16 lanes (masked): mirrored pairs added first when
@@ -325,8 +329,8 @@ static void store_bf16_avx512(const float *in, uint16_t *out, int64_t n)
 
 const lumen_row_kernels lumen_row_kernels_avx512 = {
     .isa = "avx512",
-    .direct = direct_avx512,
-    .direct2 = direct2_avx512,
+    .direct_rows = direct_rows_avx512,
+    .direct_rows_max = 4,
     .hfilter = hfilter_avx512,
     .vfilter = vfilter_avx512,
     .vfilter4 = vfilter4_avx512,

@@ -16,11 +16,10 @@ static void direct_generic(const float *const *rows, const float *k, int kw, int
         }
 }
 
-static void direct2_generic(const float *const *rows, const float *k, int kw, int kh, int ts,
-                            float *out0, float *out1, int64_t n)
+static void direct_rows_generic(const float *const *rows, const float *k, int kw, int kh, int ts,
+                                float *const *out, int nout, int64_t n)
 {
-    direct_generic(rows, k, kw, kh, ts, out0, n);
-    direct_generic(rows + 1, k, kw, kh, ts, out1, n);
+    for (int o = 0; o < nout; o++) direct_generic(rows + o, k, kw, kh, ts, out[o], n);
 }
 
 static void hfilter_generic(const float *in, const float *k, int kw, int ts, bool symmetric,
@@ -106,8 +105,8 @@ static void store_bf16_generic(const float *in, uint16_t *out, int64_t n)
 
 const lumen_row_kernels lumen_row_kernels_generic = {
     .isa = "generic",
-    .direct = direct_generic,
-    .direct2 = direct2_generic,
+    .direct_rows = direct_rows_generic,
+    .direct_rows_max = 1,
     .hfilter = hfilter_generic,
     .vfilter = vfilter_generic,
     .vfilter4 = vfilter4_generic,
