@@ -33,14 +33,63 @@ typedef struct engine {
     int64_t slot;    /* floats per ring slot */
     int64_t ring_len; /* slots: kh + the direct step - 1, or kh + 3 for four-row columns */
     bool four_rows;   /* column pass four rows at a time */
+    bool in_place;    /* f32 source rows contiguous (channels packed): row pass reads them */
 } engine;
 
 typedef struct scratch {
     float *ring;       /* kh slots */
     const float **rows; /* ring_len pointers */
+    const float **srcp; /* per slot: the source row read in place (direct), or NULL */
+    const float **mid;  /* ring_len pointers: the rows of the in-place run */
+    const float **edge; /* ring_len pointers: the rows of the right edge run */
     float *seg;        /* padded source segment (separable) */
     float *out;        /* one output row segment */
 } scratch;
+
+/* Row pass of outputs [i0, i1) of a segment starting at source pixel xs, through the padded
+ * copy in sc->seg (the border rule, other dtypes). */
+static void hpass_copied(const engine *e, scratch *sc, int64_t b, int64_t ch, int64_t yy,
+                         int64_t xs, int64_t i0, int64_t i1, float *slot)
+{
+    const lumen_filter_job *job = e->job;
+    if (i1 <= i0) return;
+    lumen_rows_load(e->rk, job, e->cp, b, ch, yy, xs + i0, i1 - i0 + job->kw - 1, sc->seg);
+    e->rk->hfilter(sc->seg, job->kx, job->kw, (int)e->cp, e->sym_x, slot + i0 * e->cp,
+                   (i1 - i0) * e->cp);
+}
+
+/*
+ * Outputs [lo, hi) of a row segment of n outputs from source pixel xs on whose taps all lie
+ * inside the image: f32 source rows are read there in place, with no copy; only the outputs
+ * whose taps reach past an edge go through a padded copy. The run is a multiple of 16
+ * outputs, so no row kernel reads past what its taps need (the AVX2 tail reads whole
+ * vectors), and at least 64 (or none), so that splitting pays.
+ */
+static bool inner_run(const engine *e, int64_t xs, int64_t n, int64_t *lo, int64_t *hi)
+{
+    *lo = xs < 0 ? -xs : 0;
+    *hi = e->job->src->w - e->job->kw + 1 - xs;
+    if (*hi > n) *hi = n;
+    *hi = *lo + (*hi - *lo) / 16 * 16;
+    return e->in_place && *hi - *lo >= 64;
+}
+
+/* The row pass of one source row for n outputs from pixel xs on (see inner_run). */
+static void hpass(const engine *e, scratch *sc, int64_t b, int64_t ch, int64_t yy, int64_t xs,
+                  int64_t n, float *slot)
+{
+    const lumen_filter_job *job = e->job;
+    int64_t lo, hi;
+    if (yy < 0 || !inner_run(e, xs, n, &lo, &hi)) {
+        hpass_copied(e, sc, b, ch, yy, xs, 0, n, slot);
+        return;
+    }
+    const float *row = (const float *)lumen_px_addr(job->src, b, ch, yy, xs + lo);
+    e->rk->hfilter(row, job->kx, job->kw, (int)e->cp, e->sym_x, slot + lo * e->cp,
+                   (hi - lo) * e->cp);
+    hpass_copied(e, sc, b, ch, yy, xs, 0, lo, slot);
+    hpass_copied(e, sc, b, ch, yy, xs, hi, n, slot);
+}
 
 /* Brings logical source row r (may lie outside the image) into its ring slot. */
 static void load_ring_row(const engine *e, scratch *sc, int64_t b, int64_t ch, int64_t r,
@@ -49,13 +98,22 @@ static void load_ring_row(const engine *e, scratch *sc, int64_t b, int64_t ch, i
     const lumen_filter_job *job = e->job;
     float *slot = sc->ring + lumen_mod(r, e->ring_len) * e->slot;
     int64_t yy = lumen_border_index(r, job->src->h, job->border);
-    int64_t padded = n + job->kw - 1; /* pixels */
-    if (!e->separable) {
-        lumen_rows_load(e->rk, job, e->cp, b, ch, yy, x0 - job->ax, padded, slot);
+    const int64_t padded = n + job->kw - 1, xs = x0 - job->ax; /* pixels */
+    if (e->separable) {
+        hpass(e, sc, b, ch, yy, xs, n, slot);
         return;
     }
-    lumen_rows_load(e->rk, job, e->cp, b, ch, yy, x0 - job->ax, padded, sc->seg);
-    e->rk->hfilter(sc->seg, job->kx, job->kw, (int)e->cp, e->sym_x, slot, n * e->cp);
+    int64_t lo, hi;
+    const int64_t slot_i = lumen_mod(r, e->ring_len);
+    sc->srcp[slot_i] = NULL;
+    if (yy < 0 || !inner_run(e, xs, n, &lo, &hi)) {
+        lumen_rows_load(e->rk, job, e->cp, b, ch, yy, xs, padded, slot);
+        return;
+    }
+    /* Only the edge runs' pixels are copied; the middle is read from the row itself. */
+    lumen_rows_load(e->rk, job, e->cp, b, ch, yy, xs, lo + job->kw - 1, slot);
+    lumen_rows_load(e->rk, job, e->cp, b, ch, yy, xs + hi, padded - hi, slot + hi * e->cp);
+    sc->srcp[slot_i] = (const float *)lumen_px_addr(job->src, b, ch, yy, xs + lo);
 }
 
 /* ---- tiles ------------------------------------------------------------- */
@@ -66,8 +124,40 @@ static void ring_rows(const engine *e, scratch *sc, int64_t b, int64_t ch, int64
 {
     for (; *next < first + count; (*next)++) load_ring_row(e, sc, b, ch, *next, x0, n);
     int64_t slot = lumen_mod(first, e->ring_len); /* then step without dividing */
-    for (int64_t i = 0; i < count; i++, slot = slot + 1 == e->ring_len ? 0 : slot + 1)
+    for (int64_t i = 0; i < count; i++, slot = slot + 1 == e->ring_len ? 0 : slot + 1) {
         sc->rows[i] = sc->ring + slot * e->slot;
+        if (sc->srcp) sc->mid[i] = sc->srcp[slot];
+    }
+}
+
+/*
+ * Direct outputs [0, n) of `step` rows from the rows in sc: the edge runs from the ring's
+ * padded copies, the middle run (inner_run) from the source rows in place (rows of the
+ * constant border have none: their slots hold the whole padded row).
+ */
+static void direct_step(const engine *e, scratch *sc, int64_t xs, int64_t n, float *const *o,
+                        int step)
+{
+    const lumen_filter_job *job = e->job;
+    const int kh = job->kh, ts = (int)e->cp, nrows = kh + step - 1;
+    const int64_t cp = e->cp;
+    int64_t lo, hi;
+    if (!inner_run(e, xs, n, &lo, &hi)) { /* load_ring_row copied whole rows */
+        e->rk->direct_rows(sc->rows, job->kernel, job->kw, kh, ts, o, step, n * cp);
+        return;
+    }
+    for (int i = 0; i < nrows; i++)
+        if (!sc->mid[i]) sc->mid[i] = sc->rows[i] + lo * cp;
+    float *oo[4];
+    for (int j = 0; j < step; j++)
+        oo[j] = o[j] + lo * cp;
+    e->rk->direct_rows(sc->mid, job->kernel, job->kw, kh, ts, oo, step, (hi - lo) * cp);
+    if (lo > 0) e->rk->direct_rows(sc->rows, job->kernel, job->kw, kh, ts, o, step, lo * cp);
+    for (int i = 0; i < nrows; i++)
+        sc->edge[i] = sc->rows[i] + hi * cp;
+    for (int j = 0; j < step; j++)
+        oo[j] = o[j] + hi * cp;
+    if (hi < n) e->rk->direct_rows(sc->edge, job->kernel, job->kw, kh, ts, oo, step, (n - hi) * cp);
 }
 
 /* Where output row y's segment goes: straight into dst when it is contiguous f32. */
@@ -98,7 +188,6 @@ static bool process_tile(const engine *e, scratch *sc, int64_t b, int64_t ch, in
 {
     const lumen_filter_job *job = e->job;
     const int64_t n = x1 - x0, ne = n * e->cp, kh = job->kh;
-    const int ts = (int)e->cp;
     int64_t next = y0 - job->ay; /* next logical source row to load */
     int64_t y = y0;
     /*
@@ -121,7 +210,7 @@ static bool process_tile(const engine *e, scratch *sc, int64_t b, int64_t ch, in
         ring_rows(e, sc, b, ch, &next, y - job->ay, kh + step - 1, x0, n);
         float *o[4];
         for (int j = 0; j < step; j++) o[j] = out_row(e, sc->out + j * e->slot, b, ch, y + j, x0);
-        e->rk->direct_rows(sc->rows, job->kernel, job->kw, (int)kh, ts, o, step, ne);
+        direct_step(e, sc, x0 - job->ax, n, o, step);
         for (int j = 0; j < step; j++) finish_row(e, o[j], b, ch, y + j, x0, ne);
     }
     for (; y < y1; y++) {
@@ -158,12 +247,17 @@ static bool scratch_alloc(const engine *e, scratch *sc)
     sc->rows = malloc(sizeof(float *) * (size_t)e->ring_len);
     sc->seg = e->separable ? calloc(seg, sizeof(float)) : NULL;
     sc->out = calloc((size_t)(4 * e->slot), sizeof(float)); /* up to four output rows */
-    return sc->ring && sc->rows && sc->out && (sc->seg || !e->separable);
+    sc->srcp = e->separable ? NULL : calloc((size_t)e->ring_len, sizeof(float *));
+    sc->mid = e->separable ? NULL : calloc((size_t)e->ring_len, sizeof(float *));
+    sc->edge = e->separable ? NULL : calloc((size_t)e->ring_len, sizeof(float *));
+    return sc->ring && sc->rows && sc->out && (sc->seg || !e->separable) &&
+           (e->separable || (sc->srcp && sc->mid && sc->edge));
 }
 
 static void scratch_free(scratch *sc)
 {
     free(sc->ring), free(sc->rows), free(sc->seg), free(sc->out);
+    free(sc->srcp), free(sc->mid), free(sc->edge);
 }
 
 /* Interleaved src and dst (channel stride 1, pixel stride c) are filtered packed. */
@@ -209,11 +303,12 @@ static int64_t choose_bands(const lumen_context *ctx, int64_t planes, int64_t h,
 static lumen_status run_engine(const lumen_context *ctx, const lumen_filter_job *job, bool separable)
 {
     lumen_cpu_stop stop = lumen_cpu_stop_init(ctx);
-    engine e = {job, &stop,
-                lumen_cpu_row_kernels(ctx),
-                separable, false, false, 1, 0, 0, 0, 0, false};
+    engine e = {job,   &stop, lumen_cpu_row_kernels(ctx), separable, false, false, 1, 0, 0, 0, 0,
+                false, false};
     if (separable) e.sym_x = lumen_kernel_is_symmetric(job->kx, job->kw), e.sym_y = lumen_kernel_is_symmetric(job->ky, job->kh);
     e.cp = choose_packing(job);
+    const lumen_image *s = job->src;
+    e.in_place = s->dtype == LUMEN_F32 && (e.cp > 1 ? s->stride_c == 1 : s->stride_w == 1);
     e.strip = choose_strip(job, separable, e.cp);
     const int64_t planes = job->src->n * (job->src->c / e.cp);
     e.nbands = choose_bands(ctx, planes, job->src->h, job->kh);
