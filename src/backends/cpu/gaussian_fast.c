@@ -449,12 +449,16 @@ static lumen_status unalias(const lumen_image *src, const lumen_image *dst, lume
 /* The recursive filter's kernels (the rows' loads and stores take lumen_cpu_row_kernels). */
 static const lumen_gf_kernels *gf_kernels(const lumen_context *ctx)
 {
+    if (lumen_ctx_use_avx512(ctx)) return &lumen_gf_kernels_avx512;
     return lumen_ctx_use_avx2(ctx) ? &lumen_gf_kernels_avx2 : &lumen_gf_kernels_generic;
 }
 
 const char *lumen_cpu_gaussian_fast_isa(const lumen_context *ctx)
 {
-    return gf_kernels(ctx) == &lumen_gf_kernels_generic ? "generic" : "avx2+fma";
+    const lumen_gf_kernels *k = gf_kernels(ctx);
+    return k == &lumen_gf_kernels_avx512 ? "avx512"
+           : k == &lumen_gf_kernels_avx2 ? "avx2+fma"
+                                         : "generic";
 }
 
 static bool sigma_ok(double s) { return s > 0 && isfinite(s); }

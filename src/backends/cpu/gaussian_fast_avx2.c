@@ -233,7 +233,7 @@ static inline void transpose8(__m256 v[8])
     }
 }
 
-static void to_lanes_avx2(const float *const *rows, int r, int64_t n, float *out)
+void lumen_gf_to_lanes_avx2(const float *const *rows, int r, int64_t n, float *out)
 {
     int64_t i = 0;
     for (; r % 8 == 0 && i + 8 <= n; i += 8)
@@ -247,7 +247,7 @@ static void to_lanes_avx2(const float *const *rows, int r, int64_t n, float *out
         for (int j = 0; j < r; j++) out[i * r + j] = rows[j][i];
 }
 
-static void from_lanes_avx2(const float *in, int r, int64_t n, float *const *rows)
+void lumen_gf_from_lanes_avx2(const float *in, int r, int64_t n, float *const *rows)
 {
     int64_t i = 0;
     for (; r % 8 == 0 && i + 8 <= n; i += 8)
@@ -264,6 +264,6 @@ static void from_lanes_avx2(const float *in, int r, int64_t n, float *const *row
 const lumen_gf_kernels lumen_gf_kernels_avx2 = {
     .iir = iir_avx2,
     .fir = fir_avx2,
-    .to_lanes = to_lanes_avx2,
-    .from_lanes = from_lanes_avx2,
+    .to_lanes = lumen_gf_to_lanes_avx2,
+    .from_lanes = lumen_gf_from_lanes_avx2,
 };

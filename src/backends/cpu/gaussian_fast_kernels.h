@@ -57,5 +57,9 @@ typedef struct lumen_gf_kernels {
 
 extern const lumen_gf_kernels lumen_gf_kernels_generic;
 extern const lumen_gf_kernels lumen_gf_kernels_avx2;
+extern const lumen_gf_kernels lumen_gf_kernels_avx512;
+/* The AVX2 set's 8 x 8 transposes, which the AVX-512 set shares. */
+void lumen_gf_to_lanes_avx2(const float *const *rows, int r, int64_t n, float *out);
+void lumen_gf_from_lanes_avx2(const float *in, int r, int64_t n, float *const *rows);
 
 #endif
