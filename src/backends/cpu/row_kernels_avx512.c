@@ -254,56 +254,108 @@ static inline __m512i round_clamped(__m512 v, __m512 hi)
     return _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(v, _mm512_setzero_ps()), hi));
 }
 
+/*
+ * Conversion loops: whole vectors unmasked, then one masked tail (masked loads and stores on
+ * every vector cost these streaming loops about a quarter of their speed). ONE(x, l) converts
+ * the 16 values at x with lane mask l (all ones outside the tail).
+ */
+#define CONVERT_LOOP(n, ONE)                                                                       \
+    do {                                                                                           \
+        int64_t x = 0;                                                                             \
+        for (; x + 16 <= (n); x += 16)                                                             \
+            ONE(x, (__mmask16)0xFFFF, false);                                                      \
+        if (x < (n)) ONE(x, lanes((n)-x), true);                                                   \
+    } while (0)
+
+static inline __m512 load16(const float *p, __mmask16 l, bool masked)
+{
+    return masked ? _mm512_maskz_loadu_ps(l, p) : _mm512_loadu_ps(p);
+}
+
 static void store_u8_avx512(const float *in, uint8_t *out, int64_t n)
 {
     const __m512 hi = _mm512_set1_ps(255.0f);
-    for (int64_t x = 0; x < n; x += 16) {
-        const __mmask16 l = lanes(n - x < 16 ? n - x : 16);
-        const __m512i i = round_clamped(_mm512_maskz_loadu_ps(l, in + x), hi);
-        _mm_mask_storeu_epi8(out + x, l, _mm512_cvtepi32_epi8(i));
-    }
+#define U8_ONE(x, l, masked)                                                                       \
+    do {                                                                                           \
+        const __m128i b = _mm512_cvtepi32_epi8(round_clamped(load16(in + (x), l, masked), hi));    \
+        if (masked)                                                                                \
+            _mm_mask_storeu_epi8(out + (x), l, b);                                                 \
+        else                                                                                       \
+            _mm_storeu_si128((__m128i *)(out + (x)), b);                                           \
+    } while (0)
+    CONVERT_LOOP(n, U8_ONE);
+#undef U8_ONE
 }
 
 static void store_u16_avx512(const float *in, uint16_t *out, int64_t n)
 {
     const __m512 hi = _mm512_set1_ps(65535.0f);
-    for (int64_t x = 0; x < n; x += 16) {
-        const __mmask16 l = lanes(n - x < 16 ? n - x : 16);
-        const __m512i i = round_clamped(_mm512_maskz_loadu_ps(l, in + x), hi);
-        _mm256_mask_storeu_epi16(out + x, l, _mm512_cvtepi32_epi16(i));
-    }
+#define U16_ONE(x, l, masked)                                                                      \
+    do {                                                                                           \
+        const __m256i w = _mm512_cvtepi32_epi16(round_clamped(load16(in + (x), l, masked), hi));   \
+        if (masked)                                                                                \
+            _mm256_mask_storeu_epi16(out + (x), l, w);                                             \
+        else                                                                                       \
+            _mm256_storeu_si256((__m256i *)(out + (x)), w);                                        \
+    } while (0)
+    CONVERT_LOOP(n, U16_ONE);
+#undef U16_ONE
 }
 
 /* ---- f16 / bf16: the AVX2 set's conversions, 16 lanes wide (same instructions, EVEX) ---- */
 
+static inline __m256i load16_u16(const uint16_t *p, __mmask16 l, bool masked)
+{
+    return masked ? _mm256_maskz_loadu_epi16(l, p) : _mm256_loadu_si256((const __m256i *)p);
+}
+
+static inline void store16(float *p, __m512 v, __mmask16 l, bool masked)
+{
+    if (masked)
+        _mm512_mask_storeu_ps(p, l, v);
+    else
+        _mm512_storeu_ps(p, v);
+}
+
+static inline void store16_u16(uint16_t *p, __m256i v, __mmask16 l, bool masked)
+{
+    if (masked)
+        _mm256_mask_storeu_epi16(p, l, v);
+    else
+        _mm256_storeu_si256((__m256i *)p, v);
+}
+
 static void load_f16_avx512(const uint16_t *in, float *out, int64_t n)
 {
-    for (int64_t x = 0; x < n; x += 16) {
-        const __mmask16 l = lanes(n - x < 16 ? n - x : 16);
-        const __m256i h = _mm256_maskz_loadu_epi16(l, in + x);
-        _mm512_mask_storeu_ps(out + x, l, _mm512_cvtph_ps(h));
-    }
+#define F16_IN(x, l, masked)                                                                       \
+    store16(out + (x), _mm512_cvtph_ps(load16_u16(in + (x), l, masked)), l, masked)
+    CONVERT_LOOP(n, F16_IN);
+#undef F16_IN
+}
+
+static inline __m512 bf16_widen(__m256i h)
+{
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
 static void load_bf16_avx512(const uint16_t *in, float *out, int64_t n)
 {
-    for (int64_t x = 0; x < n; x += 16) {
-        const __mmask16 l = lanes(n - x < 16 ? n - x : 16);
-        const __m512i w = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(l, in + x));
-        _mm512_mask_storeu_ps(out + x, l, _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)));
-    }
+#define BF16_IN(x, l, masked)                                                                      \
+    store16(out + (x), bf16_widen(load16_u16(in + (x), l, masked)), l, masked)
+    CONVERT_LOOP(n, BF16_IN);
+#undef BF16_IN
 }
 
 /* vcvtps2ph with an immediate rounding mode: nearest even whatever MXCSR says (as the AVX2
  * set, so lumen_f32_to_f16 bit for bit: test_half.c checks every ISA). */
 static void store_f16_avx512(const float *in, uint16_t *out, int64_t n)
 {
-    for (int64_t x = 0; x < n; x += 16) {
-        const __mmask16 l = lanes(n - x < 16 ? n - x : 16);
-        const __m256i h =
-            _mm512_cvtps_ph(_mm512_maskz_loadu_ps(l, in + x), _MM_FROUND_TO_NEAREST_INT);
-        _mm256_mask_storeu_epi16(out + x, l, h);
-    }
+#define F16_OUT(x, l, masked)                                                                      \
+    store16_u16(out + (x),                                                                         \
+                _mm512_cvtps_ph(load16(in + (x), l, masked), _MM_FROUND_TO_NEAREST_INT), l,        \
+                masked)
+    CONVERT_LOOP(n, F16_OUT);
+#undef F16_OUT
 }
 
 /* lumen_f32_to_bf16 on 16 lanes: add 0x7fff + the kept lsb, keep the top half; NaN quieted.
@@ -320,11 +372,11 @@ static inline __m512i bf16_round(__m512 v)
 
 static void store_bf16_avx512(const float *in, uint16_t *out, int64_t n)
 {
-    for (int64_t x = 0; x < n; x += 16) {
-        const __mmask16 l = lanes(n - x < 16 ? n - x : 16);
-        const __m512i r = bf16_round(_mm512_maskz_loadu_ps(l, in + x));
-        _mm256_mask_storeu_epi16(out + x, l, _mm512_cvtepi32_epi16(r));
-    }
+#define BF16_OUT(x, l, masked)                                                                     \
+    store16_u16(out + (x), _mm512_cvtepi32_epi16(bf16_round(load16(in + (x), l, masked))), l,      \
+                masked)
+    CONVERT_LOOP(n, BF16_OUT);
+#undef BF16_OUT
 }
 
 const lumen_row_kernels lumen_row_kernels_avx512 = {
