@@ -15,7 +15,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define COST_FILE "cost-model-v2" /* bump when a kernel's speed changes much */
+#define COST_FILE "cost-model-v3" /* bump when a kernel's speed changes much */
+
+/* The row kernel sets measured apart (lumen_cpu_row_kernels): generic, AVX2, AVX-512. */
+enum { ISA_GENERIC, ISA_AVX2, ISA_AVX512, ISA_COUNT };
+static const char *const isa_names[ISA_COUNT] = {"generic", "avx2", "avx512"};
 
 typedef struct rates {
     double direct;    /* taps x pixels per second, one thread */
@@ -24,8 +28,8 @@ typedef struct rates {
 } rates;
 
 static pthread_mutex_t rates_lock = PTHREAD_MUTEX_INITIALIZER;
-static rates cached[2]; /* [avx2?] */
-static bool have[2];
+static rates cached[ISA_COUNT];
+static bool have[ISA_COUNT];
 
 static double now_s(void)
 {
@@ -47,14 +51,16 @@ static double time_entry(lumen_context *ctx, lumen_status (*entry)(lumen_context
     return best;
 }
 
-static rates measure(bool avx2)
+static rates measure(int isa)
 {
     enum { W = 512, H = 256, KD = 15, KS = 31, KF = 63 };
     rates r = {1e9, 1e9, 1e9}; /* used if measuring fails: favours nothing badly */
     lumen_context *ctx = NULL;
     float *img = malloc(sizeof(float) * 2 * W * H), *k = malloc(sizeof(float) * KF * KF);
     if (!img || !k || lumen_context_create(&ctx) != LUMEN_OK) goto done;
-    ctx->threads = 1, ctx->simd = true, ctx->cpu_avx2 = avx2;
+    ctx->threads = 1, ctx->simd = true;
+    ctx->cpu_avx2 = ctx->cpu_avx2 && isa >= ISA_AVX2;
+    ctx->cpu_avx512 = ctx->cpu_avx512 && isa == ISA_AVX512;
     for (int i = 0; i < W * H; i++) img[i] = (float)((i * 7919) % 1000) / 1000.0f;
     for (int i = 0; i < KF * KF; i++) k[i] = (float)((i * 31) % 17) / 17.0f - 0.4f;
     lumen_image src = lumen_image_nchw(img, LUMEN_F32, 1, 1, H, W);
@@ -88,7 +94,9 @@ static void load_rates_once(void)
     loaded = true;
     FILE *f = lumen_cache_path(COST_FILE, path, sizeof path) ? fopen(path, "r") : NULL;
     while (f && fscanf(f, "%31s %lf %lf %lf", isa, &r.direct, &r.separable, &r.fft) == 4) {
-        int i = !strcmp(isa, "avx2") ? 1 : !strcmp(isa, "generic") ? 0 : -1;
+        int i = -1;
+        for (int j = 0; j < ISA_COUNT; j++)
+            if (!strcmp(isa, isa_names[j])) i = j;
         if (i >= 0 && r.direct > 0 && r.separable > 0 && r.fft > 0) cached[i] = r, have[i] = true;
     }
     if (f) fclose(f);
@@ -102,27 +110,27 @@ static void save_rates(void)
     snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
     FILE *f = fopen(tmp, "w");
     if (!f) return;
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < ISA_COUNT; i++)
         if (have[i])
-            fprintf(f, "%s %.6g %.6g %.6g\n", i ? "avx2" : "generic", cached[i].direct,
-                    cached[i].separable, cached[i].fft);
+            fprintf(f, "%s %.6g %.6g %.6g\n", isa_names[i], cached[i].direct, cached[i].separable,
+                    cached[i].fft);
     if (fclose(f) == 0 && rename(tmp, path) == 0) return;
     unlink(tmp);
 }
 
-static rates get_rates(bool avx2)
+static rates get_rates(int isa)
 {
     pthread_mutex_lock(&rates_lock);
     load_rates_once();
-    if (!have[avx2]) {
-        cached[avx2] = measure(avx2);
-        have[avx2] = true;
+    if (!have[isa]) {
+        cached[isa] = measure(isa);
+        have[isa] = true;
         save_rates();
-        lumen_log(LUMEN_LOG_DEBUG, "cost model measured (%s): direct %.3g, separable %.3g, fft %.3g /s",
-                  avx2 ? "avx2" : "generic", cached[avx2].direct, cached[avx2].separable,
-                  cached[avx2].fft);
+        lumen_log(LUMEN_LOG_DEBUG,
+                  "cost model measured (%s): direct %.3g, separable %.3g, fft %.3g /s",
+                  isa_names[isa], cached[isa].direct, cached[isa].separable, cached[isa].fft);
     }
-    rates r = cached[avx2];
+    rates r = cached[isa];
     pthread_mutex_unlock(&rates_lock);
     return r;
 }
@@ -134,7 +142,9 @@ double lumen_cpu_cost(lumen_context *ctx, const lumen_op *op)
     if (op->kind > LUMEN_OP_FILTER_FFT) return -1.0;
     const lumen_image *s = job->src;
     const double pixels = (double)(s->n * s->c * s->h * s->w) / ctx->threads;
-    const rates r = get_rates(lumen_ctx_use_avx2(ctx));
+    const rates r = get_rates(lumen_ctx_use_avx512(ctx) ? ISA_AVX512
+                              : lumen_ctx_use_avx2(ctx) ? ISA_AVX2
+                                                        : ISA_GENERIC);
     switch (method) {
     case LUMEN_METHOD_DIRECT:
         return job->kernel ? pixels * job->kw * job->kh / r.direct : -1.0;
