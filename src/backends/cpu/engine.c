@@ -199,7 +199,7 @@ static bool process_tile(const engine *e, scratch *sc, int64_t b, int64_t ch, in
         ring_rows(e, sc, b, ch, &next, y - job->ay, kh + 3, x0, n);
         float *o[4];
         for (int j = 0; j < 4; j++) o[j] = out_row(e, sc->out + j * e->slot, b, ch, y + j, x0);
-        e->rk->vfilter4(sc->rows, job->ky, (int)kh, o, ne);
+        e->rk->vfilter4(sc->rows, job->ky, (int)kh, job->scale, o, ne);
         for (int j = 0; j < 4; j++) finish_row(e, o[j], b, ch, y + j, x0, ne);
     }
     /* Direct: the row kernels' step of rows shares its source loads (kh + step - 1 rows in
@@ -313,8 +313,9 @@ static lumen_status run_engine(const lumen_context *ctx, const lumen_filter_job 
     const int64_t planes = job->src->n * (job->src->c / e.cp);
     e.nbands = choose_bands(ctx, planes, job->src->h, job->kh);
     e.slot = (e.strip + (separable ? 0 : job->kw - 1)) * e.cp + LUMEN_ROW_SLACK;
-    /* Short columns gain nothing from four rows (their zero-padded taps would dominate). */
-    e.four_rows = separable && job->scale == 1.0f && job->kh >= 8;
+    /* Four rows per step from 3 taps on (box blurs, small Gaussians too); below that a
+     * column's few loads are no bottleneck. */
+    e.four_rows = separable && job->kh >= 3;
     const int step = separable || e.rk->direct_rows_max < 2 ? 2 : e.rk->direct_rows_max;
     e.ring_len = job->kh + (e.four_rows ? 3 : step - 1);
     const int64_t items = planes * e.nbands;

@@ -31,11 +31,12 @@ typedef struct lumen_row_kernels {
     void (*vfilter)(const float *const *rows, const float *k, int kh, bool symmetric, float scale,
                     float *out, int64_t n);
     /*
-     * Four unscaled column-pass rows at once: out[j][x] = sum_i k[i] * rows[i + j][x],
-     * j < 4, from kh + 3 rows; each row loaded once serves four outputs.
+     * Four column-pass rows at once: out[j][x] = scale * sum_i k[i] * rows[i + j][x], j < 4,
+     * from kh + 3 rows; each row loaded once serves four outputs. Taps are not paired, so
+     * this is vfilter's unpaired order (symmetric = false), lane for lane.
      */
-    void (*vfilter4)(const float *const *rows, const float *k, int kh, float *const *out,
-                     int64_t n);
+    void (*vfilter4)(const float *const *rows, const float *k, int kh, float scale,
+                     float *const *out, int64_t n);
     /* Largest |in[i]|, or NaN when any value is NaN or infinite. */
     float (*max_abs)(const float *in, int64_t n);
     /* f[i] *= s[i] for n complex numbers stored (re, im) interleaved. */

@@ -215,20 +215,25 @@ static inline void vfilter4_at(const float *const *rows, const float *k, int kh,
     }
 }
 
-static void vfilter4_avx2(const float *const *rows, const float *k, int kh, float *const *out,
-                          int64_t n)
+static void vfilter4_avx2(const float *const *rows, const float *k, int kh, float scale,
+                          float *const *out, int64_t n)
 {
+    const __m256 sc = _mm256_set1_ps(scale);
+    const bool scaled = scale != 1.0f;
     int64_t x = 0;
     for (; x + 16 <= n; x += 16) {
         __m256 acc[4][2];
         vfilter4_at(rows, k, kh, x, acc);
         for (int j = 0; j < 4; j++)
-            _mm256_storeu_ps(out[j] + x, acc[j][0]), _mm256_storeu_ps(out[j] + x + 8, acc[j][1]);
+            for (int v = 0; v < 2; v++)
+                _mm256_storeu_ps(out[j] + x + 8 * v,
+                                 scaled ? _mm256_mul_ps(acc[j][v], sc) : acc[j][v]);
     }
     /* The last < 16 columns: the same per-lane FMA order, eight columns at a time. */
     for (int j = 0; j < 4; j++)
         for (int64_t xt = x; xt < n; xt += 8) {
             __m256 a = taps8(rows + j, xt, k, kh, false);
+            if (scaled) a = _mm256_mul_ps(a, sc);
             if (xt + 8 <= n) _mm256_storeu_ps(out[j] + xt, a);
             else store_partial(out[j] + xt, a, n - xt);
         }

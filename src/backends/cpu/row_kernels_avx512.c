@@ -203,21 +203,26 @@ static inline void vfilter4_at(const float *const *rows, const float *k, int kh,
     }
 }
 
-static void vfilter4_avx512(const float *const *rows, const float *k, int kh, float *const *out,
-                            int64_t n)
+static void vfilter4_avx512(const float *const *rows, const float *k, int kh, float scale,
+                            float *const *out, int64_t n)
 {
+    const __m512 sc = _mm512_set1_ps(scale);
+    const bool scaled = scale != 1.0f;
     int64_t x = 0;
     for (; x + 32 <= n; x += 32) {
         __m512 acc[4][2];
         vfilter4_at(rows, k, kh, x, acc);
         for (int j = 0; j < 4; j++)
-            _mm512_storeu_ps(out[j] + x, acc[j][0]), _mm512_storeu_ps(out[j] + x + 16, acc[j][1]);
+            for (int v = 0; v < 2; v++)
+                _mm512_storeu_ps(out[j] + x + 16 * v,
+                                 scaled ? _mm512_mul_ps(acc[j][v], sc) : acc[j][v]);
     }
     /* The last < 32 columns: the same per-lane FMA order, 16 columns at a time. */
     for (int j = 0; j < 4; j++)
         for (int64_t xt = x; xt < n; xt += 16) {
             const __mmask16 m = lanes(n - xt < 16 ? n - xt : 16);
-            _mm512_mask_storeu_ps(out[j] + xt, m, taps16(rows + j, xt, k, kh, false, m));
+            const __m512 a = taps16(rows + j, xt, k, kh, false, m);
+            _mm512_mask_storeu_ps(out[j] + xt, m, scaled ? _mm512_mul_ps(a, sc) : a);
         }
 }
 

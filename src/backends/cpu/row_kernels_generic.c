@@ -46,10 +46,11 @@ static void vfilter_generic(const float *const *rows, const float *k, int kh, bo
         for (int64_t x = 0; x < n; x++) out[x] *= scale;
 }
 
-static void vfilter4_generic(const float *const *rows, const float *k, int kh, float *const *out,
-                             int64_t n)
+static void vfilter4_generic(const float *const *rows, const float *k, int kh, float scale,
+                             float *const *out, int64_t n)
 {
-    for (int j = 0; j < 4; j++) vfilter_generic(rows + j, k, kh, false, 1.0f, out[j], n);
+    for (int j = 0; j < 4; j++)
+        vfilter_generic(rows + j, k, kh, false, scale, out[j], n);
 }
 
 static float max_abs_generic(const float *in, int64_t n)
