@@ -1012,6 +1012,7 @@ def machine_info(args, libs):
         import torch
         threads["torch"] = torch.get_num_threads()
     return {"cpu": cpu_model(), "cpus_online": os.cpu_count(), "cpus_usable": usable,
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "os": platform.platform(), "loadavg": os.getloadavg(),
             "versions": lib_versions(libs), "threads": threads,
             "lumen_cpu_features": getattr(ctx, "cpu_features", "?"),
@@ -1188,6 +1189,9 @@ def parse_args(argv):
                     help="N of every conv case instead of its own (as lumen bench conv "
                          "--batch; 1 makes a quick run)")
     ap.add_argument("--json", action="store_true", help="print one JSON object, no table")
+    ap.add_argument("--json-out", default="", metavar="PATH",
+                    help="also write the JSON object to PATH (the table is still printed; "
+                         "bench/charts.py draws it)")
     ap.add_argument("--no-scipy", action="store_true", help="leave SciPy out")
     ap.add_argument("--no-torch", action="store_true", help="leave PyTorch out")
     ap.add_argument("--no-floors", action="store_true",
@@ -1294,12 +1298,14 @@ def main(argv=None):
         args, libs, [c for c in CONV_CASES if c.name in args.cases], floors)
     warnings += conv_warn
     ov = measure_overhead(args.overhead_calls) if OVERHEAD_CASE in args.cases else None
+    machine["loadavg_end"] = os.getloadavg()
+    result = {"machine": machine, "size": [args.w, args.h], "repeat": args.repeat,
+              "check": checks, "floors": floors, "rows": rows, "conv_rows": conv_rows,
+              "overhead": ov, "warnings": warnings}
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(result, indent=2) + "\n")
     if args.json:
-        machine["loadavg_end"] = os.getloadavg()
-        json.dump({"machine": machine, "size": [args.w, args.h], "repeat": args.repeat,
-                   "check": checks, "floors": floors, "rows": rows, "conv_rows": conv_rows,
-                   "overhead": ov,
-                   "warnings": warnings}, sys.stdout, indent=2)
+        json.dump(result, sys.stdout, indent=2)
         print()
     else:
         print_overhead(ov)
