@@ -9,8 +9,9 @@ typedef enum floors_isa { FLOORS_ISA_SSE, FLOORS_ISA_AVX2, FLOORS_ISA_AVX512 } f
 const char *floors_isa_name(floors_isa isa);
 
 /* Peak single-precision GFLOP/s of `threads` threads each running independent multiply-add
- * chains on isa's registers (an FMA counts 2 flops); the best of `reps` runs. The CPU must
- * have isa (the caller checks with the library's detection, which honours LUMEN_CPU_ISA). */
+ * chains on isa's registers (an FMA counts 2 flops), all at once: the sum of each thread's best
+ * of `reps` runs. The CPU must have isa (the caller checks with the library's detection, which
+ * honours LUMEN_CPU_ISA). */
 double floors_fma_gflops(floors_isa isa, int threads, int reps);
 
 #endif
