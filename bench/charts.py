@@ -78,7 +78,7 @@ def draw_filters(ax, rows):
     ax.set_xlabel("ms per call (min of warm calls; lower is faster)")
     ax.set_title("filter cases: lumen, peers and the machine's floor")
     ax.grid(axis="x", which="both", alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.06), ncol=len(present), fontsize=8)
 
 
 def draw_ratios(ax, rows):
@@ -104,7 +104,8 @@ def draw_ratios(ax, rows):
         ax.set_xscale("log")
     handles = [ax.bar([0], [0], color=c, label=f"bound: {b}") for b, c in colours.items()]
     handles.append(ax.plot([], [], color="black", lw=1.5, label="issue 17 target")[0])
-    ax.legend(handles=handles, fontsize=7, loc="best", framealpha=0.9)
+    ax.legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2),
+              ncol=len(handles))
     ax.set_xlabel("lumen min / floor (1 = at the machine's limit)")
     ax.set_title("how far from the floor")
     ax.grid(axis="x", which="both", alpha=0.3)
@@ -126,12 +127,12 @@ def draw_conv(ax, conv_rows, peak):
     if peak:
         ax.axhline(peak, color="#999999", ls="--", lw=1, label=f"FMA peak {peak:.0f}")
     ax.set_xticks(list(x))
-    ax.set_xticklabels([r["name"].split("_")[0] for r in rows])
+    ax.set_xticklabels(["_".join(r["name"].split("_")[:2]) for r in rows], rotation=30,
+                       ha="right", fontsize=7)
     log_if_wide(ax, lumen_g + [t for t in torch_g if t] + ([peak] if peak else []), axis="y")
     ax.set_ylabel("GFLOP/s (higher is faster)")
-    ax.set_xlabel("direct-conv flops / time: Winograd does fewer, so it can pass the peak",
-                  fontsize=8)
-    ax.set_title("conv2d layers: GFLOP/s")
+    ax.set_title("conv2d layers: GFLOP/s\n(direct-conv flops / time: Winograd does fewer, so "
+                 "it can pass the peak)", fontsize=10)
     ax.grid(axis="y", which="both", alpha=0.3)
     ax.legend(fontsize=8)
 
@@ -156,7 +157,7 @@ def draw(data, machine_name):
     conv_rows = data.get("conv_rows", [])
     peak = (data.get("floors") or {}).get("fma", {}).get("gflops")
     fig = plt.figure(figsize=(16, max(8, 0.45 * len(rows) + 3)))
-    grid = fig.add_gridspec(2, 2, width_ratios=[1.5, 1], hspace=0.35, wspace=0.35)
+    grid = fig.add_gridspec(2, 2, width_ratios=[1.5, 1], hspace=0.5, wspace=0.35)
     draw_filters(fig.add_subplot(grid[:, 0]), rows)
     draw_ratios(fig.add_subplot(grid[0, 1]), rows)
     draw_conv(fig.add_subplot(grid[1, 1]), conv_rows, peak)
