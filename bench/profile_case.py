@@ -63,7 +63,7 @@ def main(argv=None):
         t0 = time.perf_counter()
         fn()
         times.append((time.perf_counter() - t0) * 1e3)
-    what = run.get("method") or run.get("algo") or "?"
+    what = run.get("algo") or run.get("method") or "?"
     print(f"{args.case}: {what}, isa {run.get('isa')}, {len(times)} calls: min "
           f"{min(times):.3f} ms, median {statistics.median(times):.3f} ms")
     return 0
