@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 static const char usage[] =
     "Usage: lumen bench floors [--json] [--size WxH] [--repeat N] [options]\n"
@@ -46,7 +47,8 @@ static const char usage[] =
     "  --json            print one JSON object instead of a table\n"
     "  --size WxH        image width x height (default: 3000x2000, lumen bench's)\n"
     "  --repeat N        runs of each FFT pair, the minimum is kept, 3-1000 (default:\n"
-    "                    9); the memcpy and the FMA loop, a few ms each, run 3N times\n";
+    "                    9); the memcpy and the FMA loop, a few ms each, run 8N times,\n"
+    "                    2 ms apart\n";
 
 static const char examples[] = "\n"
                                "Example:\n"
@@ -129,9 +131,10 @@ static int on_flag(void *state, int id, const char *name, const char *value)
     }
 }
 
-/* Runs of the short measurements (memcpy, FMA loop): on a shared machine the minimum of many
- * is the one another process did not disturb. */
-#define MEM_RUNS(st) (3 * (st)->repeat)
+/* Runs of the short measurements (memcpy, FMA loop), FLOORS_PAUSE_NS apart: on a shared machine
+ * the minimum of many, spread over a quarter of a second or more, is one that no other process
+ * disturbed (back to back, all of them may fall into the same busy spell). */
+#define MEM_RUNS(st) (8 * (st)->repeat)
 
 /* ---- memory ------------------------------------------------------------------- */
 
@@ -160,6 +163,7 @@ static int memcpy_floor(const floors_state *st, machine_floors *m)
                 memcpy(dst + lo, src + lo, hi - lo);
             }
             ms[r] = cli_now_ms() - t0;
+            floors_pause();
         }
         cli_min_median(ms, MEM_RUNS(st), &m->memcpy_min, &m->memcpy_median);
     }
@@ -370,14 +374,14 @@ static void print_json_case(const case_floor *c)
         printf("%d", c->c->ksize);
     else
         fputs("null", stdout);
-    printf(", \"batch\": %d, \"passes\": %d, \"flops_per_pixel\": %g, \"memory_ms\": %.4f, "
-           "\"fma_ms\": %.4f",
+    printf(", \"batch\": %d, \"passes\": %d, \"flops_per_pixel\": %g, \"memory_ms\": %.6f, "
+           "\"fma_ms\": %.6f",
            c->c->batch, c->c->passes, c->c->flops_px, c->memory_ms, c->fma_ms);
     if (c->fft_ms >= 0)
-        printf(", \"fft_ms\": %.4f, \"fft_size\": [%d, %d]", c->fft_ms, c->fft_w, c->fft_h);
+        printf(", \"fft_ms\": %.6f, \"fft_size\": [%d, %d]", c->fft_ms, c->fft_w, c->fft_h);
     else
         fputs(", \"fft_ms\": null, \"fft_size\": null", stdout);
-    printf(", \"floor_ms\": %.4f, \"bound\": \"%s\", \"target\": ", c->floor_ms, c->bound);
+    printf(", \"floor_ms\": %.6f, \"bound\": \"%s\", \"target\": ", c->floor_ms, c->bound);
     if (c->c->limit > 0)
         printf("%g}", c->c->limit);
     else
@@ -389,7 +393,7 @@ static void print_json(const floors_state *st, const machine_floors *m, const ca
     printf("{\n  \"lumen\": \"%s\", \"width\": %d, \"height\": %d, \"threads\": %d, "
            "\"repeat\": %d,\n",
            lumen_version(), st->w, st->h, m->threads, st->repeat);
-    printf("  \"memcpy\": {\"bytes\": %.0f, \"ms_min\": %.4f, \"ms_median\": %.4f, "
+    printf("  \"memcpy\": {\"bytes\": %.0f, \"ms_min\": %.6f, \"ms_median\": %.6f, "
            "\"gb_s\": %.2f},\n",
            image_mb(st) * 1e6, m->memcpy_min, m->memcpy_median, 2.0 * image_mb(st) / m->memcpy_min);
     fputs("  \"fma\": {\"isa\": ", stdout);

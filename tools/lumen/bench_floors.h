@@ -14,4 +14,8 @@ const char *floors_isa_name(floors_isa isa);
  * honours LUMEN_CPU_ISA). */
 double floors_fma_gflops(floors_isa isa, int threads, int reps);
 
+/* Sleeps FLOORS_PAUSE_NS between two runs of a short measurement. */
+#define FLOORS_PAUSE_NS 2000000L
+void floors_pause(void);
+
 #endif

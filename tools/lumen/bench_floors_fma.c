@@ -1,10 +1,12 @@
 /* The FMA floor's microbenchmark: the machine's peak f32 multiply-add rate on its widest vector
  * unit. Each kernel is compiled for its ISA with a target attribute (the CLI's other files keep
  * the baseline flags); which one runs is decided by the caller from the library's detection. */
+#define _POSIX_C_SOURCE 200809L /* nanosleep under -std=c17 */
 #include "bench_floors.h"
 
 #include <omp.h>
 #include <stdlib.h>
+#include <time.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -104,6 +106,12 @@ const char *floors_isa_name(floors_isa isa)
                                     : "sse (mul+add)";
 }
 
+void floors_pause(void)
+{
+    struct timespec ts = {0, FLOORS_PAUSE_NS};
+    nanosleep(&ts, NULL);
+}
+
 /*
  * Each thread times its own loop while all of them run, and keeps its best run; the peak is the
  * sum of those bests. On a shared host a run in which no thread was disturbed may never come,
@@ -131,6 +139,7 @@ double floors_fma_gflops(floors_isa isa, int threads, int reps)
             total += v;
         }
         floors_sink = total;
+        floors_pause();
     }
     double sum = 0.0;
     for (int t = 0; t < threads; t++)
