@@ -1271,6 +1271,9 @@ def main(argv=None):
         return bench_dask.main(argv)
     args = parse_args(argv)
     DEVICE = args.device
+    # first, while this process runs no threads of its own (lumen's, torch's, OpenCV's pools
+    # would spin beside the floors' measurement)
+    floors = {"error": "--no-floors"} if args.no_floors else measure_floors(args)
     try:
         lumen.Context(device=DEVICE)
     except ValueError as e:
@@ -1284,7 +1287,6 @@ def main(argv=None):
     machine = machine_info(args, libs)
     selected = [c for c in CASES if c.name in args.cases]
     checks = check_all(selected, libs, args.threads)
-    floors = {"error": "--no-floors"} if args.no_floors else measure_floors(args)
     if not args.json:
         print_header(machine, args)
         print_floors_line(floors)
