@@ -134,7 +134,7 @@ def draw_conv(ax, conv_rows, peak):
     ax.set_title("conv2d layers: GFLOP/s\n(direct-conv flops / time: Winograd does fewer, so "
                  "it can pass the peak)", fontsize=10)
     ax.grid(axis="y", which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=3)
 
 
 def title(data, machine_name):
