@@ -99,3 +99,29 @@ def test_lumen_bench_puts_the_floor_next_to_a_case(got):
     missing = {"name": "no_such_case", "lumen": {"status": "ok", "ms_min": 1.0}, "targets": []}
     bench.add_floor(missing, got)
     assert missing["floor"] is None and missing["targets"] == []
+
+
+def run_bench(*args):
+    import sys
+    r = subprocess.run([sys.executable, "-m", "lumen.bench", "--size", f"{SIZE_W}x{SIZE_H}",
+                        "--repeat", "1", "--case", "filter2d_k3,gaussian_s50", "--no-scipy",
+                        "--no-torch", "--json", *args], capture_output=True, text=True,
+                       timeout=300, env=dict(os.environ, LUMEN_BIN=str(LUMEN_BIN)))
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_the_bench_measures_the_floors_in_the_same_run():
+    report = run_bench()
+    assert report["floors"]["width"] == SIZE_W and report["floors"]["threads"] == 2
+    rows = {r["name"]: r for r in report["rows"]}
+    k3, s50 = rows["filter2d_k3"]["floor"], rows["gaussian_s50"]["floor"]
+    assert k3["bound"] == "memory" and k3["ratio"] > 0
+    assert s50["bound"] == "fft" and s50["fft_ms"] == s50["ms"]
+    assert [t["against"] for t in rows["gaussian_s50"]["targets"]][-1] == "FFTW pair"
+
+
+def test_no_floors_leaves_the_columns_empty():
+    report = run_bench("--no-floors")
+    assert "error" in report["floors"]
+    assert all(r["floor"] is None for r in report["rows"])
