@@ -6,7 +6,7 @@ JOBS       ?= $(shell nproc)
 PYTHON     ?= /usr/bin/python3
 CMAKE_FLAGS ?=
 
-.PHONY: all deps deps-test build build-tests build-asan run test check-newcomer check-layers test-c test-asan test-python \
+.PHONY: all deps deps-test deps-bench build build-tests build-asan run test check-newcomer check-layers test-c test-asan test-python \
 	test-python-asan test-pip bench clean fuzz
 
 all: build
@@ -16,6 +16,9 @@ deps:
 
 deps-test:
 	@scripts/install-deps.sh test
+
+deps-bench:
+	@scripts/install-deps.sh bench
 
 RUN_CONFIG  = -G Ninja -DCMAKE_BUILD_TYPE=Release -DLUMEN_WERROR=ON -DPython3_EXECUTABLE=$(PYTHON)
 ASAN_CONFIG = -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLUMEN_WERROR=ON -DLUMEN_SANITIZE=ON \
@@ -91,10 +94,15 @@ test-pip:
 	   assert all((st / f).is_file() for f in ('index.html', 'studio.css', 'studio.js')), st; \
 	   print('pip-installed lumen', lumen.__version__, 'from', lumen.__file__)"
 
-bench: build
+# The in-process benches, then lumen against its peers with each case's floor (issue 17), and the
+# chart of that run: docs/bench-<machine>.png and .svg (BENCH_MACHINE names the machine, else
+# the CPU's name and cores; bench/charts.py).
+BENCH_MACHINE ?=
+bench: deps-bench build
 	$(BUILD)/lumen bench
 	$(BUILD)/lumen bench conv
-	PYTHONPATH=$(abspath $(BUILD))/python $(PYTHON) -m lumen.bench
+	PYTHONPATH=$(abspath $(BUILD))/python $(PYTHON) -m lumen.bench --json-out $(BUILD)/bench.json
+	$(PYTHON) bench/charts.py $(BUILD)/bench.json --out docs $(if $(BENCH_MACHINE),--machine $(BENCH_MACHINE))
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

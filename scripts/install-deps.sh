@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages lumen needs that are not installed yet.
-# Usage: scripts/install-deps.sh [build|test|fuzz]
-#        scripts/install-deps.sh --list build|test   (print the list, install nothing)
+# Usage: scripts/install-deps.sh [build|test|bench|fuzz]
+#        scripts/install-deps.sh --list build|test|bench   (print the list, install nothing)
 set -euo pipefail
 list=false
 if [ "${1:-}" = --list ]; then
@@ -22,6 +22,11 @@ if [ "${1:-build}" = test ]; then
          chromium chromium-driver python3-selenium
          # lumen.dask and its tests: scale-out on Dask, Zarr images (docs/scale-out.md)
          python3-dask python3-distributed python3-zarr)
+fi
+# make bench: the peers lumen.bench times (cv2 is required, SciPy and torch are left out with a
+# note when missing) and matplotlib for its chart (bench/charts.py); not needed by make run
+if [ "${1:-build}" = bench ]; then
+  pkgs+=(python3-opencv python3-scipy python3-torch python3-matplotlib)
 fi
 # make fuzz: libFuzzer and the sanitizer runtimes of Debian's clang, clang's OpenMP runtime, and
 # cmocka (the harnesses share the C tests' tolerance table)

@@ -85,6 +85,16 @@ Targets, on the ratio of minima (lumen min / peer min):
                       ratio is lumen/torch of rates, so above 1 means lumen is faster)
 A case lumen answers with lumen.UnsupportedError is "not run", and so are its targets.
 Machines are noisy: quote ratios, not milliseconds.
+
+Floors (issue 17): before the cases, `lumen bench floors --json --size WxH --threads N` (the
+CLI next to the package: $LUMEN_BIN, else <build>/lumen beside <build>/python, else lumen on
+PATH; --no-floors leaves it out) measures in the same run the memcpy of the image, the FMA peak
+of the widest vector unit and an FFTW r2c+c2r pair over each padded size, and gives each case
+its floor: memory (memcpy x passes), fma (taps x pixels x 2 / peak) or fft (the pair); conv
+cases get gflop / peak. The table's 'floor' column is that floor in ms and 'l/floor' lumen min
+/ floor; the issue's targets on it (k <= 5 direct, fast Gaussian <= 1.3x memory; direct k = 7,
+15 <= 1.5x fma; FFT k >= 31, exact Gaussian sigma >= 30 <= 1.2x the pair) are judged with the
+others. JSON: "floors" (the CLI's object) and each row's "floor".
 """
 
 import argparse
@@ -95,7 +105,9 @@ import json
 import math
 import os
 import platform
+import shutil
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -247,10 +259,12 @@ columns:
   l/cv2 l/sp l/torch
                  lumen min / peer min: below 1 means lumen is faster (0.25 = 4x faster)
   batch row      peers are 10x their single-image time; lumen is one call on N=10 images
+  floor l/floor  the case's floor in ms (lumen bench floors: memory, fma or fft) and lumen min
+                 / floor: 1 is the machine's limit, the issue's targets are 1.2-1.5
 conv table: shape is x * w ('*T': transposed; s stride, p padding, op output padding,
   g groups); algo is lumen.last_run()["algo"]; ms min/median and GFLOP/s on the min for lumen
   and torch; l/torch = lumen GFLOP/s / torch GFLOP/s (above 1: lumen faster); rel err =
-  max|lumen - torch| / max|torch|.
+  max|lumen - torch| / max|torch|; %peak = lumen GFLOP/s / the FMA peak of lumen bench floors.
 targets: met when the ratio is <= the limit (conv: >=), MISSED when not, 'not run' when a side
   is absent.
 overhead: min and median us per call of the C call (timed in C) and of the Python call with
@@ -838,7 +852,7 @@ def conv_warnings(row):
 
 CONV_HEAD = (f"{'case':<18} {'shape (x * w)':<34} {'algo':<13} {'lumen min/med':>13} "
              f"{'GFLOP/s':>8} {'torch min/med':>13} {'GFLOP/s':>8} {'l/torch':>7} "
-             f"{'rel err':>8}")
+             f"{'rel err':>8} {'floor':>7} {'l/floor':>7} {'%peak':>5}")
 
 
 def print_conv_title(args):
@@ -857,17 +871,20 @@ def print_conv_row(row):
     right = (f"{min_med(t):>13} {t['gflops']:>8.1f}" if t.get("status") == "ok"
              else f"{'-':>13} {'-':>8}")
     err = "-" if row["max_rel_err"] is None else f"{row['max_rel_err']:.1e}"
+    fl = row.get("floor")
+    peak = "-" if not fl or fl["of_peak"] is None else f"{100 * fl['of_peak']:.0f}"
     print(f"{row['name']:<18} {row['shape']:<34} {left} {right} {fmt_ratio(row['ratio']):>7} "
-          f"{err:>8}", flush=True)
+          f"{err:>8} {floor_cells(fl)} {peak:>5}", flush=True)
 
 
-def run_conv_cases(args, libs, cases):
+def run_conv_cases(args, libs, cases, floors=None):
     """Rows of the selected conv cases, printed as they finish unless --json."""
     rows, warnings = [], []
     if cases and not args.json:
         print_conv_title(args)
     for case in cases:
         row = run_conv_case(case, args, libs)
+        add_conv_floor(row, floors or {})
         rows.append(row)
         warnings += conv_warnings(row)
         if not args.json:
@@ -875,6 +892,83 @@ def run_conv_cases(args, libs, cases):
     if rows and not args.json and "torch" not in libs:
         print("(torch not run: no torch column, conv targets not run)")
     return rows, warnings
+
+
+# ---- floors (issue 17): the machine's limits, from `lumen bench floors` -------------------
+
+#: What each bound of `lumen bench floors` is called in the targets table.
+FLOOR_AGAINST = {"memory": "memory floor", "fma": "FMA floor", "fft": "FFTW pair"}
+
+
+def lumen_cli():
+    """The lumen CLI of this package: $LUMEN_BIN, else <build>/lumen next to <build>/python,
+    else `lumen` on PATH; None when there is none."""
+    if os.environ.get("LUMEN_BIN"):
+        return os.environ["LUMEN_BIN"]
+    beside = Path(lumen.__file__).resolve().parents[2] / "lumen"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    return shutil.which("lumen")
+
+
+def measure_floors(args):
+    """`lumen bench floors --json` on this run's size and threads: the CLI's object (plus the
+    command), or {"error": why}, in which case the floor columns read '-'."""
+    exe = lumen_cli()
+    if exe is None:
+        return {"error": "no lumen CLI found (set LUMEN_BIN)"}
+    cmd = [exe, "bench", "floors", "--json", "--size", f"{args.w}x{args.h}",
+           "--threads", str(args.threads)]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=900)
+        floors = json.loads(done.stdout)
+    except (OSError, subprocess.SubprocessError, ValueError) as e:
+        return {"error": f"{' '.join(cmd)}: {e}"}
+    floors["command"] = " ".join(cmd)
+    return floors
+
+
+def add_floor(row, floors):
+    """row["floor"]: the case's floor, lumen min / floor, and the issue's target on it (also
+    appended to row["targets"]); None when the floors were not measured or name no such case."""
+    c = next((c for c in floors.get("cases", []) if c["name"] == row["name"]), None)
+    lu = row["lumen"]
+    if c is None:
+        row["floor"] = None
+        return
+    r = ratio(lu.get("ms_min") if lu.get("status") == "ok" else None, c["floor_ms"])
+    row["floor"] = {"ms": c["floor_ms"], "bound": c["bound"], "ratio": r, "limit": c["target"],
+                    **{k: c[k] for k in ("memory_ms", "fma_ms", "fft_ms", "passes")}}
+    if c["target"] is not None:
+        verdict = "not run" if r is None else ("met" if r <= c["target"] else "MISSED")
+        row["targets"].append({"against": FLOOR_AGAINST[c["bound"]], "ratio": r,
+                               "limit": c["target"], "verdict": verdict})
+
+
+def add_conv_floor(row, floors):
+    """A conv row's FMA floor: its GFLOP at the FMA peak; no target (the conv targets are
+    against torch)."""
+    peak = floors.get("fma", {}).get("gflops")
+    lu = row["lumen"]
+    if not peak:
+        row["floor"] = None
+        return
+    floor_ms = row["gflop"] / peak * 1e3
+    ok = lu.get("status") == "ok"
+    row["floor"] = {"ms": floor_ms, "bound": "fma", "peak_gflops": peak,
+                    "ratio": ratio(lu["ms_min"], floor_ms) if ok else None,
+                    "of_peak": lu["gflops"] / peak if ok else None}
+
+
+def print_floors_line(floors):
+    if "error" in floors:
+        print(f"floors: not measured ({floors['error']})")
+        return
+    m, f = floors["memcpy"], floors["fma"]
+    print(f"floors (lumen bench floors, this run, {floors['threads']} threads): memcpy "
+          f"{m['ms_min']:.3f} ms ({m['gb_s']:.0f} GB/s), FMA peak {f['gflops']:.0f} GFLOP/s "
+          f"({f['isa']}), FFTW pairs planned {floors['fft']['planning']} on "
+          f"{floors['fft']['fftw_threads']} thread(s)")
 
 
 # ---- the machine ---------------------------------------------------------------------------
@@ -918,6 +1012,7 @@ def machine_info(args, libs):
         import torch
         threads["torch"] = torch.get_num_threads()
     return {"cpu": cpu_model(), "cpus_online": os.cpu_count(), "cpus_usable": usable,
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "os": platform.platform(), "loadavg": os.getloadavg(),
             "versions": lib_versions(libs), "threads": threads,
             "lumen_cpu_features": getattr(ctx, "cpu_features", "?"),
@@ -968,7 +1063,7 @@ def print_header(machine, args):
 
 HEAD = (f"{'case':<20} {'k':>3} {'method':<9} {'cold':>7} {'lumen min/med':>15} "
         f"{'cv2 min/med':>15} {'l/cv2':>5} {'scipy min/med':>15} {'l/sp':>5} "
-        f"{'torch min/med':>20} {'l/torch':>7}")
+        f"{'torch min/med':>20} {'l/torch':>7} {'floor':>7} {'l/floor':>7}")
 
 
 def print_row(row):
@@ -981,7 +1076,14 @@ def print_row(row):
     print(f"{row['name']:<20} {k:>3} {left} {min_med(p.get('cv2')):>15} "
           f"{fmt_ratio(r.get('cv2')):>5} {min_med(p.get('scipy')):>15} "
           f"{fmt_ratio(r.get('scipy')):>5} {min_med(p.get('torch')):>20} "
-          f"{fmt_ratio(r.get('torch')):>7}", flush=True)
+          f"{fmt_ratio(r.get('torch')):>7} {floor_cells(row.get('floor'))}", flush=True)
+
+
+def floor_cells(fl):
+    """'floor l/floor' cells: the floor in ms and lumen min / floor."""
+    if not fl:
+        return f"{'-':>7} {'-':>7}"
+    return f"{ms(fl['ms']):>7} {fmt_ratio(fl['ratio']):>7}"
 
 
 def print_legend(rows):
@@ -1087,8 +1189,13 @@ def parse_args(argv):
                     help="N of every conv case instead of its own (as lumen bench conv "
                          "--batch; 1 makes a quick run)")
     ap.add_argument("--json", action="store_true", help="print one JSON object, no table")
+    ap.add_argument("--json-out", default="", metavar="PATH",
+                    help="also write the JSON object to PATH (the table is still printed; "
+                         "bench/charts.py draws it)")
     ap.add_argument("--no-scipy", action="store_true", help="leave SciPy out")
     ap.add_argument("--no-torch", action="store_true", help="leave PyTorch out")
+    ap.add_argument("--no-floors", action="store_true",
+                    help="do not run `lumen bench floors` (no floor columns)")
     ap.add_argument("--torch-cap", type=float, default=3.0, metavar="S",
                     help="skip a torch call that takes over S seconds (default 3)")
     ap.add_argument("--overhead-calls", type=int, default=20000, metavar="N",
@@ -1141,12 +1248,13 @@ def set_threads(args, libs):
 
 # ---- main ----------------------------------------------------------------------------------
 
-def run_cases(args, libs, names):
+def run_cases(args, libs, names, floors=None):
     """Rows of the selected cases, printed as they finish unless --json."""
     img = make_image(args.w, args.h)
     runner, rows, warnings = Runner(args, libs, img), [], []
     for case in (c for c in CASES if c.name in names):
         row = runner.row(case)
+        add_floor(row, floors or {})
         rows.append(row)
         warnings += diff_warnings(row, img)
         if not args.json:
@@ -1163,6 +1271,9 @@ def main(argv=None):
         return bench_dask.main(argv)
     args = parse_args(argv)
     DEVICE = args.device
+    # first, while this process runs no threads of its own (lumen's, torch's, OpenCV's pools
+    # would spin beside the floors' measurement)
+    floors = {"error": "--no-floors"} if args.no_floors else measure_floors(args)
     try:
         lumen.Context(device=DEVICE)
     except ValueError as e:
@@ -1178,21 +1289,25 @@ def main(argv=None):
     checks = check_all(selected, libs, args.threads)
     if not args.json:
         print_header(machine, args)
+        print_floors_line(floors)
         print_check(checks)
         if selected:
             print("\n" + HEAD + "\n" + "-" * len(HEAD))
-    rows, warnings = run_cases(args, libs, args.cases)
+    rows, warnings = run_cases(args, libs, args.cases, floors)
     if rows and not args.json:
         print_legend(rows)
     conv_rows, conv_warn = run_conv_cases(
-        args, libs, [c for c in CONV_CASES if c.name in args.cases])
+        args, libs, [c for c in CONV_CASES if c.name in args.cases], floors)
     warnings += conv_warn
     ov = measure_overhead(args.overhead_calls) if OVERHEAD_CASE in args.cases else None
+    machine["loadavg_end"] = os.getloadavg()
+    result = {"machine": machine, "size": [args.w, args.h], "repeat": args.repeat,
+              "check": checks, "floors": floors, "rows": rows, "conv_rows": conv_rows,
+              "overhead": ov, "warnings": warnings}
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(result, indent=2) + "\n")
     if args.json:
-        machine["loadavg_end"] = os.getloadavg()
-        json.dump({"machine": machine, "size": [args.w, args.h], "repeat": args.repeat,
-                   "check": checks, "rows": rows, "conv_rows": conv_rows, "overhead": ov,
-                   "warnings": warnings}, sys.stdout, indent=2)
+        json.dump(result, sys.stdout, indent=2)
         print()
     else:
         print_overhead(ov)

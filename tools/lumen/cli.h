@@ -59,6 +59,7 @@ int cmd_blur(int argc, char **argv);
 int cmd_box(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_bench_conv(int argc, char **argv); /* `lumen bench conv`, from cmd_bench */
+int cmd_bench_floors(int argc, char **argv); /* `lumen bench floors`, from cmd_bench */
 int cmd_scene(int argc, char **argv);
 int cmd_kernel(int argc, char **argv);
 int cmd_mask_bbox(int argc, char **argv);

@@ -11,6 +11,7 @@
 static const char usage[] =
     "Usage: lumen bench [--json] [--size WxH] [--repeat N] [--case NAMES] [options]\n"
     "       lumen bench conv [--json] [--case NAMES] [--repeat N] [--batch N] [options]\n"
+    "       lumen bench floors [--json] [--size WxH] [--repeat N] [options]\n"
     "\n"
 
     "Times the ops in this process on a generated single-channel f32 image with\n"
@@ -32,7 +33,8 @@ static const char usage[] =
     "All cases use --border reflect. A case the library answers 'unsupported' is\n"
     "listed as skipped (JSON: \"status\": \"unsupported\"), not as a failure.\n"
     "'lumen bench conv' times NCHW conv2d and conv_transpose2d layers instead, with\n"
-    "GFLOP/s (see 'lumen bench conv --help').\n"
+    "GFLOP/s (see 'lumen bench conv --help'); 'lumen bench floors' measures the\n"
+    "machine's floors (memcpy, FMA peak, FFTW pair) and each case's floor.\n"
     "\n"
     "Options:\n"
     "  --json            print a JSON list of results instead of a table (default: table)\n"
@@ -387,9 +389,10 @@ static int run_all(const bench_state *st, const bench_buffers *b)
 
 int cmd_bench(int argc, char **argv)
 {
-    /* "conv" names the conv benchmark, a command of its own (cmd_bench_conv.c); bench itself
-     * takes no positional argument, so the word cannot be anything else. */
+    /* "conv" and "floors" name commands of their own (cmd_bench_conv.c, bench_floors.c);
+     * bench itself takes no positional argument, so the word cannot be anything else. */
     if (argc > 1 && !strcmp(argv[1], "conv")) return cmd_bench_conv(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "floors")) return cmd_bench_floors(argc - 1, argv + 1);
     const cli_command cmd = {"bench", flags, on_flag, NULL, 0, 0};
     bench_state st = {{0}, 0, 3000, 2000, 7, {0}};
     for (int i = 0; i < NCASES; i++) st.selected[i] = 1;
