@@ -286,19 +286,16 @@ static const wino_buffers *get_buffers(lumen_context *ctx, size_t u_bytes, size_
     return b;
 }
 
-lumen_status lumen_cpu_conv2d_winograd_tile(lumen_context *ctx, const lumen_conv_job *job, int m,
-                                            const char **isa)
+/* The plan of tile m for the job (shapes only), with the kernel and transform of ctx's ISA. */
+static wino_plan plan_init(const lumen_context *ctx, const lumen_conv_job *job, int m, int *isa_index)
 {
-    if (m != 2 && m != 4)
-        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "conv2d: Winograd tile %d (2 or 4)", m);
     const lumen_sgemm_kernel *kern =
         lumen_cpu_sgemm_kernel_for_rows(ctx, job->w->n / job->p.groups);
-    const int isa_index = lumen_ctx_use_avx512(ctx) ? 2 : lumen_ctx_use_avx2(ctx) ? 1 : 0;
-    const int threads = ctx->threads;
+    *isa_index = lumen_ctx_use_avx512(ctx) ? 2 : lumen_ctx_use_avx2(ctx) ? 1 : 0;
     wino_plan pl = {
         .job = job,
         .kern = kern,
-        .sc = &schemes[m == 4][isa_index],
+        .sc = &schemes[m == 4][*isa_index],
         .m = m,
         .alpha2 = (m + 2) * (m + 2),
         .groups = job->p.groups,
@@ -309,20 +306,69 @@ lumen_status lumen_cpu_conv2d_winograd_tile(lumen_context *ctx, const lumen_conv
     pl.tiles = job->x->n * pl.th * pl.tw;
     pl.panels = cdiv(pl.kg, kern->mr), pl.kgp = pl.panels * kern->mr;
     pl.kc = cdiv(pl.cg, cdiv(pl.cg, WINO_KC));
+    return pl;
+}
+
+static size_t u_size(const wino_plan *pl)
+{
+    return round64((size_t)(pl->alpha2 * pl->groups * pl->kgp * pl->cg) * sizeof(float));
+}
+
+lumen_status lumen_cpu_conv2d_winograd_pack(lumen_context *ctx, const lumen_conv_job *job, int m,
+                                            lumen_conv_pack *pack)
+{
+    int isa_index;
+    wino_plan pl = plan_init(ctx, job, m, &isa_index);
+    const size_t bytes = u_size(&pl);
+    pl.upack = aligned_alloc(64, bytes);
+    if (!pl.upack)
+        return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY,
+                               "w: cannot allocate %zu bytes of transformed weights", bytes);
+    pack_weights(&pl, ctx->threads);
+    pack->kernel = pl.kern, pack->wino_isa = isa_index;
+    pack->data = pl.upack, pack->bytes = bytes;
+    return LUMEN_OK;
+}
+
+/* The job's prepacked U when it was made for this tile, kernel and transform. */
+static const float *packed_u(const wino_plan *pl, int isa_index)
+{
+    const lumen_conv_pack *pk = pl->job->pack;
+    const lumen_conv_algo want = pl->m == 4 ? LUMEN_CONV_WINOGRAD_F4 : LUMEN_CONV_WINOGRAD_F2;
+    if (!pk || pk->algo != want || pk->kernel != pl->kern || pk->wino_isa != isa_index ||
+        pk->bytes != u_size(pl))
+        return NULL;
+    return pk->data;
+}
+
+lumen_status lumen_cpu_conv2d_winograd_tile(lumen_context *ctx, const lumen_conv_job *job, int m,
+                                            const char **isa)
+{
+    if (m != 2 && m != 4)
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "conv2d: Winograd tile %d (2 or 4)", m);
+    const int threads = ctx->threads;
+    int isa_index;
+    wino_plan pl = plan_init(ctx, job, m, &isa_index);
+    const lumen_sgemm_kernel *kern = pl.kern;
     pl.nsl = choose_slivers(&pl, threads);
     pl.cols = pl.nsl * kern->nr;
     pl.blocks = cdiv(pl.tiles, pl.cols);
     pl.idx32 = x_extent(job->x, m + 2) < INT32_MAX;
+    const float *pre = packed_u(&pl, isa_index);
 
-    const size_t u_bytes =
-        round64((size_t)(pl.alpha2 * pl.groups * pl.kgp * pl.cg) * sizeof(float));
+    /* with a pack the cached U buffer is not needed (one line of 64 bytes stands in) */
+    const size_t u_bytes = pre ? 64 : u_size(&pl);
     const size_t v_bytes = round64((size_t)(pl.alpha2 * pl.cg * pl.cols) * sizeof(float));
     const size_t m_bytes = round64((size_t)(pl.alpha2 * pl.kgp * pl.cols) * sizeof(float));
     const wino_buffers *buf = get_buffers(ctx, u_bytes, (v_bytes + m_bytes) * (size_t)threads);
     if (!buf) return LUMEN_ERR_OUT_OF_MEMORY;
-    pl.upack = buf->u;
     unsigned char *scratch = buf->scratch;
-    pack_weights(&pl, threads);
+    if (pre) {
+        pl.upack = (float *)pre; /* read only: run_item never writes U */
+    } else {
+        pl.upack = buf->u;
+        pack_weights(&pl, threads);
+    }
 
     const int64_t items = pl.groups * pl.blocks;
     lumen_cpu_stop stop = lumen_cpu_stop_init(ctx); /* polled per item (docs/faults.md) */
