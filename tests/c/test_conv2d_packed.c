@@ -1,6 +1,7 @@
 /*
  * Prepacked conv2d weights (lumen_conv2d_weights_pack / lumen_conv2d_packed): a packed call
- * gives the unpacked call's y bit for bit on every CPU algorithm (Winograd, im2col+SGEMM with
+ * gives the unpacked call's y bit for bit on every CPU algorithm (Winograd F(2x2) and F(4x4),
+ * im2col+SGEMM with
  * 1x1, stride 2 and groups, depthwise) and ISA, with odd layouts, bias and f16 tensors; the
  * pack really is used (weights changed after packing do not change y); a context of another
  * ISA ignores the pack; and mismatching shapes or parameters are refused naming the argument.
@@ -19,6 +20,7 @@ typedef struct pcase {
 
 static const pcase cases[] = {
     {"3x3 winograd", "winograd-f2x2", 2, 32, 14, 13, 32, 3, 3, 1, 1, 1},
+    {"3x3 winograd f4", "winograd-f4x4", 4, 16, 16, 15, 24, 3, 3, 1, 1, 1},
     {"3x3 winograd K%mr", "winograd-f2x2", 1, 16, 9, 11, 20, 3, 3, 1, 0, 1},
     {"3x3 winograd groups", "winograd-f2x2", 1, 64, 8, 8, 64, 3, 3, 1, 1, 2},
     {"1x1", "im2col+sgemm", 2, 16, 7, 9, 24, 1, 1, 1, 0, 1},

@@ -1,7 +1,7 @@
 """lumen.Conv2dWeights: prepacked conv2d weights (lumen_conv2d_weights_pack, docs/conv2d.md).
 
 lumen.conv2d(x, packed, bias) must equal lumen.conv2d(x, weight, bias, **params) bit for bit on
-every CPU algorithm (Winograd, im2col+SGEMM for 1x1, stride 2 and groups, depthwise), use the
+every CPU algorithm (Winograd F(2x2) and F(4x4), im2col+SGEMM for 1x1, stride 2 and groups, depthwise), use the
 packed algorithm, take torch's unbatched form and padding='same', and refuse an x of another
 shape or parameters other than the packed ones with an ArgumentError naming the argument.
 """
@@ -15,6 +15,7 @@ from conftest import rng_for
 # (name, x shape, weight shape, params, algorithm)
 CASES = [
     ("winograd", (2, 32, 14, 13), (32, 32, 3, 3), dict(padding=1), "winograd-f2x2"),
+    ("winograd-f4", (4, 16, 16, 15), (24, 16, 3, 3), dict(padding=1), "winograd-f4x4"),
     ("winograd-groups", (1, 64, 8, 8), (64, 32, 3, 3), dict(padding=1, groups=2),
      "winograd-f2x2"),
     ("1x1", (2, 16, 7, 9), (24, 16, 1, 1), {}, "im2col+sgemm"),

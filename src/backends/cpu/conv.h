@@ -104,8 +104,10 @@ void lumen_dw_plane_avx512(const lumen_dw_plane *pl, float *pad, float *acc);
  * transform positions is one GEMM (K/g x tiles) = U (K/g x C/g) * V (C/g x tiles) on the
  * shared microkernel, and the output transform adds bias and writes y through its strides.
  * _applies: the shape is one where it measures faster than im2col+SGEMM. _tile runs tile m
- * (2 or 4); the plain call runs F(2x2), the largest tile within the tests' error bound.
+ * (2 or 4); _tile_for picks the faster tile for the shape (4 with enough tiles), which the
+ * plain call runs. F(2x2) keeps 1e-6 * sum|x*w|, F(4x4) 1e-5 (docs/conv2d.md).
  */
+int lumen_cpu_conv2d_winograd_tile_for(const lumen_conv_job *job);
 bool lumen_cpu_conv2d_winograd_applies(const lumen_context *ctx, const lumen_conv_job *job);
 lumen_status lumen_cpu_conv2d_winograd(lumen_context *ctx, const lumen_conv_job *job,
                                        const char **isa);

@@ -9,7 +9,9 @@ lumen_conv_algo lumen_cpu_conv2d_algo(const lumen_context *ctx, const lumen_conv
 {
     if (!ctx->simd) return LUMEN_CONV_REFERENCE;
     if (lumen_cpu_conv2d_depthwise_applies(job)) return LUMEN_CONV_DEPTHWISE;
-    if (lumen_cpu_conv2d_winograd_applies(ctx, job)) return LUMEN_CONV_WINOGRAD_F2;
+    if (lumen_cpu_conv2d_winograd_applies(ctx, job))
+        return lumen_cpu_conv2d_winograd_tile_for(job) == 4 ? LUMEN_CONV_WINOGRAD_F4
+                                                            : LUMEN_CONV_WINOGRAD_F2;
     return LUMEN_CONV_GEMM;
 }
 

@@ -16,8 +16,8 @@
  * y through its strides; tiles that overhang y write only their inside part.
  *
  * Error: see docs/conv2d.md. F(2x2) stays inside the tests' 1e-6 * sum|x*w| bound where
- * _applies takes it (padding <= 1); F(4x4) does not (up to ~5e-6), so lumen_cpu_conv2d_winograd
- * runs F(2x2).
+ * _applies takes it (padding <= 1); F(4x4) has its own bound, 1e-5 * sum|x*w| (measured up to
+ * ~5e-6), and runs where it is faster (lumen_cpu_conv2d_winograd_tile_for).
  */
 #include "conv.h"
 #include "conv_winograd_kernels.h"
@@ -246,6 +246,20 @@ bool lumen_cpu_conv2d_winograd_applies(const lumen_context *ctx, const lumen_con
     return cg >= 16 && kg >= 16;
 }
 
+/* F(4x4) needs 2.25 multiplies per output against F(2x2)'s 4, but its U is 2.25x larger and
+ * its tiles 4x fewer: with few tiles per group the GEMMs have too few columns to reuse U and the
+ * threads too few items, and F(2x2) wins. Measured on a 2-core Zen 4 (AVX-512): F(4) 1.2-1.6x
+ * faster from 64 tiles per group up (l1: 128 tiles, l2: 1568, l3: 128, 4x128x14x14: 64),
+ * 0.4-0.8x at 16-32 (1x256x14x14, 8x512x7x7). Its error bound is F(2)'s times about 6
+ * (docs/conv2d.md, "Winograd's bound"). */
+#define WINO_F4_MIN_TILES 64
+
+int lumen_cpu_conv2d_winograd_tile_for(const lumen_conv_job *job)
+{
+    const int64_t tiles = job->x->n * cdiv(job->y->h, 4) * cdiv(job->y->w, 4);
+    return tiles >= WINO_F4_MIN_TILES ? 4 : 2;
+}
+
 /* The transformed weights and per-thread scratch of a shape, kept in the context's plan cache
  * so that repeated calls do not map and fault in tens of MB again (the contents are rewritten
  * on every call: new weights may sit at the same pointer). */
@@ -392,5 +406,5 @@ lumen_status lumen_cpu_conv2d_winograd_tile(lumen_context *ctx, const lumen_conv
 lumen_status lumen_cpu_conv2d_winograd(lumen_context *ctx, const lumen_conv_job *job,
                                        const char **isa)
 {
-    return lumen_cpu_conv2d_winograd_tile(ctx, job, 2, isa);
+    return lumen_cpu_conv2d_winograd_tile(ctx, job, lumen_cpu_conv2d_winograd_tile_for(job), isa);
 }
