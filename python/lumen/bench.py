@@ -914,7 +914,8 @@ def cap_onednn_isa():
     cap = ONEDNN_CAPS.get(os.environ.get("LUMEN_CPU_ISA", "").strip().lower())
     if cap and "torch" not in sys.modules:
         for var in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"):
-            os.environ.setdefault(var, cap)
+            if not os.environ.get(var):  # empty counts as unset
+                os.environ[var] = cap
     return os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA")
 
 
