@@ -62,6 +62,12 @@ thread start-up) and the warm calls on that same context. The cases and the peer
       (conv_transpose2d: 2*N*C*H*W*(K/groups)*R*S), on the min and the median. lumen's
       output is compared with torch's once per case: max|lumen - torch| / max|torch| must
       be <= 1e-4, else a WARNING and exit status 1. --batch N replaces every case's N.
+      packed  conv2d only: lumen.conv2d(x, lumen.Conv2dWeights(w, x.shape, ...), out=out),
+              the weights transformed once outside the timing, interleaved with the two above
+      torch's oneDNN: each case runs once in a child python with ONEDNN_VERBOSE=1; its version,
+              ISA and per-case implementation are printed ('-': torch did not use oneDNN).
+              LUMEN_CPU_ISA=avx2 (generic) also sets ONEDNN_MAX_CPU_ISA / DNNL_MAX_CPU_ISA
+              to AVX2 (SSE41) before torch loads, unless already set: a like-for-like ISA.
 
 Threads: --threads N (default 2) goes to lumen.Context(threads=N), cv2.setNumThreads(N) and
 torch.set_num_threads(N); SciPy is single-threaded (ndimage, and scipy.fft in oaconvolve with
