@@ -759,10 +759,10 @@ static void test_depthwise_wide(void **state)
 {
     (void)state;
     const shape cases[] = {
-        {2, 3, 7, 37, 6, 3, 3, 1, 1, 1, 1, 1, 1, 3, 0, 0},  /* interior 35: blocks + edges */
-        {1, 4, 6, 40, 8, 3, 5, 1, 1, 1, 2, 1, 2, 4, 0, 0},  /* dilation 2: interior 32 */
-        {1, 2, 5, 21, 4, 1, 5, 1, 1, 0, 3, 1, 1, 2, 0, 0},  /* interior 17: one block, overlap */
-        {1, 2, 5, 50, 4, 3, 3, 2, 2, 1, 1, 1, 1, 2, 0, 0},  /* stride 2: padded copy */
+        {2, 3, 7, 37, 6, 3, 3, 1, 1, 1, 1, 1, 1, 3, 0, 0}, /* interior 35: blocks + edges */
+        {1, 4, 6, 40, 8, 3, 5, 1, 1, 1, 2, 1, 2, 4, 0, 0}, /* dilation 2: interior 32 */
+        {1, 2, 5, 21, 4, 1, 5, 1, 1, 0, 3, 1, 1, 2, 0, 0}, /* interior 17: one block, overlap */
+        {1, 2, 5, 50, 4, 3, 3, 2, 2, 1, 1, 1, 1, 2, 0, 0}, /* stride 2: padded copy */
     };
     static const ts_layout lx[] = {TS_PLANAR, TS_STRIDED, TS_FLIPPED};
     int ran = 0;
