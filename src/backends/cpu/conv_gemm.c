@@ -169,6 +169,12 @@ static void build_taps(const gemm_plan *pl, const gemm_ws *ws, int64_t nruns, in
             }
 }
 
+/* 1x1 convs stream x once per call, one run of <= nr floats per channel row, rows xs_c apart:
+ * too many streams for the hardware prefetcher. Prefetching the same run this many channels
+ * ahead made pw_256x28x28_k1 4-20% faster (2-core Zen 4, AVX-512; 4 beat 8 and 16). Larger
+ * kernels reread their rows across taps from cache and are left alone. */
+#define PREFETCH_ROWS 4
+
 /* Reduction rows [p0, p0 + kc) of the item's columns into ws->b as nsl slivers of kc x nr. */
 static void pack_b(const gemm_plan *pl, const gemm_ws *ws, int64_t nruns, int64_t cols, int64_t p0,
                    int64_t kc)
@@ -184,6 +190,11 @@ static void pack_b(const gemm_plan *pl, const gemm_ws *ws, int64_t nruns, int64_
         for (int64_t i = 0; i < nruns; i++, tp++) {
             float *restrict d = dp + tp->dst;
             const float *restrict src = xc + tp->src;
+            if (rs == 1 && p + PREFETCH_ROWS < kc && tp->hi > tp->lo) {
+                const float *ahead = src + PREFETCH_ROWS * pl->xs_c; /* a channel inside x */
+                __builtin_prefetch(ahead + tp->lo * step);
+                __builtin_prefetch(ahead + (tp->hi - 1) * step);
+            }
             int64_t t = 0;
             for (; t < tp->lo; t++)
                 d[t] = 0.0f;
