@@ -588,6 +588,32 @@ LUMEN_API lumen_status lumen_conv_transpose2d_alloc(lumen_context *ctx, const lu
                                                     const lumen_conv2d_params *p, lumen_image *y,
                                                     lumen_run_info *info);
 
+/*
+ * Prepacked conv2d weights: the CPU transforms a layer's weights once (Winograd U, the
+ * SGEMM's A slivers) for the algorithm it picks for that layer, and lumen_conv2d_packed reuses
+ * them on every call, bit for bit what lumen_conv2d gives. The handle is made for one x shape
+ * x_shape = {N, C, H, W} and one p (any strides of x are fine); a call with another x shape or
+ * p fails with LUMEN_ERR_INVALID_ARGUMENT naming the argument. It keeps the view w (not a
+ * copy): w must stay valid and unchanged while the handle lives. Device contexts (Vulkan,
+ * CUDA) ignore the pack and run on w; a CPU context whose ISA differs from the packing one
+ * (LUMEN_CPU_ISA) transforms w per call as lumen_conv2d does. docs/conv2d.md.
+ */
+typedef struct lumen_conv2d_weights lumen_conv2d_weights;
+LUMEN_API lumen_status lumen_conv2d_weights_pack(lumen_context *ctx, const int64_t x_shape[4],
+                                                 const lumen_image *w,
+                                                 const lumen_conv2d_params *p,
+                                                 lumen_conv2d_weights **out);
+/* p: NULL for the handle's parameters, else it must equal them. */
+LUMEN_API lumen_status lumen_conv2d_packed(lumen_context *ctx, const lumen_image *x,
+                                           const lumen_conv2d_weights *wp, const float *bias,
+                                           const lumen_conv2d_params *p, const lumen_image *y,
+                                           lumen_run_info *info);
+/* The packed algorithm ("winograd-f4x4", "winograd-f2x2", "im2col+sgemm", "depthwise",
+ * "reference": the last two keep no transformed copy; "none": w lives in device memory) and
+ * the bytes of transformed weights the handle holds. */
+LUMEN_API const char *lumen_conv2d_weights_algo(const lumen_conv2d_weights *wp, size_t *bytes);
+LUMEN_API void lumen_conv2d_weights_free(lumen_conv2d_weights *wp);
+
 /* ---- image files --------------------------------------------------------
  * By extension: .png (u8/u16, 1..4 channels (2 = gray+alpha)), .jpg/.jpeg
  * (u8, 1/3 channels), .tif/.tiff (u8/u16/f32, 1..4 channels), .webp (u8,

@@ -29,7 +29,7 @@ from ._lumen import (  # noqa: F401  (the C extension is the API)
     read_image,
     write_image,
 )
-from ._conv import FORMS as _FORMS
+from ._conv import FORMS as _FORMS, Conv2dWeights  # noqa: F401  (docs/conv2d.md)
 from ._crop import FORMS as _CROP_FORMS, mask_bbox  # noqa: F401  (docs/crop.md)
 from . import film  # noqa: E402,F401  (lumen.film: the film effects, docs/film.md)
 
@@ -53,7 +53,7 @@ for _name in _OPS:
 del _name, _fn
 
 __all__ = [
-    "ArgumentError", "Context", "Error", "FileError", "UnsupportedError", "BORDER_ALIASES",
+    "ArgumentError", "Context", "Conv2dWeights", "Error", "FileError", "UnsupportedError", "BORDER_ALIASES",
     "device_info", "devices", "gaussian_kernel", "gaussian_ksize", "last_run", "mask_bbox",
     "read_image", "write_image",
 ] + _OPS

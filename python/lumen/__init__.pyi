@@ -33,6 +33,20 @@ class Context:
     def cpu_features(self) -> str: ...
     def clear_plans(self) -> None: ...
 
+class Conv2dWeights:
+    """conv2d weights packed once for one x shape and parameters (docs/conv2d.md)."""
+    weight: ArrayLike
+    x_shape: tuple[int, int, int, int]
+    algo: str
+    nbytes: int
+    def __init__(self, weight: ArrayLike, x_shape: Sequence[int], *,
+                 stride: Union[int, Sequence[int]] = 1,
+                 padding: Union[int, Sequence[int], Literal['valid', 'same']] = 0,
+                 dilation: Union[int, Sequence[int]] = 1, groups: int = 1,
+                 context: Context | None = None) -> None: ...
+    @property
+    def shape(self) -> tuple[int, int, int, int]: ...
+
 def gaussian_kernel(n: int, sigma: float) -> npt.NDArray[np.float32]: ...
 def gaussian_ksize(sigma: float, dtype: DTypeLike = "float32") -> int: ...
 def devices() -> list[dict[str, Any]]: ...
@@ -229,6 +243,7 @@ __all__ = [
     'ArgumentError',
     'BORDER_ALIASES',
     'Context',
+    'Conv2dWeights',
     'Error',
     'FileError',
     'UnsupportedError',

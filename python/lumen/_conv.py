@@ -25,9 +25,42 @@ def _empty_batch(fn, x, weight, bias, out, params):
     return out
 
 
+class Conv2dWeights:
+    """conv2d weights transformed once for one input shape and one set of parameters
+    (lumen_conv2d_weights_pack, docs/conv2d.md): ``lumen.conv2d(x, packed, bias)`` then skips
+    the per-call weight transform and gives the unpacked result bit for bit. x must have shape
+    ``x_shape``; stride, padding, dilation and groups default to the packed ones and, when
+    given, must equal them. The weight array is kept (not copied): do not change it while the
+    packed weights are in use (they would not follow). Device contexts run on the weight
+    itself."""
+
+    __slots__ = ("weight", "x_shape", "stride", "padding", "dilation", "groups", "algo",
+                 "nbytes", "_capsule")
+
+    def __init__(self, weight, x_shape, *, stride=1, padding=0, dilation=1, groups=1,
+                 context=None):
+        self.weight = weight
+        self.x_shape = tuple(int(v) for v in x_shape)
+        self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
+        self._capsule, self.algo, self.nbytes = _lumen._conv2d_pack(
+            self.x_shape, weight, stride=stride, padding=padding, dilation=dilation,
+            groups=groups, context=context)
+
+    @property
+    def shape(self):
+        """The weight's shape (K, C/groups, R, S)."""
+        return tuple(self.weight.shape)
+
+    def __repr__(self):
+        return (f"Conv2dWeights(shape={self.shape}, x_shape={self.x_shape}, "
+                f"algo={self.algo!r}, nbytes={self.nbytes})")
+
+
 def _all_forms(fn):
     @functools.wraps(fn)
     def call(x, weight, bias=None, *, out=None, **params):
+        if isinstance(weight, Conv2dWeights):
+            weight = weight._capsule
         nd = getattr(x, "ndim", None)
         if nd == 3:  # unbatched (C, H, W): a batch of one, as torch does
             r = fn(x[None], weight, bias, out=None if out is None else out[None], **params)

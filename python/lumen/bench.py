@@ -62,6 +62,12 @@ thread start-up) and the warm calls on that same context. The cases and the peer
       (conv_transpose2d: 2*N*C*H*W*(K/groups)*R*S), on the min and the median. lumen's
       output is compared with torch's once per case: max|lumen - torch| / max|torch| must
       be <= 1e-4, else a WARNING and exit status 1. --batch N replaces every case's N.
+      packed  conv2d only: lumen.conv2d(x, lumen.Conv2dWeights(w, x.shape, ...), out=out),
+              the weights transformed once outside the timing, interleaved with the two above
+      torch's oneDNN: each case runs once in a child python with ONEDNN_VERBOSE=1; its version,
+              ISA and per-case implementation are printed ('-': torch did not use oneDNN).
+              LUMEN_CPU_ISA=avx2 (generic) also sets ONEDNN_MAX_CPU_ISA / DNNL_MAX_CPU_ISA
+              to AVX2 (SSE41) before torch loads, unless already set: a like-for-like ISA.
 
 Threads: --threads N (default 2) goes to lumen.Context(threads=N), cv2.setNumThreads(N) and
 torch.set_num_threads(N); SciPy is single-threaded (ndimage, and scipy.fft in oaconvolve with
@@ -747,6 +753,16 @@ def lumen_conv_fn(case, x, w, out, ctx):
     return lambda: fn(x, w, None, out=out, context=ctx, **params)
 
 
+def lumen_packed_fn(case, x, w, out, ctx):
+    """lumen.conv2d with weights packed once (lumen.Conv2dWeights, outside the timing), as an
+    inference loop calls a layer; None for conv_transpose2d (no packed form)."""
+    if case.transposed:
+        return None
+    params = conv_params(case)
+    packed = lumen.Conv2dWeights(w, x.shape, context=ctx, **params)
+    return lambda: lumen.conv2d(x, packed, None, out=out, context=ctx)
+
+
 def torch_conv_fn(case, x, w):
     """torch.nn.functional on the same memory (torch.from_numpy shares it: no copy)."""
     import torch
@@ -797,6 +813,9 @@ def run_conv_case(case, args, libs):
     out = np.zeros((n, case.k) + case.out_hw(), np.float32)  # touched: no page faults timed
     ctx = lumen_context(args.threads)  # fresh: the cold call pays its one-time costs
     fns = {"lumen": lumen_conv_fn(case, x, w, out, ctx)}
+    packed = lumen_packed_fn(case, x, w, out, ctx)
+    if packed:
+        fns["packed"] = packed
     if "torch" in libs:
         fns["torch"] = torch_conv_fn(case, x, w)
     gflop = case.gflop(n)
@@ -805,10 +824,12 @@ def run_conv_case(case, args, libs):
             ms, results = time_interleaved(fns, args.repeat)
     except lumen.UnsupportedError as e:
         lu, peer, err = {"status": "unsupported", "error": str(e)}, {"status": "n/a"}, None
+        pk = {"status": "n/a"}
     else:
         lu = conv_timing(ms["lumen"], gflop)
         run = lumen.last_run() or {}
         lu.update({k: run.get(k) for k in ("algo", "isa", "threads", "device")})
+        pk = conv_timing(ms["packed"], gflop) if "packed" in ms else {"status": "n/a"}
         peer, err = {"status": "n/a"}, None
         if "torch" in fns:
             import torch
@@ -818,9 +839,13 @@ def run_conv_case(case, args, libs):
     ratio = lu["gflops"] / peer["gflops"] if "gflops" in lu and "gflops" in peer else None
     ratio_med = (lu["gflops_median"] / peer["gflops_median"]
                  if "gflops" in lu and "gflops" in peer else None)
+    ratio_pk = (pk["gflops"] / peer["gflops"]
+                if "gflops" in pk and "gflops" in peer else None)
     return {"name": case.name, "op": case.op, "shape": case.shape_text(n), "n": n,
             "out": [n, case.k, *case.out_hw()], "gflop": gflop, "lumen": lu, "torch": peer,
-            "ratio": ratio, "ratio_median": ratio_med, "max_rel_err": err,
+            "lumen_packed": pk, "ratio": ratio, "ratio_median": ratio_med,
+            "ratio_packed": ratio_pk, "max_rel_err": err,
+            "torch_impl": (ONEDNN.get("impl") or {}).get(case.name),
             "targets": conv_targets(case, ratio)}
 
 
@@ -851,15 +876,19 @@ def conv_warnings(row):
 
 
 CONV_HEAD = (f"{'case':<18} {'shape (x * w)':<34} {'algo':<13} {'lumen min/med':>13} "
-             f"{'GFLOP/s':>8} {'torch min/med':>13} {'GFLOP/s':>8} {'l/torch':>7} "
-             f"{'rel err':>8} {'floor':>7} {'l/floor':>7} {'%peak':>5}")
+             f"{'GFLOP/s':>8} {'packed':>7} {'torch min/med':>13} {'GFLOP/s':>8} "
+             f"{'l/torch':>7} {'pk/t':>5} {'rel err':>8} {'floor':>7} {'l/floor':>7} {'%peak':>5}"
+             f"  torch's oneDNN")
 
 
 def print_conv_title(args):
     print(f"\nconv: f32 NCHW, values in [-1, 1) (lumen bench conv's data), 1 cold + "
           f"{args.repeat} warm calls each, lumen and torch interleaved; ms min/median, "
           f"GFLOP/s on the min; l/torch = lumen GFLOP/s / torch GFLOP/s (above 1: lumen "
-          f"faster)\n{CONV_HEAD}\n" + "-" * len(CONV_HEAD))
+          f"faster); packed: GFLOP/s of lumen.conv2d with lumen.Conv2dWeights (weights "
+          f"transformed once), pk/t its ratio to torch")
+    print(onednn_line() + f"; lumen: {lumen_isa_line(args)}")
+    print(f"{CONV_HEAD}\n" + "-" * len(CONV_HEAD))
 
 
 def print_conv_row(row):
@@ -871,15 +900,104 @@ def print_conv_row(row):
     right = (f"{min_med(t):>13} {t['gflops']:>8.1f}" if t.get("status") == "ok"
              else f"{'-':>13} {'-':>8}")
     err = "-" if row["max_rel_err"] is None else f"{row['max_rel_err']:.1e}"
+    pk = row["lumen_packed"]
+    pk_text = f"{pk['gflops']:>7.1f}" if pk.get("status") == "ok" else f"{'-':>7}"
+    left = left + " " + pk_text
     fl = row.get("floor")
     peak = "-" if not fl or fl["of_peak"] is None else f"{100 * fl['of_peak']:.0f}"
     print(f"{row['name']:<18} {row['shape']:<34} {left} {right} {fmt_ratio(row['ratio']):>7} "
-          f"{err:>8} {floor_cells(fl)} {peak:>5}", flush=True)
+          f"{fmt_ratio(row['ratio_packed']):>5} {err:>8} {floor_cells(fl)} {peak:>5}  "
+          f"{row['torch_impl'] or '-'}", flush=True)
+
+
+#: What torch's oneDNN said about itself and each case (onednn_probe); filled per run.
+ONEDNN = {}
+#: LUMEN_CPU_ISA -> the oneDNN cap of the same vector width, so that the comparison is fair.
+ONEDNN_CAPS = {"avx2": "AVX2", "generic": "SSE41"}
+
+_PROBE = r"""
+import json, sys, torch, torch.nn.functional as F
+spec = json.loads(sys.argv[1])
+torch.set_num_threads(spec["threads"])
+with torch.no_grad():
+    for c in spec["cases"]:
+        print("lumen-bench-case," + c["name"], flush=True)
+        x = torch.zeros(c["x"])
+        w = torch.zeros(c["w"])
+        fn = F.conv_transpose2d if c["transposed"] else F.conv2d
+        fn(x, w, None, **c["params"])
+        print("", flush=True)
+"""
+
+
+def cap_onednn_isa():
+    """With LUMEN_CPU_ISA=avx2 (generic), caps torch's oneDNN to AVX2 (SSE4.1) as well: the
+    variable must be set before torch loads, so this runs before anything imports it. A cap
+    the user set is kept. Returns the cap in force, or None."""
+    cap = ONEDNN_CAPS.get(os.environ.get("LUMEN_CPU_ISA", "").strip().lower())
+    if cap and "torch" not in sys.modules:
+        for var in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"):
+            if not os.environ.get(var):  # empty counts as unset
+                os.environ[var] = cap
+    return os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA")
+
+
+def onednn_probe(cases, args):
+    """Runs each case once in a child python with ONEDNN_VERBOSE=1 (the parent's environment,
+    caps included) and reads oneDNN's own lines: its version, the ISA it dispatches to and the
+    implementation of each case's convolution ('-' in the table: torch did not use oneDNN)."""
+    import subprocess
+    import torch
+    spec = {"threads": torch.get_num_threads(), "cases": [
+        {"name": c.name, "transposed": c.transposed, "params": conv_params(c),
+         "x": [args.batch or c.n, c.c, c.h, c.w], "w": list(c.weight_shape())} for c in cases]}
+    env = dict(os.environ, ONEDNN_VERBOSE="1", DNNL_VERBOSE="1")
+    try:
+        r = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(spec)], env=env,
+                           capture_output=True, text=True, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return {"error": str(e)}
+    info, impl, case = {"cap": cap_onednn_isa(), "impl": {}}, {}, None
+    for line in r.stdout.splitlines():
+        f = line.split(",")
+        if f[0] == "lumen-bench-case":
+            case = f[1]
+        elif len(f) > 3 and f[1] == "info" and f[2] == "cpu" and f[3].startswith("isa:"):
+            info["isa"] = f[3][4:]
+        elif len(f) > 2 and f[1] == "info" and f[2].startswith("oneDNN"):
+            info["version"] = f[2].split(" (")[0]
+        elif len(f) > 4 and f[1] == "exec" and f[3] in ("convolution", "deconvolution") and case:
+            impl.setdefault(case, f[4])
+    info["impl"] = impl
+    if r.returncode:
+        info["error"] = r.stderr.strip().splitlines()[-1:] or ["exit %d" % r.returncode]
+    return info
+
+
+def onednn_line():
+    if not ONEDNN:
+        return "torch's oneDNN: not probed"
+    if "isa" not in ONEDNN:
+        return f"torch's oneDNN: no verbose output ({ONEDNN.get('error', 'not used')})"
+    cap = f", capped by ONEDNN_MAX_CPU_ISA={ONEDNN['cap']}" if ONEDNN.get("cap") else ""
+    return f"torch's {ONEDNN.get('version', 'oneDNN')}: isa {ONEDNN['isa']}{cap}"
+
+
+def lumen_isa_line(args):
+    """The ISA of lumen's conv kernels in this run: a small im2col conv's run info."""
+    ctx = lumen_context(args.threads)
+    x, w = np.ones((1, 4, 9, 9), np.float32), np.ones((20, 4, 5, 5), np.float32)
+    lumen.conv2d(x, w, stride=2, context=ctx)
+    env = os.environ.get("LUMEN_CPU_ISA")
+    return (f"isa {(lumen.last_run() or {}).get('isa', '?')}"
+            + (f", capped by LUMEN_CPU_ISA={env}" if env else ""))
 
 
 def run_conv_cases(args, libs, cases, floors=None):
     """Rows of the selected conv cases, printed as they finish unless --json."""
     rows, warnings = [], []
+    if cases and "torch" in libs:
+        ONEDNN.update(onednn_probe(cases, args))
     if cases and not args.json:
         print_conv_title(args)
     for case in cases:
@@ -1282,9 +1400,11 @@ def main(argv=None):
         print(f"lumen.bench: note: {DEVICE} is a software device, a driver that runs on the "
               "CPU: its times check the harness and say nothing about a GPU's speed",
               file=sys.stderr)
+    onednn_cap = cap_onednn_isa()  # before peer_libs imports torch
     libs = peer_libs(args)
     set_threads(args, libs)
     machine = machine_info(args, libs)
+    machine["onednn_max_cpu_isa"] = onednn_cap
     selected = [c for c in CASES if c.name in args.cases]
     checks = check_all(selected, libs, args.threads)
     if not args.json:
@@ -1300,6 +1420,7 @@ def main(argv=None):
         args, libs, [c for c in CONV_CASES if c.name in args.cases], floors)
     warnings += conv_warn
     ov = measure_overhead(args.overhead_calls) if OVERHEAD_CASE in args.cases else None
+    machine["torch_onednn"] = ONEDNN or None
     machine["loadavg_end"] = os.getloadavg()
     result = {"machine": machine, "size": [args.w, args.h], "repeat": args.repeat,
               "check": checks, "floors": floors, "rows": rows, "conv_rows": conv_rows,

@@ -229,12 +229,13 @@ typedef struct conv_call {
     PyArrayObject *bias;
     PyObject *result, *tmp;
     int device;             /* the device whose memory a view lives in, or -1 */
+    int w_borrowed;         /* w is the packed weights' view (their capsule releases it) */
 } conv_call;
 
 static void conv_cleanup(conv_call *c)
 {
     lumenpy_view_release(&c->x);
-    lumenpy_view_release(&c->w);
+    if (!c->w_borrowed) lumenpy_view_release(&c->w);
     lumenpy_view_release(&c->y);
     lumenpy_view_release(&c->t);
     Py_CLEAR(c->bias);
@@ -318,6 +319,54 @@ static void copy_shifted(const lumen_image *src, int dh, int dw, const lumen_ima
             }
 }
 
+/* padding='same' (stride 1 only): total = d (k - 1) per axis; torch pads total // 2 before and
+ * the rest after. The pads become the larger half on both sides; *extra_h / *extra_w are 1
+ * where that gives one more output row (column) at the start, dropped afterwards. Bad
+ * dilations are left to the C checks (the pads are then meaningless but unused). */
+static int resolve_same(lumen_conv2d_params *p, const lumen_image *w, int *extra_h, int *extra_w)
+{
+    if (p->stride_h != 1 || p->stride_w != 1) {
+        PyErr_Format(lumenpy_ArgumentError,
+                     "padding: 'same' is not supported for strided convolutions (stride "
+                     "(%d, %d)); torch refuses it too",
+                     p->stride_h, p->stride_w);
+        return -1;
+    }
+    int64_t th = (int64_t)p->dilation_h * (w->h - 1);
+    int64_t tw = (int64_t)p->dilation_w * (w->w - 1);
+    if (p->dilation_h > 0 && p->dilation_w > 0) {
+        if (th > 2147483646 || tw > 2147483646) {
+            PyErr_SetString(lumenpy_ArgumentError, "padding: 'same' padding is too large");
+            return -1;
+        }
+        *extra_h = (int)(th & 1), *extra_w = (int)(tw & 1);
+        p->pad_h = (int)((th + 1) / 2), p->pad_w = (int)((tw + 1) / 2);
+    }
+    return 0;
+}
+
+/* ---- prepacked weights (lumen.Conv2dWeights, python/lumen/_conv.py) ---- */
+
+#define PACKED_CAPSULE "lumen.conv2d_weights"
+
+/* A capsule's contents: the handle, the weight view it keeps (held until the capsule dies)
+ * and the parameters it was packed with. */
+typedef struct conv_packed {
+    lumen_conv2d_weights *h;
+    lumenpy_view w;
+    lumen_conv2d_params p;
+    int same; /* packed with padding='same' (its pads resolved in p) */
+} conv_packed;
+
+static void packed_destroy(PyObject *cap)
+{
+    conv_packed *pk = PyCapsule_GetPointer(cap, PACKED_CAPSULE);
+    if (!pk) return;
+    lumen_conv2d_weights_free(pk->h);
+    lumenpy_view_release(&pk->w);
+    PyMem_Free(pk);
+}
+
 typedef lumen_status (*size_fn)(const lumen_image *, const lumen_image *,
                                 const lumen_conv2d_params *, int64_t *, int64_t *);
 typedef lumen_status (*conv_fn)(lumen_context *, const lumen_image *, const lumen_image *,
@@ -328,36 +377,20 @@ typedef lumen_status (*conv_fn)(lumen_context *, const lumen_image *, const lume
  * than at the start (torch pads the end); the op then runs with the larger pad on both sides
  * into a temporary one row (column) larger, whose first row (column) is dropped. */
 static PyObject *conv_run(PyObject *xo, PyObject *wo, PyObject *bo, lumen_conv2d_params *p,
-                          int same, int transposed, PyObject *out, PyObject *ctx_obj)
+                          int same, int transposed, PyObject *out, PyObject *ctx_obj,
+                          const conv_packed *pk)
 {
     conv_call c;
     memset(&c, 0, sizeof c);
     size_fn size = transposed ? lumen_conv_transpose2d_output_size : lumen_conv2d_output_size;
     conv_fn run = transposed ? lumen_conv_transpose2d : lumen_conv2d;
     int extra_h = 0, extra_w = 0;
-    if (lumenpy_nchw_view(xo, "x", 0, &c.x) || lumenpy_nchw_view(wo, "weight", 0, &c.w))
+    if (lumenpy_nchw_view(xo, "x", 0, &c.x)) goto fail;
+    if (pk)
+        c.w = pk->w, c.w_borrowed = 1;
+    else if (lumenpy_nchw_view(wo, "weight", 0, &c.w))
         goto fail;
-    if (same) {
-        if (p->stride_h != 1 || p->stride_w != 1) {
-            PyErr_Format(lumenpy_ArgumentError,
-                         "padding: 'same' is not supported for strided convolutions (stride "
-                         "(%d, %d)); torch refuses it too",
-                         p->stride_h, p->stride_w);
-            goto fail;
-        }
-        /* total = d (k - 1) per axis; torch pads total // 2 before and the rest after. Bad
-         * dilations are left to the C checks (the pads are then meaningless but unused). */
-        int64_t th = (int64_t)p->dilation_h * (c.w.img.h - 1);
-        int64_t tw = (int64_t)p->dilation_w * (c.w.img.w - 1);
-        if (p->dilation_h > 0 && p->dilation_w > 0) {
-            if (th > 2147483646 || tw > 2147483646) {
-                PyErr_SetString(lumenpy_ArgumentError, "padding: 'same' padding is too large");
-                goto fail;
-            }
-            extra_h = (int)(th & 1), extra_w = (int)(tw & 1);
-            p->pad_h = (int)((th + 1) / 2), p->pad_w = (int)((tw + 1) / 2);
-        }
-    }
+    if (same && resolve_same(p, &c.w.img, &extra_h, &extra_w)) goto fail;
     int64_t oh = 0, ow = 0;
     lumen_status s = size(&c.x.img, &c.w.img, p, &oh, &ow);
     if (s) {
@@ -385,8 +418,8 @@ static PyObject *conv_run(PyObject *xo, PyObject *wo, PyObject *bo, lumen_conv2d
     lumen_run_info info;
     memset(&info, 0, sizeof info);
     const float *bias = c.bias ? (const float *)PyArray_DATA(c.bias) : NULL;
-    Py_BEGIN_ALLOW_THREADS
-    s = run(ctx, &c.x.img, &c.w.img, bias, p, dst, &info);
+    Py_BEGIN_ALLOW_THREADS s = pk ? lumen_conv2d_packed(ctx, &c.x.img, pk->h, bias, p, dst, &info)
+                                  : run(ctx, &c.x.img, &c.w.img, bias, p, dst, &info);
     if (s == LUMEN_OK && dst == &c.t.img) copy_shifted(&c.t.img, extra_h, extra_w, &c.y.img);
     if (s == LUMEN_OK && c.device >= 0) s = lumen_context_synchronize(ctx);
     Py_END_ALLOW_THREADS
@@ -405,6 +438,36 @@ fail:
     return NULL;
 }
 
+/* Parameters given with packed weights must be the packed ones: checked before the shapes,
+ * so that the message names the parameter (lumen_conv2d_packed's words, Python's names). */
+static int packed_params_differ(const lumen_conv2d_params *p, const conv_packed *pk, int same)
+{
+    if (same != pk->same) {
+        PyErr_Format(lumenpy_ArgumentError,
+                     "padding: %s differs from the %s the weights were "
+                     "packed for",
+                     same ? "'same'" : "explicit padding",
+                     pk->same ? "'same'" : "explicit padding");
+        return 1;
+    }
+    const int a[] = {p->stride_h,   p->stride_w,   p->pad_h, p->pad_w,
+                     p->dilation_h, p->dilation_w, p->groups};
+    const int b[] = {pk->p.stride_h,   pk->p.stride_w,   pk->p.pad_h, pk->p.pad_w,
+                     pk->p.dilation_h, pk->p.dilation_w, pk->p.groups};
+    static const char *const names[] = {"stride (height)", "stride (width)",    "padding (height)",
+                                        "padding (width)", "dilation (height)", "dilation (width)",
+                                        "groups"};
+    for (int i = 0; i < 7; i++)
+        if (a[i] != b[i] && !(same && (i == 2 || i == 3))) {
+            PyErr_Format(lumenpy_ArgumentError,
+                         "%s: %d differs from the %d the weights were "
+                         "packed for",
+                         names[i], a[i], b[i]);
+            return 1;
+        }
+    return 0;
+}
+
 PyObject *lumenpy_conv2d(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
@@ -414,14 +477,81 @@ PyObject *lumenpy_conv2d(PyObject *self, PyObject *args, PyObject *kw)
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O$OOOOOO:conv2d", kwlist, &x, &w, &bias,
                                      &stride, &padding, &dilation, &groups, &out, &ctx))
         return NULL;
-    lumen_conv2d_params p = lumen_conv2d_params_default();
+    const conv_packed *pk =
+        PyCapsule_IsValid(w, PACKED_CAPSULE) ? PyCapsule_GetPointer(w, PACKED_CAPSULE) : NULL;
+    /* packed weights: parameters not given are the packed ones, given ones must match them */
+    lumen_conv2d_params p = pk ? pk->p : lumen_conv2d_params_default();
     int same = 0;
     if ((stride && !hw_pair(stride, "stride", &p.stride_h, &p.stride_w)) ||
         (padding && !conv2d_padding(padding, &p, &same)) ||
         (dilation && !hw_pair(dilation, "dilation", &p.dilation_h, &p.dilation_w)) ||
         (groups && !lumenpy_int_arg(groups, "groups", &p.groups)))
         return NULL;
-    return conv_run(x, w, bias, &p, same, 0, out, ctx);
+    if (pk && !padding) same = pk->same; /* 'same' may crop one row or column */
+    if (pk && packed_params_differ(&p, pk, same)) return NULL;
+    return conv_run(x, w, bias, &p, same, 0, out, ctx, pk);
+}
+
+/* _lumen._conv2d_pack(x_shape, weight, *, stride, padding, dilation, groups, context): a
+ * capsule of packed weights for lumen.Conv2dWeights, and the algorithm and bytes packed. */
+PyObject *lumenpy_conv2d_pack(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *kwlist[] = {"x_shape",  "weight", "stride",  "padding",
+                             "dilation", "groups", "context", NULL};
+    PyObject *shape, *w, *stride = NULL, *padding = NULL, *dilation = NULL, *groups = NULL,
+                         *ctx_obj = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$OOOOO:Conv2dWeights", kwlist, &shape, &w,
+                                     &stride, &padding, &dilation, &groups, &ctx_obj))
+        return NULL;
+    int64_t xs[4];
+    PyObject *seq = PySequence_Fast(shape, "x_shape: expected (N, C, H, W)");
+    if (!seq) return NULL;
+    const int ok_len = PySequence_Fast_GET_SIZE(seq) == 4;
+    for (int i = 0; ok_len && i < 4; i++)
+        xs[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
+    Py_DECREF(seq);
+    if (!ok_len) {
+        PyErr_SetString(lumenpy_ArgumentError, "x_shape: expected 4 ints (N, C, H, W)");
+        return NULL;
+    }
+    if (PyErr_Occurred()) return NULL;
+    conv_packed *pk = PyMem_Calloc(1, sizeof *pk);
+    if (!pk) return PyErr_NoMemory();
+    pk->p = lumen_conv2d_params_default();
+    int same = 0, eh = 0, ew = 0;
+    if ((stride && !hw_pair(stride, "stride", &pk->p.stride_h, &pk->p.stride_w)) ||
+        (padding && !conv2d_padding(padding, &pk->p, &same)) ||
+        (dilation && !hw_pair(dilation, "dilation", &pk->p.dilation_h, &pk->p.dilation_w)) ||
+        (groups && !lumenpy_int_arg(groups, "groups", &pk->p.groups)) ||
+        lumenpy_nchw_view(w, "weight", 0, &pk->w)) {
+        PyMem_Free(pk);
+        return NULL;
+    }
+    if (same && resolve_same(&pk->p, &pk->w.img, &eh, &ew)) goto fail;
+    pk->same = same;
+    lumen_context *ctx = lumenpy_context_acquire(ctx_obj, pk->w.img.device ? pk->w.img.device : -1);
+    if (!ctx) goto fail;
+    lumen_status s;
+    Py_BEGIN_ALLOW_THREADS s = lumen_conv2d_weights_pack(ctx, xs, &pk->w.img, &pk->p, &pk->h);
+    Py_END_ALLOW_THREADS lumenpy_context_release(ctx_obj, ctx,
+                                                 pk->w.img.device ? pk->w.img.device : -1);
+    if (s) {
+        lumenpy_raise_py_names(s);
+        goto fail;
+    }
+    size_t bytes = 0;
+    const char *algo = lumen_conv2d_weights_algo(pk->h, &bytes);
+    PyObject *cap = PyCapsule_New(pk, PACKED_CAPSULE, packed_destroy);
+    if (!cap) {
+        lumen_conv2d_weights_free(pk->h);
+        goto fail;
+    }
+    return Py_BuildValue("Nsn", cap, algo, (Py_ssize_t)bytes);
+fail:
+    lumenpy_view_release(&pk->w);
+    PyMem_Free(pk);
+    return NULL;
 }
 
 PyObject *lumenpy_conv_transpose2d(PyObject *self, PyObject *args, PyObject *kw)
@@ -441,5 +571,5 @@ PyObject *lumenpy_conv_transpose2d(PyObject *self, PyObject *args, PyObject *kw)
         (groups && !lumenpy_int_arg(groups, "groups", &p.groups)) ||
         (dilation && !hw_pair(dilation, "dilation", &p.dilation_h, &p.dilation_w)))
         return NULL;
-    return conv_run(x, w, bias, &p, 0, 1, out, ctx);
+    return conv_run(x, w, bias, &p, 0, 1, out, ctx, NULL);
 }

@@ -173,6 +173,7 @@ PyObject *lumenpy_write_image(PyObject *self, PyObject *args, PyObject *kw);
 /* conv.c: NCHW neural-network convolution (torch.nn.functional's argument rules) */
 PyObject *lumenpy_conv2d(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *lumenpy_conv_transpose2d(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *lumenpy_conv2d_pack(PyObject *self, PyObject *args, PyObject *kw);
 /* Borrows a 4-D float32 array as an N x C x H x W view (same contract as lumenpy_view_from). */
 int lumenpy_nchw_view(PyObject *obj, const char *name, int writable, lumenpy_view *v);
 /* lumenpy_raise, with a leading C field name ("w:", "y:", "stride_h:") renamed to the Python

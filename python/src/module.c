@@ -56,6 +56,7 @@ static PyMethodDef methods[] = {
     {"box_blur", (PyCFunction)(void (*)(void))lumenpy_box_blur, KW, NULL},
     {"conv2d", (PyCFunction)(void (*)(void))lumenpy_conv2d, KW, NULL},
     {"conv_transpose2d", (PyCFunction)(void (*)(void))lumenpy_conv_transpose2d, KW, NULL},
+    {"_conv2d_pack", (PyCFunction)(void (*)(void))lumenpy_conv2d_pack, KW, NULL},
     {"_film", (PyCFunction)(void (*)(void))lumenpy_film, KW,
      "_film(src, stock='portra400', *, halation, bloom, grain, seed, out, dtype, layout, "
      "context): the film chain (lumen.film.film)"},

@@ -164,7 +164,18 @@ typedef struct lumen_conv_job {
     };
     const float *bias;
     lumen_conv2d_params p;
+    /* conv2d only: the CPU's prepacked weights of w (lumen_conv2d_weights_pack), or NULL.
+     * Backends that do not know it run on w, which it was packed from. */
+    const struct lumen_conv_pack *pack;
 } lumen_conv_job;
+
+/* The CPU's transformed weights of a conv2d job's w (src/backends/cpu/conv_pack.c); job->x and
+ * job->y give shapes only (their data is not read). */
+typedef struct lumen_conv_pack lumen_conv_pack;
+lumen_status lumen_cpu_conv2d_pack(lumen_context *ctx, const lumen_conv_job *job,
+                                   lumen_conv_pack **out);
+void lumen_cpu_conv2d_pack_free(lumen_conv_pack *pack);
+const char *lumen_cpu_conv2d_pack_algo(const lumen_conv_pack *pack, size_t *bytes);
 
 /*
  * One axis of a resize: output o is sum_k weights[o * taps + k] * in(first[o] + k), every

@@ -177,6 +177,18 @@ lumen_status lumen_conv_run(lumen_op_kind kind, lumen_context *ctx, const lumen_
     return lumen_run(ctx, &op, info);
 }
 
+lumen_status lumen_conv_run_packed(lumen_context *ctx, const lumen_image *x, const lumen_image *w,
+                                   const float *bias, const lumen_conv2d_params *p,
+                                   const lumen_image *y, const lumen_conv_pack *pack,
+                                   lumen_run_info *info)
+{
+    lumen_status s = check_call(LUMEN_OP_CONV2D, ctx, x, w, bias, p, y);
+    if (s) return s;
+    const lumen_conv_job job = {.x = x, .w = w, .y = y, .bias = bias, .p = *p, .pack = pack};
+    const lumen_op op = lumen_op_conv(LUMEN_OP_CONV2D, &job);
+    return lumen_run(ctx, &op, info);
+}
+
 lumen_status lumen_conv_output_size(lumen_op_kind kind, const lumen_image *x,
                                     const lumen_image *w, const lumen_conv2d_params *p,
                                     int64_t *out_h, int64_t *out_w)

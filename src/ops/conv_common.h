@@ -22,6 +22,12 @@ lumen_status lumen_conv_run(lumen_op_kind kind, lumen_context *ctx, const lumen_
                             const lumen_conv2d_params *p, const lumen_image *y,
                             lumen_run_info *info);
 
+/* lumen_conv_run of conv2d with the CPU's prepacked weights of w attached to the job. */
+lumen_status lumen_conv_run_packed(lumen_context *ctx, const lumen_image *x, const lumen_image *w,
+                                   const float *bias, const lumen_conv2d_params *p,
+                                   const lumen_image *y, const lumen_conv_pack *pack,
+                                   lumen_run_info *info);
+
 /* Allocates a contiguous NCHW f32 y of the output shape and runs; on failure frees it and
  * leaves *y zeroed. */
 lumen_status lumen_conv_run_alloc(lumen_op_kind kind, lumen_context *ctx, const lumen_image *x,

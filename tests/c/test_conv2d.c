@@ -752,6 +752,33 @@ static void test_conv2d_grid_every_isa(void **state)
     assert_true(ran >= 1);
 }
 
+/* Depthwise planes wide enough for the 16-output blocks read straight from x's rows (stride 1,
+ * dense rows) beside the edge outputs, with padding and dilation, on every ISA; flipped and
+ * strided x take the padded-copy path. K = 2C: multiplier 2. */
+static void test_depthwise_wide(void **state)
+{
+    (void)state;
+    const shape cases[] = {
+        {2, 3, 7, 37, 6, 3, 3, 1, 1, 1, 1, 1, 1, 3, 0, 0}, /* interior 35: blocks + edges */
+        {1, 4, 6, 40, 8, 3, 5, 1, 1, 1, 2, 1, 2, 4, 0, 0}, /* dilation 2: interior 32 */
+        {1, 2, 5, 21, 4, 1, 5, 1, 1, 0, 3, 1, 1, 2, 0, 0}, /* interior 17: one block, overlap */
+        {1, 2, 5, 50, 4, 3, 3, 2, 2, 1, 1, 1, 1, 2, 0, 0}, /* stride 2: padded copy */
+    };
+    static const ts_layout lx[] = {TS_PLANAR, TS_STRIDED, TS_FLIPPED};
+    int ran = 0;
+    for (int i = 0; i < TS_COUNT(isa_cases); i++) {
+        if (!cpu_has(isa_cases[i].feature)) continue;
+        setenv("LUMEN_CPU_ISA", isa_cases[i].env, 1);
+        lumen_context *ctx = make_ctx(2);
+        for (int c = 0; c < TS_COUNT(cases); c++)
+            for (int l = 0; l < 3; l++, ran++)
+                run_case(ctx, FWD, &cases[c], lx[l], TS_PLANAR, (c + l) % 2, 300u + (uint64_t)ran);
+        lumen_context_destroy(ctx);
+        unsetenv("LUMEN_CPU_ISA");
+    }
+    assert_true(ran >= 12);
+}
+
 /* All-positive data and long reductions (1x1 over C = 512, 3x3 over C = 128: 512 and 1152
  * terms per output) on every ISA: the worst case for f32 accumulation, where the error is a
  * fraction of the sum itself rather than cancelling. */
@@ -815,6 +842,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_by_hand, setup, teardown),
         cmocka_unit_test(test_conv2d_grid_every_isa),
         cmocka_unit_test(test_conv2d_positive_long_sums),
+        cmocka_unit_test(test_depthwise_wide),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

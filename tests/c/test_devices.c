@@ -355,6 +355,35 @@ static void test_conv_on_the_device(void **state)
     lumen_context_destroy(call.ctx);
 }
 
+/* Prepacked weights on a device context: the mock runs conv2d on the handle's original w (the
+ * CPU's pack is not its business), strict mode (no fallback) and all; a CPU context runs the
+ * same handle with the pack. */
+static void test_conv_packed_on_the_device(void **state)
+{
+    (void)state;
+    static conv_case cc;
+    conv_case_init(&cc, 0);
+    conv_expected(&cc);
+    lumen_context *mock = context_on("mock", 1), *cpu = context_on("cpu", 1);
+    const int64_t xs[4] = {CN, CC, CH, CW};
+    lumen_image x = lumen_image_nchw(cc.x, LUMEN_F32, CN, CC, CH, CW);
+    lumen_image w = lumen_image_nchw(cc.w, LUMEN_F32, CK, CC / 2, 3, 3);
+    lumen_image y = lumen_image_nchw(cc.y, LUMEN_F32, CN, CK, cc.oh, cc.ow);
+    lumen_conv2d_weights *wp = NULL;
+    assert_int_equal(lumen_conv2d_weights_pack(mock, xs, &w, &cc.p, &wp), LUMEN_OK);
+    lumen_run_info info = {0};
+    assert_int_equal(lumen_conv2d_packed(mock, &x, wp, cc.bias, NULL, &y, &info), LUMEN_OK);
+    assert_string_equal(info.device, "mock:0");
+    assert_string_equal(info.algo, "mock:direct");
+    assert_conv_close(cc.y, &cc);
+    memset(cc.y, 0, sizeof cc.y);
+    assert_int_equal(lumen_conv2d_packed(cpu, &x, wp, cc.bias, &cc.p, &y, &info), LUMEN_OK);
+    assert_string_equal(info.device, "cpu");
+    assert_conv_close(cc.y, &cc);
+    lumen_conv2d_weights_free(wp);
+    lumen_context_destroy(mock), lumen_context_destroy(cpu);
+}
+
 /* The mock has no conv_transpose2d: the CPU runs it with one warning; strict mode refuses and
  * leaves y untouched. */
 static void test_conv_transposed_falls_back(void **state)
@@ -476,6 +505,7 @@ int main(void)
         cmocka_unit_test(test_device_resident_views),
         cmocka_unit_test(test_view_on_another_device),
         cmocka_unit_test(test_conv_on_the_device),
+        cmocka_unit_test(test_conv_packed_on_the_device),
         cmocka_unit_test(test_conv_transposed_falls_back),
         cmocka_unit_test(test_conv_memory_cap),
         cmocka_unit_test(test_conv_device_resident_views),

@@ -101,6 +101,39 @@ def test_conv_rows_time_lumen_and_torch_on_the_same_tensors(report):
     assert rows["dw_128x56x56_k3"]["targets"] == []
 
 
+def test_conv_packed_column_and_onednn_isa(report):
+    """conv2d rows time lumen.Conv2dWeights too; torch's oneDNN says its ISA and, per case,
+    its implementation (none for conv_transpose2d, which torch 1.13 runs without it)."""
+    pytest.importorskip("torch")
+    rows = {r["name"]: r for r in report["conv_rows"]}
+    pk = rows["l4_3x224x224_k7s2"]["lumen_packed"]
+    assert pk["status"] == "ok" and pk["gflops"] > 0
+    assert rows["l4_3x224x224_k7s2"]["ratio_packed"] == pytest.approx(
+        pk["gflops"] / rows["l4_3x224x224_k7s2"]["torch"]["gflops"])
+    assert rows["tr_64x56x56_k3s2"]["lumen_packed"] == {"status": "n/a"}
+    dnn = report["machine"]["torch_onednn"]
+    if "isa" not in dnn:
+        pytest.skip(f"torch's oneDNN printed nothing: {dnn}")
+    assert dnn["isa"] and rows["l4_3x224x224_k7s2"]["torch_impl"]
+    assert rows["tr_64x56x56_k3s2"]["torch_impl"] is None
+
+
+def test_conv_avx2_caps_onednn_too():
+    """LUMEN_CPU_ISA=avx2 sets ONEDNN_MAX_CPU_ISA=AVX2 before torch loads: oneDNN reports AVX2."""
+    pytest.importorskip("torch")
+    out = run_bench("--case", "l4_3x224x224_k7s2", "--batch", "1", "--repeat", "1", "--json",
+                    env={"LUMEN_CPU_ISA": "avx2", "ONEDNN_MAX_CPU_ISA": "", "DNNL_MAX_CPU_ISA": ""})
+    assert out.returncode == 0, out.stderr
+    r = json.loads(out.stdout)
+    assert r["machine"]["onednn_max_cpu_isa"] == "AVX2"
+    (row,) = r["conv_rows"]
+    assert row["lumen"]["isa"] in ("avx2+fma", "generic")  # generic: a CPU without AVX2
+    dnn = r["machine"]["torch_onednn"]
+    if "isa" in dnn:
+        assert "AVX-512" not in dnn["isa"] and dnn["cap"] == "AVX2", dnn
+        assert "avx512" not in (row["torch_impl"] or "")
+
+
 def test_conv_without_torch_times_lumen_alone(torch_hidden):
     path = os.pathsep.join([torch_hidden] + [p for p in [os.environ.get("PYTHONPATH")] if p])
     out = run_bench("--case", "l3_256x14x14_k3", "--batch", "1", "--repeat", "1",

@@ -229,6 +229,9 @@ CONV_REL_F64 = 1e-6
 #: The same measure against torch's own float32 result (oneDNN / its direct kernels), which
 #: carries its own f32 accumulation error, hence looser: both sides err by up to ~1e-6.
 CONV_REL_TORCH_F32 = 1e-5
+#: Winograd F(4x4, 3x3)'s own bound, per output relative to sum|x*w| as CONV_REL_F64 (C:
+#: WINO_F4_REL in tests/c/test_conv_winograd.c; measured up to 4.8e-6; docs/conv2d.md).
+CONV_REL_F64_WINOGRAD_F4 = 1e-5
 
 # ---- resize (test_resize.py, docs/resize.md) ---------------------------------------------------
 

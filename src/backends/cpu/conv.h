@@ -17,6 +17,38 @@ lumen_status lumen_cpu_conv(lumen_context *ctx, lumen_op_kind kind, const lumen_
 lumen_status lumen_cpu_conv_widened(lumen_context *ctx, lumen_op_kind kind,
                                     const lumen_conv_job *job, lumen_run_info *info);
 
+/* The conv2d algorithms of the CPU (conv_select.c). */
+typedef enum lumen_conv_algo {
+    LUMEN_CONV_REFERENCE,
+    LUMEN_CONV_DEPTHWISE,
+    LUMEN_CONV_WINOGRAD_F2,
+    LUMEN_CONV_WINOGRAD_F4,
+    LUMEN_CONV_GEMM,
+} lumen_conv_algo;
+/* The algorithm lumen_cpu_conv runs for a conv2d job (f32 or widened); shapes only. */
+lumen_conv_algo lumen_cpu_conv2d_algo(const lumen_context *ctx, const lumen_conv_job *job);
+/* Its name in lumen_run_info.algo. */
+const char *lumen_cpu_conv_algo_name(lumen_conv_algo a);
+
+/*
+ * Prepacked weights (conv_pack.c, lumen_conv2d_weights_pack): the transform of one algorithm
+ * for one SGEMM kernel. A path uses data only when the job's algorithm, tile and kernel are
+ * the ones it was packed for, else it transforms w itself as without a pack.
+ */
+struct lumen_conv_pack {
+    lumen_conv_algo algo;
+    const struct lumen_sgemm_kernel *kernel; /* the SGEMM tile packed for (NULL: no data) */
+    int wino_isa;                     /* Winograd: the transform's ISA index */
+    float *data;                      /* 64-byte aligned, bytes long */
+    size_t bytes;
+};
+/* Transformed weights of the job's w for its path, packed by the code the call uses:
+ * *data (aligned_alloc, the caller frees) and *kernel. */
+lumen_status lumen_cpu_conv2d_gemm_pack(lumen_context *ctx, const lumen_conv_job *job,
+                                        lumen_conv_pack *pack);
+lumen_status lumen_cpu_conv2d_winograd_pack(lumen_context *ctx, const lumen_conv_job *job, int m,
+                                            lumen_conv_pack *pack);
+
 /* The definition of conv2d: gather loops in double, threads over (n, k). Kept forever. */
 lumen_status lumen_cpu_conv2d_reference(lumen_context *ctx, const lumen_conv_job *job);
 /* The definition of conv_transpose2d as the exact adjoint of conv2d, in gather form. */
@@ -72,8 +104,10 @@ void lumen_dw_plane_avx512(const lumen_dw_plane *pl, float *pad, float *acc);
  * transform positions is one GEMM (K/g x tiles) = U (K/g x C/g) * V (C/g x tiles) on the
  * shared microkernel, and the output transform adds bias and writes y through its strides.
  * _applies: the shape is one where it measures faster than im2col+SGEMM. _tile runs tile m
- * (2 or 4); the plain call runs F(2x2), the largest tile within the tests' error bound.
+ * (2 or 4); _tile_for picks the faster tile for the shape (4 with enough tiles), which the
+ * plain call runs. F(2x2) keeps 1e-6 * sum|x*w|, F(4x4) 1e-5 (docs/conv2d.md).
  */
+int lumen_cpu_conv2d_winograd_tile_for(const lumen_conv_job *job);
 bool lumen_cpu_conv2d_winograd_applies(const lumen_context *ctx, const lumen_conv_job *job);
 lumen_status lumen_cpu_conv2d_winograd(lumen_context *ctx, const lumen_conv_job *job,
                                        const char **isa);

@@ -16,4 +16,11 @@ static inline void dw_block16(float *restrict out, const float *const *rows, con
         out[q0 + j] = a[j];
 }
 
+static inline void dw_block16x4(float *restrict out, const float *const *rows, const float *w,
+                                int64_t taps_r, int64_t S, int64_t dw, const int64_t *q)
+{
+    for (int i = 0; i < 4; i++)
+        dw_block16(out, rows, w, taps_r, S, dw, q[i]);
+}
+
 #include "conv_depthwise_plane.h"

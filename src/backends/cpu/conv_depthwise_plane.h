@@ -1,10 +1,15 @@
 /*
  * The body of one depthwise output plane, compiled once per ISA: conv_depthwise_generic.c,
- * _avx2.c and _avx512.c define LUMEN_DW_PLANE_FN and dw_block16 (16 outputs of a stride-1 row
- * summed over every tap in registers: out[q0 + j] = sum_r,s w[r*S + s] * rows[r][q0 + j + s*dw],
- * j < 16), then include this file. The input plane is first copied, zero-padded in width, into
- * the thread's scratch: the taps then read it with no border branches, and each input row is
- * copied once rather than once per output row that uses it. Rows outside x are skipped.
+ * _avx2.c and _avx512.c define LUMEN_DW_PLANE_FN and dw_block16x4 (four blocks of 16 outputs
+ * of a stride-1 row, each summed over every tap in registers, in tap order: out[q + j] =
+ * sum_r,s w[r*S + s] * rows[r][q + j + s*dw], j < 16, q = q[0..3]; four independent chains
+ * measured 8-16% faster than one block at a time on dw_128x56x56_k3, AVX-512, 2-core Zen 4),
+ * then include this file. Stride 1 over dense rows (x's stride_w 1) reads x itself: the
+ * outputs whose taps all lie inside the row in blocks, the few at the padded edges one by one
+ * (25-30% faster than copying the plane first, with the blocks above, on dw_128x56x56_k3).
+ * Otherwise the input plane is first copied, zero-padded in width, into the thread's scratch:
+ * the taps then read it with no border branches, and each input row is copied once rather
+ * than once per output row that uses it. Rows outside x are skipped.
  * Accumulation is f32 in tap order (r, s), then the bias is added.
  */
 #include "conv.h"
@@ -51,9 +56,52 @@ static inline int64_t dw_row_s1(float *restrict out, const float *const *rows, c
                                 int64_t taps_r, int64_t S, int64_t dw, int64_t Q)
 {
     if (Q < 16) return 0;
-    for (int64_t q0 = 0; q0 < Q; q0 += 16)
-        dw_block16(out, rows, w, taps_r, S, dw, q0 + 16 <= Q ? q0 : Q - 16);
+    /* four blocks per call (dw_block16x4): independent chains; a last group of fewer repeats
+     * its last block (the same values stored twice) */
+    const int64_t blocks = (Q + 15) / 16;
+    for (int64_t b = 0; b < blocks; b += 4) {
+        int64_t q[4];
+        for (int i = 0; i < 4; i++) {
+            const int64_t bi = b + i < blocks ? b + i : blocks - 1;
+            q[i] = bi * 16 + 16 <= Q ? bi * 16 : Q - 16;
+        }
+        dw_block16x4(out, rows, w, taps_r, S, dw, q);
+    }
     return Q;
+}
+
+/* Output q of a stride-1 row read straight from x's rows: the taps inside the row, in tap order
+ * (the zero-padded taps add nothing). */
+static inline float dw_edge(const float *const *rows, const float *w, int64_t taps_r, int64_t S,
+                            int64_t dw, int64_t col0, int64_t W)
+{
+    float a = 0.0f;
+    for (int64_t r = 0; r < taps_r; r++)
+        for (int64_t s = 0; s < S; s++) {
+            const int64_t col = col0 + s * dw;
+            if (col >= 0 && col < W) a += w[r * S + s] * rows[r][col];
+        }
+    return a;
+}
+
+/* A stride-1 row from x's own (dense) rows, no padded copy: the outputs whose taps all lie
+ * inside x, [qa, qb], in blocks of 16 from x directly; the few at the padded edges one by one. */
+static inline void dw_row_direct(float *restrict out, const float *const *rows, const float *w,
+                                 int64_t taps_r, int64_t S, int64_t dw, int64_t Q, int64_t pad_w,
+                                 int64_t W)
+{
+    const int64_t qa = pad_w, qb = W - 1 - (S - 1) * dw + pad_w; /* interior, inclusive */
+    int64_t lo = Q, hi = Q; /* [lo, hi): outputs done by the blocks */
+    if (qb - qa + 1 >= 16 && qb < Q) {
+        /* column q - pad_w of x is column q - qa of rows: dw_row_s1 over the interior */
+        lo = qa, hi = qb + 1;
+        dw_row_s1(out + qa, rows, w, taps_r, S, dw, hi - lo);
+    }
+    for (int64_t q = 0; q < Q; q++) {
+        if (q == lo) q = hi;
+        if (q >= Q) break;
+        out[q] = dw_edge(rows, w, taps_r, S, dw, q - pad_w, W);
+    }
 }
 
 void LUMEN_DW_PLANE_FN(const lumen_dw_plane *pl, float *restrict pad, float *restrict acc)
@@ -62,7 +110,9 @@ void LUMEN_DW_PLANE_FN(const lumen_dw_plane *pl, float *restrict pad, float *res
     const lumen_image *x = job->x, *y = job->y;
     const lumen_conv2d_params *p = &job->p;
     const int64_t R = pl->R, S = pl->S, Q = y->w, padded = pl->padded;
-    dw_pad_plane(x, pl->xp, p->pad_w, padded, pad);
+    /* stride 1 over dense rows: the taps read x itself, no copy of the plane */
+    const bool direct = p->stride_w == 1 && x->stride_w == 1;
+    if (!direct) dw_pad_plane(x, pl->xp, p->pad_w, padded, pad);
     for (int64_t oy = 0; oy < y->h; oy++) {
         float *yr = pl->yp + oy * y->stride_h;
         float *out = y->stride_w == 1 ? yr : acc; /* accumulate in y when its row is dense */
@@ -73,17 +123,21 @@ void LUMEN_DW_PLANE_FN(const lumen_dw_plane *pl, float *restrict pad, float *res
         for (int64_t r = 0; r < R; r++) {
             const int64_t iy = oy * p->stride_h - p->pad_h + r * p->dilation_h;
             if (iy < 0 || iy >= x->h) continue;
-            rows[nr] = pad + iy * padded;
+            rows[nr] = direct ? pl->xp + iy * x->stride_h : pad + iy * padded;
             memcpy(wr + nr * S, pl->w + r * S, (size_t)S * sizeof(float));
             nr++;
         }
-        const int64_t done =
-            p->stride_w == 1 ? dw_row_s1(out, rows, wr, nr, S, p->dilation_w, Q) : 0;
-        memset(out + done, 0, (size_t)(Q - done) * sizeof(float));
-        for (int64_t r = 0; r < nr; r++)
-            for (int64_t s = 0; s < S; s++)
-                dw_axpy(out + done, rows[r] + done * p->stride_w + s * p->dilation_w, wr[r * S + s],
-                        Q - done, p->stride_w);
+        if (direct) {
+            dw_row_direct(out, rows, wr, nr, S, p->dilation_w, Q, p->pad_w, x->w);
+        } else {
+            const int64_t done =
+                p->stride_w == 1 ? dw_row_s1(out, rows, wr, nr, S, p->dilation_w, Q) : 0;
+            memset(out + done, 0, (size_t)(Q - done) * sizeof(float));
+            for (int64_t r = 0; r < nr; r++)
+                for (int64_t s = 0; s < S; s++)
+                    dw_axpy(out + done, rows[r] + done * p->stride_w + s * p->dilation_w,
+                            wr[r * S + s], Q - done, p->stride_w);
+        }
         if (out == yr) {
             for (int64_t q = 0; q < Q; q++)
                 yr[q] += pl->bias;

@@ -5,6 +5,23 @@
  */
 #include "conv.h"
 
+lumen_conv_algo lumen_cpu_conv2d_algo(const lumen_context *ctx, const lumen_conv_job *job)
+{
+    if (!ctx->simd) return LUMEN_CONV_REFERENCE;
+    if (lumen_cpu_conv2d_depthwise_applies(job)) return LUMEN_CONV_DEPTHWISE;
+    if (lumen_cpu_conv2d_winograd_applies(ctx, job))
+        return lumen_cpu_conv2d_winograd_tile_for(job) == 4 ? LUMEN_CONV_WINOGRAD_F4
+                                                            : LUMEN_CONV_WINOGRAD_F2;
+    return LUMEN_CONV_GEMM;
+}
+
+const char *lumen_cpu_conv_algo_name(lumen_conv_algo a)
+{
+    static const char *const names[] = {"reference", "depthwise", "winograd-f2x2", "winograd-f4x4",
+                                        "im2col+sgemm"};
+    return names[a];
+}
+
 lumen_status lumen_cpu_conv(lumen_context *ctx, lumen_op_kind kind, const lumen_conv_job *job,
                             lumen_run_info *info)
 {
@@ -13,17 +30,22 @@ lumen_status lumen_cpu_conv(lumen_context *ctx, lumen_op_kind kind, const lumen_
         return lumen_cpu_conv_widened(ctx, kind, job, info);
     const char *isa = "scalar", *algo = "reference";
     lumen_status s;
-    if (!ctx->simd)
-        s = kind == LUMEN_OP_CONV2D ? lumen_cpu_conv2d_reference(ctx, job)
-                                    : lumen_cpu_conv_transpose2d_reference(ctx, job);
-    else if (kind == LUMEN_OP_CONV2D && lumen_cpu_conv2d_depthwise_applies(job))
-        algo = "depthwise", s = lumen_cpu_conv2d_depthwise(ctx, job, &isa);
-    else if (kind == LUMEN_OP_CONV2D && lumen_cpu_conv2d_winograd_applies(ctx, job))
-        algo = "winograd-f2x2", s = lumen_cpu_conv2d_winograd(ctx, job, &isa);
-    else if (kind == LUMEN_OP_CONV2D)
-        algo = "im2col+sgemm", s = lumen_cpu_conv2d_gemm(ctx, job, &isa);
-    else
-        algo = "phases+sgemm", s = lumen_cpu_conv_transpose2d_gemm(ctx, job, &isa);
+    if (kind == LUMEN_OP_CONV_TRANSPOSE2D) {
+        if (ctx->simd)
+            algo = "phases+sgemm", s = lumen_cpu_conv_transpose2d_gemm(ctx, job, &isa);
+        else
+            s = lumen_cpu_conv_transpose2d_reference(ctx, job);
+    } else {
+        const lumen_conv_algo a = lumen_cpu_conv2d_algo(ctx, job);
+        algo = lumen_cpu_conv_algo_name(a);
+        switch (a) {
+        case LUMEN_CONV_REFERENCE: s = lumen_cpu_conv2d_reference(ctx, job); break;
+        case LUMEN_CONV_DEPTHWISE: s = lumen_cpu_conv2d_depthwise(ctx, job, &isa); break;
+        case LUMEN_CONV_WINOGRAD_F2: s = lumen_cpu_conv2d_winograd_tile(ctx, job, 2, &isa); break;
+        case LUMEN_CONV_WINOGRAD_F4: s = lumen_cpu_conv2d_winograd_tile(ctx, job, 4, &isa); break;
+        default: s = lumen_cpu_conv2d_gemm(ctx, job, &isa); break;
+        }
+    }
     if (s) return s;
     info->method = LUMEN_METHOD_DIRECT;
     info->device = "cpu";

@@ -16,8 +16,8 @@
  * y through its strides; tiles that overhang y write only their inside part.
  *
  * Error: see docs/conv2d.md. F(2x2) stays inside the tests' 1e-6 * sum|x*w| bound where
- * _applies takes it (padding <= 1); F(4x4) does not (up to ~5e-6), so lumen_cpu_conv2d_winograd
- * runs F(2x2).
+ * _applies takes it (padding <= 1); F(4x4) has its own bound, 1e-5 * sum|x*w| (measured up to
+ * ~5e-6), and runs where it is faster (lumen_cpu_conv2d_winograd_tile_for).
  */
 #include "conv.h"
 #include "conv_winograd_kernels.h"
@@ -246,6 +246,20 @@ bool lumen_cpu_conv2d_winograd_applies(const lumen_context *ctx, const lumen_con
     return cg >= 16 && kg >= 16;
 }
 
+/* F(4x4) needs 2.25 multiplies per output against F(2x2)'s 4, but its U is 2.25x larger and
+ * its tiles 4x fewer: with few tiles per group the GEMMs have too few columns to reuse U and the
+ * threads too few items, and F(2x2) wins. Measured on a 2-core Zen 4 (AVX-512): F(4) 1.2-1.6x
+ * faster from 64 tiles per group up (l1: 128 tiles, l2: 1568, l3: 128, 4x128x14x14: 64),
+ * 0.4-0.8x at 16-32 (1x256x14x14, 8x512x7x7). Its error bound is F(2)'s times about 6
+ * (docs/conv2d.md, "Winograd's bound"). */
+#define WINO_F4_MIN_TILES 64
+
+int lumen_cpu_conv2d_winograd_tile_for(const lumen_conv_job *job)
+{
+    const int64_t tiles = job->x->n * cdiv(job->y->h, 4) * cdiv(job->y->w, 4);
+    return tiles >= WINO_F4_MIN_TILES ? 4 : 2;
+}
+
 /* The transformed weights and per-thread scratch of a shape, kept in the context's plan cache
  * so that repeated calls do not map and fault in tens of MB again (the contents are rewritten
  * on every call: new weights may sit at the same pointer). */
@@ -286,19 +300,16 @@ static const wino_buffers *get_buffers(lumen_context *ctx, size_t u_bytes, size_
     return b;
 }
 
-lumen_status lumen_cpu_conv2d_winograd_tile(lumen_context *ctx, const lumen_conv_job *job, int m,
-                                            const char **isa)
+/* The plan of tile m for the job (shapes only), with the kernel and transform of ctx's ISA. */
+static wino_plan plan_init(const lumen_context *ctx, const lumen_conv_job *job, int m, int *isa_index)
 {
-    if (m != 2 && m != 4)
-        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "conv2d: Winograd tile %d (2 or 4)", m);
     const lumen_sgemm_kernel *kern =
         lumen_cpu_sgemm_kernel_for_rows(ctx, job->w->n / job->p.groups);
-    const int isa_index = lumen_ctx_use_avx512(ctx) ? 2 : lumen_ctx_use_avx2(ctx) ? 1 : 0;
-    const int threads = ctx->threads;
+    *isa_index = lumen_ctx_use_avx512(ctx) ? 2 : lumen_ctx_use_avx2(ctx) ? 1 : 0;
     wino_plan pl = {
         .job = job,
         .kern = kern,
-        .sc = &schemes[m == 4][isa_index],
+        .sc = &schemes[m == 4][*isa_index],
         .m = m,
         .alpha2 = (m + 2) * (m + 2),
         .groups = job->p.groups,
@@ -309,20 +320,69 @@ lumen_status lumen_cpu_conv2d_winograd_tile(lumen_context *ctx, const lumen_conv
     pl.tiles = job->x->n * pl.th * pl.tw;
     pl.panels = cdiv(pl.kg, kern->mr), pl.kgp = pl.panels * kern->mr;
     pl.kc = cdiv(pl.cg, cdiv(pl.cg, WINO_KC));
+    return pl;
+}
+
+static size_t u_size(const wino_plan *pl)
+{
+    return round64((size_t)(pl->alpha2 * pl->groups * pl->kgp * pl->cg) * sizeof(float));
+}
+
+lumen_status lumen_cpu_conv2d_winograd_pack(lumen_context *ctx, const lumen_conv_job *job, int m,
+                                            lumen_conv_pack *pack)
+{
+    int isa_index;
+    wino_plan pl = plan_init(ctx, job, m, &isa_index);
+    const size_t bytes = u_size(&pl);
+    pl.upack = aligned_alloc(64, bytes);
+    if (!pl.upack)
+        return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY,
+                               "w: cannot allocate %zu bytes of transformed weights", bytes);
+    pack_weights(&pl, ctx->threads);
+    pack->kernel = pl.kern, pack->wino_isa = isa_index;
+    pack->data = pl.upack, pack->bytes = bytes;
+    return LUMEN_OK;
+}
+
+/* The job's prepacked U when it was made for this tile, kernel and transform. */
+static const float *packed_u(const wino_plan *pl, int isa_index)
+{
+    const lumen_conv_pack *pk = pl->job->pack;
+    const lumen_conv_algo want = pl->m == 4 ? LUMEN_CONV_WINOGRAD_F4 : LUMEN_CONV_WINOGRAD_F2;
+    if (!pk || pk->algo != want || pk->kernel != pl->kern || pk->wino_isa != isa_index ||
+        pk->bytes != u_size(pl))
+        return NULL;
+    return pk->data;
+}
+
+lumen_status lumen_cpu_conv2d_winograd_tile(lumen_context *ctx, const lumen_conv_job *job, int m,
+                                            const char **isa)
+{
+    if (m != 2 && m != 4)
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "conv2d: Winograd tile %d (2 or 4)", m);
+    const int threads = ctx->threads;
+    int isa_index;
+    wino_plan pl = plan_init(ctx, job, m, &isa_index);
+    const lumen_sgemm_kernel *kern = pl.kern;
     pl.nsl = choose_slivers(&pl, threads);
     pl.cols = pl.nsl * kern->nr;
     pl.blocks = cdiv(pl.tiles, pl.cols);
     pl.idx32 = x_extent(job->x, m + 2) < INT32_MAX;
+    const float *pre = packed_u(&pl, isa_index);
 
-    const size_t u_bytes =
-        round64((size_t)(pl.alpha2 * pl.groups * pl.kgp * pl.cg) * sizeof(float));
+    /* with a pack the cached U buffer is not needed (one line of 64 bytes stands in) */
+    const size_t u_bytes = pre ? 64 : u_size(&pl);
     const size_t v_bytes = round64((size_t)(pl.alpha2 * pl.cg * pl.cols) * sizeof(float));
     const size_t m_bytes = round64((size_t)(pl.alpha2 * pl.kgp * pl.cols) * sizeof(float));
     const wino_buffers *buf = get_buffers(ctx, u_bytes, (v_bytes + m_bytes) * (size_t)threads);
     if (!buf) return LUMEN_ERR_OUT_OF_MEMORY;
-    pl.upack = buf->u;
     unsigned char *scratch = buf->scratch;
-    pack_weights(&pl, threads);
+    if (pre) {
+        pl.upack = (float *)pre; /* read only: run_item never writes U */
+    } else {
+        pl.upack = buf->u;
+        pack_weights(&pl, threads);
+    }
 
     const int64_t items = pl.groups * pl.blocks;
     lumen_cpu_stop stop = lumen_cpu_stop_init(ctx); /* polled per item (docs/faults.md) */
@@ -346,5 +406,5 @@ lumen_status lumen_cpu_conv2d_winograd_tile(lumen_context *ctx, const lumen_conv
 lumen_status lumen_cpu_conv2d_winograd(lumen_context *ctx, const lumen_conv_job *job,
                                        const char **isa)
 {
-    return lumen_cpu_conv2d_winograd_tile(ctx, job, 2, isa);
+    return lumen_cpu_conv2d_winograd_tile(ctx, job, lumen_cpu_conv2d_winograd_tile_for(job), isa);
 }
