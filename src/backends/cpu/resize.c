@@ -357,7 +357,8 @@ static lumen_status pillow_u8(lumen_context *ctx, const lumen_resize_job *j,
         .isa = isa_name, .load_row = lumen_resize_load_row_##sfx,                                  \
         .store_row = lumen_resize_store_row_##sfx, .hpass = lumen_resize_hpass_##sfx,              \
         .pillow_hrow = lumen_resize_pillow_hrow_##sfx,                                             \
-        .pillow_vrow = lumen_resize_pillow_vrow_##sfx, .vpass = lumen_resize_vpass_##sfx           \
+        .pillow_vrow = lumen_resize_pillow_vrow_##sfx, .vpass = lumen_resize_vpass_##sfx,          \
+        .box2_u8 = lumen_resize_box2_u8_##sfx                                                      \
     }
 
 static const lumen_resize_kernels *kernels_for(const lumen_context *ctx)
@@ -398,6 +399,50 @@ static lumen_status separable(lumen_context *ctx, const lumen_resize_job *j,
     return lumen_cpu_stop_status(&st, LUMEN_OK);
 }
 
+/* ---- u8, an exact 2:1 box on both axes: integer sums ---- */
+
+/* Output o reads inputs 2o and 2o + 1 with weights 1/2 each (OpenCV's and torch's linear and
+ * area at exactly half the size, Pillow's box on f32 tables...): the table says so itself. */
+static bool axis_is_box2(const lumen_resize_axis *a)
+{
+    if (a->taps < 2 || a->in < 2 * a->out) return false;
+    for (int64_t o = 0; o < a->out; o++) {
+        const float *w = a->weights + o * a->taps;
+        if (a->first[o] != 2 * o || w[0] != 0.5f || w[1] != 0.5f) return false;
+        for (int k = 2; k < a->taps; k++)
+            if (w[k] != 0.f) return false;
+    }
+    return true;
+}
+
+/* u8 in and out, contiguous rows, both axes 2:1 boxes: the 2x2 sums in 16-bit integers give
+ * the f32 path's bytes exactly (every partial sum is exact in f32; ties to even on both). */
+static bool box2_applies(const lumen_resize_job *j, const plane_geom *g)
+{
+    return !j->pillow_rounding && j->src->dtype == LUMEN_U8 && j->dst->dtype == LUMEN_U8 &&
+           g->src_contig && g->dst_contig && axis_is_box2(&j->x) && axis_is_box2(&j->y);
+}
+
+static lumen_status box2_u8(lumen_context *ctx, const lumen_resize_job *j,
+                            const lumen_resize_kernels *k, const plane_geom *g)
+{
+    const int64_t planes = j->dst->n * g->groups, per = rows_per_chunk(ctx, j, false);
+    const int64_t chunks = (j->y.out + per - 1) / per, items = planes * chunks;
+    lumen_cpu_stop st = lumen_cpu_stop_init(ctx);
+#pragma omp parallel for num_threads(ctx->threads) schedule(dynamic, 1)
+    for (int64_t it = 0; it < items; it++) {
+        if (lumen_cpu_should_stop(&st)) continue;
+        const int64_t plane = it / chunks, c = it % chunks, b = plane / g->groups;
+        const int64_t ch = (plane % g->groups) * g->C;
+        const int64_t y0 = c * per, y1 = y0 + per < j->y.out ? y0 + per : j->y.out;
+        for (int64_t oy = y0; oy < y1; oy++)
+            k->box2_u8((const uint8_t *)lumen_px_addr(j->src, b, ch, 2 * oy, 0),
+                       (const uint8_t *)lumen_px_addr(j->src, b, ch, 2 * oy + 1, 0), g->C,
+                       j->x.out * g->C, (uint8_t *)lumen_px_addr(j->dst, b, ch, oy, 0));
+    }
+    return lumen_cpu_stop_status(&st, LUMEN_OK);
+}
+
 lumen_status lumen_cpu_resize(lumen_context *ctx, const lumen_resize_job *j, lumen_run_info *info)
 {
     if (!ctx->simd) {
@@ -414,6 +459,10 @@ lumen_status lumen_cpu_resize(lumen_context *ctx, const lumen_resize_job *j, lum
         return pillow_u8(ctx, j, k);
     }
     const plane_geom g = geometry(j);
+    if (box2_applies(j, &g)) {
+        info->isa = k->isa, info->algo = "box2-u8";
+        return box2_u8(ctx, j, k, &g);
+    }
     const bool vfirst = vertical_first(j, &g);
     info->isa = k->isa, info->algo = vfirst ? "separable:vertical-first" : "separable";
     return separable(ctx, j, k, vfirst);

@@ -403,3 +403,58 @@ void RESIZE_NAME(vpass)(const void *const *rows, lumen_dtype t, const float *w, 
     default: vpass_t(rows, t, w, K, n, acc); break;
     }
 }
+
+/* The 2x2 sum s of u8 pixels divided by 4, rounded to nearest with ties to even: the f32
+ * path's result exactly (s / 4 and each partial sum with weights 1/2 are exact in f32). */
+RESIZE_INLINE uint8_t box2_round(unsigned s)
+{
+    return (uint8_t)((s + 1 + ((s >> 2) & 1)) >> 2);
+}
+
+#if defined(__AVX512BW__)
+/* 32 output bytes (fewer for C = 3: a whole number of pixels) per step: both rows' 2x bytes
+ * widened to 16 bits and added, then each output's two horizontal neighbours picked from the
+ * 64 sums by permutes (any C up to 32), added, rounded and narrowed. */
+static void box2_u8_avx512(const uint8_t *r0, const uint8_t *r1, int C, int64_t n, uint8_t *out)
+{
+    const int step = (32 / C) * C;
+    uint16_t ie[32], io[32];
+    for (int i = 0; i < 32; i++) {
+        const int e = 2 * (i / C) * C + i % C;
+        ie[i] = (uint16_t)(i < step ? e : 0), io[i] = (uint16_t)(i < step ? e + C : 0);
+    }
+    const __m512i idx_e = _mm512_loadu_si512(ie), idx_o = _mm512_loadu_si512(io);
+    const __m512i one = _mm512_set1_epi16(1);
+    for (int64_t i = 0; i < n; i += step) {
+        const int64_t m = n - i < step ? n - i : step;
+        const __mmask64 lm = 2 * m >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (2 * m)) - 1);
+        const __m512i a = _mm512_maskz_loadu_epi8(lm, r0 + 2 * i);
+        const __m512i b = _mm512_maskz_loadu_epi8(lm, r1 + 2 * i);
+        const __m512i lo = _mm512_add_epi16(_mm512_cvtepu8_epi16(_mm512_castsi512_si256(a)),
+                                            _mm512_cvtepu8_epi16(_mm512_castsi512_si256(b)));
+        const __m512i hi = _mm512_add_epi16(_mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(a, 1)),
+                                            _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(b, 1)));
+        const __m512i s = _mm512_add_epi16(_mm512_permutex2var_epi16(lo, idx_e, hi),
+                                           _mm512_permutex2var_epi16(lo, idx_o, hi));
+        const __m512i odd = _mm512_and_si512(_mm512_srli_epi16(s, 2), one);
+        const __m512i q = _mm512_srli_epi16(_mm512_add_epi16(s, _mm512_add_epi16(one, odd)), 2);
+        _mm256_mask_storeu_epi8(out + i, m >= 32 ? ~(__mmask32)0 : (((__mmask32)1 << m) - 1),
+                                _mm512_cvtepi16_epi8(q));
+    }
+}
+#endif
+
+void RESIZE_NAME(box2_u8)(const uint8_t *r0, const uint8_t *r1, int C, int64_t n, uint8_t *out)
+{
+#if defined(__AVX512BW__)
+    if (C <= 32) {
+        box2_u8_avx512(r0, r1, C, n, out);
+        return;
+    }
+#endif
+    for (int64_t o = 0; o < n / C; o++) {
+        const uint8_t *a = r0 + 2 * o * C, *b = r1 + 2 * o * C;
+        for (int c = 0; c < C; c++)
+            out[o * C + c] = box2_round((unsigned)a[c] + a[c + C] + b[c] + b[c + C]);
+    }
+}
