@@ -282,8 +282,9 @@ static void pillow_h_row(const lumen_resize_job *j, const plane_geom *g, int64_t
 /* Output rows [y0, y1) of one plane: a ring of horizontal byte rows, as chunk(); out: n
  * bytes of scratch for a non-contiguous dst row. */
 static void pillow_chunk(const lumen_resize_job *j, const lumen_resize_kernels *k,
-                         const plane_geom *g, uint8_t *ring, int32_t *acc, uint8_t *out,
-                         const uint8_t **rows, int64_t b, int64_t grp, int64_t y0, int64_t y1)
+                         const plane_geom *g, const int8_t *dp_tab, int dp_P, uint8_t *ring,
+                         int32_t *acc, uint8_t *out, const uint8_t **rows, int64_t b, int64_t grp,
+                         int64_t y0, int64_t y1)
 {
     const int K = j->y.taps, C = g->C;
     const int64_t n = j->x.out * C;
@@ -293,7 +294,10 @@ static void pillow_chunk(const lumen_resize_job *j, const lumen_resize_kernels *
         const int64_t lo = j->y.first[oy], hi = lo + K;
         const int64_t from = lo > have_hi || lo < have_lo ? lo : have_hi;
         for (int64_t y = from; y < hi; y++) {
-            if (g->src_contig)
+            if (dp_tab)
+                k->pillow_hrow_dp((const uint8_t *)lumen_px_addr(j->src, b, grp * C, y, 0), C,
+                                  &j->x, dp_tab, dp_P, ring + (y % K) * n);
+            else if (g->src_contig)
                 k->pillow_hrow((const uint8_t *)lumen_px_addr(j->src, b, grp * C, y, 0), C, &j->x,
                                ring + (y % K) * n);
             else
@@ -329,6 +333,14 @@ static lumen_status pillow_u8(lumen_context *ctx, const lumen_resize_job *j,
     const int64_t planes = j->dst->n * g.groups, n = j->x.out * g.C;
     const int64_t per = rows_per_chunk(ctx, j, true);
     const int64_t chunks = (j->y.out + per - 1) / per, items = planes * chunks;
+    /* the dot-product horizontal pass's weights, once per call */
+    int8_t *dp_tab = NULL;
+    int dp_P = 1;
+    if (g.src_contig && k->pillow_dp_ok(g.C)) {
+        dp_tab = malloc((size_t)(j->x.out * k->pillow_dp_entry(j->x.taps)));
+        if (!dp_tab) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "resize: out of memory");
+        dp_P = k->pillow_dp_table(g.C, &j->x, dp_tab);
+    }
     lumen_cpu_stop st = lumen_cpu_stop_init(ctx);
     int failed = 0;
 #pragma omp parallel num_threads(ctx->threads) reduction(| : failed)
@@ -343,11 +355,12 @@ static lumen_status pillow_u8(lumen_context *ctx, const lumen_resize_job *j,
             if (!ok || lumen_cpu_should_stop(&st)) continue;
             const int64_t plane = it / chunks, c = it % chunks;
             const int64_t y0 = c * per, y1 = y0 + per < j->y.out ? y0 + per : j->y.out;
-            pillow_chunk(j, k, &g, ring, acc, out, rows, plane / g.groups, plane % g.groups, y0,
-                         y1);
+            pillow_chunk(j, k, &g, dp_tab, dp_P, ring, acc, out, rows, plane / g.groups,
+                         plane % g.groups, y0, y1);
         }
         free(ring), free(acc), free(out), free(rows);
     }
+    free(dp_tab);
     if (failed) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "resize: out of memory for rows");
     return lumen_cpu_stop_status(&st, LUMEN_OK);
 }
@@ -358,7 +371,10 @@ static lumen_status pillow_u8(lumen_context *ctx, const lumen_resize_job *j,
         .store_row = lumen_resize_store_row_##sfx, .hpass = lumen_resize_hpass_##sfx,              \
         .pillow_hrow = lumen_resize_pillow_hrow_##sfx,                                             \
         .pillow_vrow = lumen_resize_pillow_vrow_##sfx, .vpass = lumen_resize_vpass_##sfx,          \
-        .box2_u8 = lumen_resize_box2_u8_##sfx                                                      \
+        .box2_u8 = lumen_resize_box2_u8_##sfx, .pillow_dp_ok = lumen_resize_pillow_dp_ok_##sfx,    \
+        .pillow_dp_table = lumen_resize_pillow_dp_table_##sfx,                                     \
+        .pillow_dp_entry = lumen_resize_pillow_dp_entry_##sfx,                                     \
+        .pillow_hrow_dp = lumen_resize_pillow_hrow_dp_##sfx                                        \
     }
 
 static const lumen_resize_kernels *kernels_for(const lumen_context *ctx)

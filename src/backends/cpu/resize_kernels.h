@@ -458,3 +458,127 @@ void RESIZE_NAME(box2_u8)(const uint8_t *r0, const uint8_t *r1, int C, int64_t n
             out[o * C + c] = box2_round((unsigned)a[c] + a[c + C] + b[c] + b[c + C]);
     }
 }
+
+/* ---- Pillow's 8-bit horizontal pass as byte dot products (AVX-512 VNNI + VBMI) ----
+ *
+ * The same integers as pillow_hrow. A step fills one 64-byte vector of 16 int32 lanes: lane
+ * L is slot L / 16, channel (L / 4) % 4, byte L % 4. One vpermb puts 4 consecutive taps of one
+ * channel of one output pixel into a lane, and three VPDPBUSD multiply them by the 22-bit
+ * weights cut into three signed byte digits, w = w2 2^16 + w1 2^8 + w0, so that the sum is
+ * (s2 << 16) + (s1 << 8) + s0: Pillow's int32 sum exactly. A group of P output pixels shares
+ * the 4 slots (P = 4: up to 4 taps each; 2: up to 8; 1: 16 taps per step, as many steps as
+ * needed), pixel j of the group in slots j, j + P, ..., when their windows lie within 64
+ * bytes. The table (pillow_dp_table, once per call) holds per group the 64-byte index for
+ * vpermb and per step the three 64-byte digit vectors (zero past a window, past C channels
+ * and past the last pixel). */
+static int dp_group(int K)
+{
+    return K <= 4 ? 4 : K <= 8 ? 2 : 1;
+}
+
+int64_t RESIZE_NAME(pillow_dp_entry)(int K)
+{
+    const int S = dp_group(K) > 1 ? 1 : (K + 15) / 16;
+    return 64 + (int64_t)S * 192;
+}
+
+int RESIZE_NAME(pillow_dp_table)(int C, const lumen_resize_axis *x, int8_t *tab)
+{
+    const int K = x->taps;
+    int P = dp_group(K);
+    for (int64_t o = 0; P > 1 && o < x->out; o += P) { /* every group's windows in 64 bytes */
+        const int64_t last = o + P - 1 < x->out ? o + P - 1 : x->out - 1;
+        if ((x->first[last] - x->first[o] + K) * C > 64) P = 1;
+    }
+    const int S = P > 1 ? 1 : (K + 15) / 16;
+    const int64_t E = 64 + (int64_t)S * 192;
+    for (int64_t g = 0; g * P < x->out; g++) {
+        int8_t *e = tab + g * E;
+        const int64_t o0 = g * P;
+        for (int L = 0; L < 64; L++) {
+            const int slot = L / 16, c = (L / 4) % 4, b = L % 4, j = slot % P, q = slot / P;
+            const int64_t o = o0 + j;
+            const int64_t off = o < x->out ? x->first[o] - x->first[o0] : 0;
+            e[L] = (int8_t)(c < C && o < x->out ? (off + 4 * q + b) * C + c : 0);
+            for (int s = 0; s < S; s++) {
+                const int t = 16 * s + 4 * q + b;
+                const int32_t w = t < K && c < C && o < x->out ? x->iweights[o * K + t] : 0;
+                const int32_t w0 = ((w + 128) & 255) - 128, r = (w - w0) / 256;
+                const int32_t w1 = ((r + 128) & 255) - 128, w2 = (r - w1) / 256;
+                int8_t *d = e + 64 + s * 192;
+                d[L] = (int8_t)w0, d[64 + L] = (int8_t)w1, d[128 + L] = (int8_t)w2;
+            }
+        }
+    }
+    return P;
+}
+
+#if defined(__AVX512BW__)
+__attribute__((target("avx512vnni,avx512vbmi"))) static void
+pillow_hrow_dp_avx512(const uint8_t *row, int C, const lumen_resize_axis *x, const int8_t *tab,
+                      int P, uint8_t *out)
+{
+    const int K = x->taps, S = P > 1 ? 1 : (K + 15) / 16;
+    const int64_t E = 64 + (int64_t)S * 192;
+    const __mmask16 cm = (__mmask16)((1u << C) - 1);
+    const __m512i idx1 = _mm512_loadu_si512(tab); /* one pixel per step: every index alike */
+    for (int64_t o = 0; o < x->out; o += P) {
+        const int8_t *e = tab + (o / P) * E;
+        const __m512i idx = P > 1 ? _mm512_loadu_si512(e) : idx1;
+        const uint8_t *p = row + (int64_t)x->first[o] * C;
+        const int64_t n = o + P <= x->out ? P : x->out - o; /* pixels in this group */
+        /* the group's bytes: up to the last pixel's window end */
+        const int64_t span = P > 1 ? (x->first[o + n - 1] - x->first[o] + K) * C : (int64_t)K * C;
+        __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0;
+        for (int s = 0; s < S; s++) {
+            const int8_t *w = e + 64 + s * 192;
+            const int64_t left = span - 16 * s * C;
+            const __mmask64 m = left >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << left) - 1);
+            const __m512i v =
+                _mm512_permutexvar_epi8(idx, _mm512_maskz_loadu_epi8(m, p + 16 * s * C));
+            a0 = _mm512_dpbusd_epi32(a0, v, _mm512_loadu_si512(w));
+            a1 = _mm512_dpbusd_epi32(a1, v, _mm512_loadu_si512(w + 64));
+            a2 = _mm512_dpbusd_epi32(a2, v, _mm512_loadu_si512(w + 128));
+        }
+        __m512i t = _mm512_add_epi32(
+            _mm512_add_epi32(_mm512_slli_epi32(a2, 16), _mm512_slli_epi32(a1, 8)), a0);
+        if (P < 4) /* slots j and j + 2 are one pixel (P 2) or both halves of it (P 1) */
+            t = _mm512_castsi256_si512(
+                _mm256_add_epi32(_mm512_castsi512_si256(t), _mm512_extracti64x4_epi64(t, 1)));
+        if (P < 2) {
+            const __m256i h = _mm512_castsi512_si256(t);
+            t = _mm512_castsi128_si512(
+                _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)));
+        }
+        t = _mm512_srai_epi32(_mm512_add_epi32(t, _mm512_set1_epi32(1 << 21)), 22);
+        /* clipped to 0..255: pixel j's channels in bytes 4j .. 4j + C - 1 */
+        const __m128i b = _mm512_cvtusepi32_epi8(_mm512_max_epi32(t, _mm512_setzero_si512()));
+        /* bytes 4 j .. 4 j + C - 1 to pixel o + j, by masks (no round trip through memory:
+         * a store and an overlapping narrower load stall store forwarding) */
+        for (int64_t j = 0; j < n; j++)
+            _mm_mask_storeu_epi8((char *)out + (o + j) * C - 4 * j, (__mmask16)(cm << (4 * j)), b);
+    }
+}
+#endif
+
+/* Whether this build and CPU run the dot-product pass (else pillow_hrow). */
+int RESIZE_NAME(pillow_dp_ok)(int C)
+{
+#if defined(__AVX512BW__)
+    return C <= 4 && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vbmi");
+#else
+    (void)C;
+    return 0;
+#endif
+}
+
+void RESIZE_NAME(pillow_hrow_dp)(const uint8_t *row, int C, const lumen_resize_axis *x,
+                                 const int8_t *tab, int P, uint8_t *out)
+{
+#if defined(__AVX512BW__)
+    pillow_hrow_dp_avx512(row, C, x, tab, P, out);
+#else
+    (void)tab, (void)P;
+    RESIZE_NAME(pillow_hrow)(row, C, x, out);
+#endif
+}
