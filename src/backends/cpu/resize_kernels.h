@@ -356,9 +356,49 @@ void RESIZE_NAME(pillow_hrow)(const uint8_t *row, int C, const lumen_resize_axis
 }
 
 /* out[i] = clip8(2^21 + sum_k w[k] rows[k][i]) over n bytes (acc: n int32 of scratch). */
+#if defined(__AVX512BW__)
+/* 64 bytes at a time with the sums in registers over all K rows (the portable loop below
+ * passes over acc once per row); the tail by masks. */
+static void pillow_vrow_avx512(const uint8_t *const *rows, const int32_t *w, int K, int64_t n,
+                               uint8_t *out)
+{
+    const __m512i half = _mm512_set1_epi32(1 << 21);
+    for (int64_t i = 0; i < n; i += 64) {
+        const int64_t m = n - i < 64 ? n - i : 64;
+        const __mmask64 lm = m == 64 ? ~(__mmask64)0 : (((__mmask64)1 << m) - 1);
+        __m512i a[4] = {half, half, half, half};
+        for (int k = 0; k < K; k++) {
+            const __m512i v = _mm512_maskz_loadu_epi8(lm, rows[k] + i),
+                          wk = _mm512_set1_epi32(w[k]);
+#define PIL_V_ACC(q)                                                                               \
+    a[q] = _mm512_add_epi32(                                                                       \
+        a[q], _mm512_mullo_epi32(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(v, q)), wk))
+            PIL_V_ACC(0);
+            PIL_V_ACC(1);
+            PIL_V_ACC(2);
+            PIL_V_ACC(3);
+#undef PIL_V_ACC
+        }
+        for (int q = 0; q < 4; q++) {
+            const int64_t mq = m - 16 * q;
+            if (mq <= 0) break;
+            const __m128i b = _mm512_cvtusepi32_epi8(
+                _mm512_max_epi32(_mm512_srai_epi32(a[q], 22), _mm512_setzero_si512()));
+            _mm_mask_storeu_epi8(out + i + 16 * q,
+                                 mq >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << mq) - 1), b);
+        }
+    }
+}
+#endif
+
 void RESIZE_NAME(pillow_vrow)(const uint8_t *const *rows, const int32_t *w, int K, int64_t n,
                               int32_t *acc, uint8_t *out)
 {
+#if defined(__AVX512BW__)
+    (void)acc;
+    pillow_vrow_avx512(rows, w, K, n, out);
+    return;
+#endif
     for (int64_t i = 0; i < n; i++)
         acc[i] = 1 << 21;
     for (int k = 0; k < K; k++) {
