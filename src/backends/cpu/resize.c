@@ -317,13 +317,16 @@ static void pillow_chunk(const lumen_resize_job *j, const lumen_resize_kernels *
 
 /* Output rows per work item: enough items for the threads to balance (about four each), few
  * enough that the source rows neighbouring chunks share cost little; a chunk that fills a ring
- * of y.taps rows first gets at least 4 y.taps rows. */
+ * of y.taps rows first gets at least 4 y.taps rows, up to a thread's share. */
 static int64_t rows_per_chunk(const lumen_context *ctx, const lumen_resize_job *j, bool ring)
 {
     int64_t per = (j->y.out + 4 * ctx->threads - 1) / (4 * ctx->threads);
     if (per < 8) per = 8;
     if (ring && per < 4 * (int64_t)j->y.taps) per = 4 * (int64_t)j->y.taps;
-    return per;
+    /* but never fewer chunks than threads: shrinking to 224 rows with 73-row windows would
+     * otherwise be one chunk on one thread (the rows two chunks both read cost ~5 % there) */
+    const int64_t even = (j->y.out + ctx->threads - 1) / ctx->threads;
+    return per < even ? per : even > 0 ? even : 1;
 }
 
 static lumen_status pillow_u8(lumen_context *ctx, const lumen_resize_job *j,
