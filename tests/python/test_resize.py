@@ -254,6 +254,75 @@ def test_fast_path_matches_reference(rule, interp, dtype):
         np.testing.assert_array_equal(planar.transpose(1, 2, 0), got)
 
 
+@pytest.mark.parametrize("isa", ["avx512", "avx2", "generic"])
+def test_u8_half_size_box_matches_reference(monkeypatch, isa):
+    """u8 at exactly half the size, where every output is the 2x2 mean (OpenCV's and torch's
+    linear and area): the integer path gives the reference's bytes (ties to even) for 1 to 33
+    interleaved channels (33: past the permute path's 32), planar data, batches, one output
+    row or column, and through each ISA cap; odd sizes (not a 2:1 box) take the f32 path."""
+    monkeypatch.setenv("LUMEN_CPU_ISA", isa)
+    ctx = lumen.Context("cpu")
+    ref_ctx = lumen.Context("cpu", simd=False)
+    rng = np.random.default_rng(7)
+    cases = [((2, 2), c) for c in (1, 3)] + [((2, 130), 3), ((66, 2), 4), ((18, 98), 2),
+                                             ((34, 70), 5), ((10, 22), 33), ((6, 9), 3),
+                                             ((7, 10), 1)]
+    for (h, w), c in cases:
+        src = rng.integers(0, 256, (h, w, c), dtype=np.uint8)
+        src[0, :2] = [[1] * c, [2] * c]  # some exact halves: 1 + 2 + 1 + 2 = 6 -> 1.5 -> 2
+        src[1, :2] = [[1] * c, [2] * c]
+        for rule, interp in [("opencv", "linear"), ("opencv", "area"), ("torch", "linear"),
+                             ("torch", "area")]:
+            size = (max(w // 2, 1), max(h // 2, 1))
+            kw = dict(size=size, interpolation=interp, rule=rule, layout="hwc")
+            got = lumen.resize(src, context=ctx, **kw)
+            ref = lumen.resize(src, context=ref_ctx, **kw)
+            np.testing.assert_array_equal(got, ref, err_msg=f"{(h, w, c)} {rule} {interp}")
+        planar = lumen.resize(np.ascontiguousarray(src.transpose(2, 0, 1)), size=size,
+                              interpolation="area", layout="chw", context=ctx)
+        np.testing.assert_array_equal(planar.transpose(1, 2, 0),
+                                      lumen.resize(src, size=size, interpolation="area",
+                                                   layout="hwc", context=ref_ctx))
+    frames = rng.integers(0, 256, (3, 12, 20, 3), dtype=np.uint8)
+    got = lumen.resize(frames, size=(10, 6), layout="nhwc", context=ctx)
+    ref = lumen.resize(frames, size=(10, 6), layout="nhwc", context=ref_ctx)
+    np.testing.assert_array_equal(got, ref)
+    assert got[0, 0, 0, 0] == np.rint(frames[0, :2, :2, 0].astype(float).mean())
+    check(got[1], cv2.resize(frames[1], (10, 6), interpolation=cv2.INTER_AREA), frames[1],
+          "half-size area vs cv2")
+
+
+@pytest.mark.parametrize("isa", ["avx512", "avx2", "generic"])
+def test_pillow_u8_paths_are_pillow_integers(monkeypatch, isa):
+    """Pillow's 8-bit rule, byte for byte against the reference's integers (and Image.resize)
+    on every horizontal path: the AVX-512 dot products with 4, 2 and 1 output pixels per
+    step and windows past 16 taps (several steps), 1 to 5 channels (5: the plain loop),
+    odd sizes, one row or column, batches; and under each ISA cap."""
+    monkeypatch.setenv("LUMEN_CPU_ISA", isa)
+    ctx = lumen.Context("cpu")
+    ref_ctx = lumen.Context("cpu", simd=False)
+    rng = np.random.default_rng(11)
+    for c in (1, 2, 3, 4, 5):
+        src = rng.integers(0, 256, (29, 97, c), dtype=np.uint8)
+        src[:, 40:50] = 255  # hard edges: the cubic's overshoot clipped between the passes
+        for size in [(48, 14), (32, 29), (13, 9), (5, 3), (1, 1), (97, 1), (1, 29), (150, 40)]:
+            for interp in ("box", "linear", "hamming", "cubic", "lanczos"):
+                kw = dict(size=size, interpolation=interp, rule="pillow", layout="hwc")
+                got = lumen.resize(src, context=ctx, **kw)
+                ref = lumen.resize(src, context=ref_ctx, **kw)
+                np.testing.assert_array_equal(got, ref, err_msg=f"c={c} {size} {interp}")
+                if c in (1, 3) and interp == "cubic":  # (RGBA resizes premultiplied)
+                    mode = {1: "L", 3: "RGB"}[c]
+                    pil = Image.fromarray(src[..., 0] if c == 1 else src, mode).resize(
+                        size, Image.BICUBIC)
+                    np.testing.assert_array_equal(got.reshape(np.asarray(pil).shape),
+                                                  np.asarray(pil))
+    frames = rng.integers(0, 256, (3, 20, 41, 3), dtype=np.uint8)
+    kw = dict(size=(13, 7), interpolation="lanczos", rule="pillow", layout="nhwc")
+    np.testing.assert_array_equal(lumen.resize(frames, context=ctx, **kw),
+                                  lumen.resize(frames, context=ref_ctx, **kw))
+
+
 def test_batch_is_per_frame():
     """N x H x W x C frames in one call give each frame's own result."""
     frames = make((5, 30, 40, 3), np.uint8)

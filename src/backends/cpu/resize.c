@@ -282,8 +282,9 @@ static void pillow_h_row(const lumen_resize_job *j, const plane_geom *g, int64_t
 /* Output rows [y0, y1) of one plane: a ring of horizontal byte rows, as chunk(); out: n
  * bytes of scratch for a non-contiguous dst row. */
 static void pillow_chunk(const lumen_resize_job *j, const lumen_resize_kernels *k,
-                         const plane_geom *g, uint8_t *ring, int32_t *acc, uint8_t *out,
-                         const uint8_t **rows, int64_t b, int64_t grp, int64_t y0, int64_t y1)
+                         const plane_geom *g, const int8_t *dp_tab, int dp_P, uint8_t *ring,
+                         int32_t *acc, uint8_t *out, const uint8_t **rows, int64_t b, int64_t grp,
+                         int64_t y0, int64_t y1)
 {
     const int K = j->y.taps, C = g->C;
     const int64_t n = j->x.out * C;
@@ -293,7 +294,10 @@ static void pillow_chunk(const lumen_resize_job *j, const lumen_resize_kernels *
         const int64_t lo = j->y.first[oy], hi = lo + K;
         const int64_t from = lo > have_hi || lo < have_lo ? lo : have_hi;
         for (int64_t y = from; y < hi; y++) {
-            if (g->src_contig)
+            if (dp_tab)
+                k->pillow_hrow_dp((const uint8_t *)lumen_px_addr(j->src, b, grp * C, y, 0), C,
+                                  &j->x, dp_tab, dp_P, ring + (y % K) * n);
+            else if (g->src_contig)
                 k->pillow_hrow((const uint8_t *)lumen_px_addr(j->src, b, grp * C, y, 0), C, &j->x,
                                ring + (y % K) * n);
             else
@@ -313,13 +317,16 @@ static void pillow_chunk(const lumen_resize_job *j, const lumen_resize_kernels *
 
 /* Output rows per work item: enough items for the threads to balance (about four each), few
  * enough that the source rows neighbouring chunks share cost little; a chunk that fills a ring
- * of y.taps rows first gets at least 4 y.taps rows. */
+ * of y.taps rows first gets at least 4 y.taps rows, up to a thread's share. */
 static int64_t rows_per_chunk(const lumen_context *ctx, const lumen_resize_job *j, bool ring)
 {
     int64_t per = (j->y.out + 4 * ctx->threads - 1) / (4 * ctx->threads);
     if (per < 8) per = 8;
     if (ring && per < 4 * (int64_t)j->y.taps) per = 4 * (int64_t)j->y.taps;
-    return per;
+    /* but never fewer chunks than threads: shrinking to 224 rows with 73-row windows would
+     * otherwise be one chunk on one thread (the rows two chunks both read cost ~5 % there) */
+    const int64_t even = (j->y.out + ctx->threads - 1) / ctx->threads;
+    return per < even ? per : even > 0 ? even : 1;
 }
 
 static lumen_status pillow_u8(lumen_context *ctx, const lumen_resize_job *j,
@@ -329,6 +336,14 @@ static lumen_status pillow_u8(lumen_context *ctx, const lumen_resize_job *j,
     const int64_t planes = j->dst->n * g.groups, n = j->x.out * g.C;
     const int64_t per = rows_per_chunk(ctx, j, true);
     const int64_t chunks = (j->y.out + per - 1) / per, items = planes * chunks;
+    /* the dot-product horizontal pass's weights, once per call */
+    int8_t *dp_tab = NULL;
+    int dp_P = 1;
+    if (g.src_contig && k->pillow_dp_ok(g.C)) {
+        dp_tab = malloc((size_t)(j->x.out * k->pillow_dp_entry(j->x.taps)));
+        if (!dp_tab) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "resize: out of memory");
+        dp_P = k->pillow_dp_table(g.C, &j->x, dp_tab);
+    }
     lumen_cpu_stop st = lumen_cpu_stop_init(ctx);
     int failed = 0;
 #pragma omp parallel num_threads(ctx->threads) reduction(| : failed)
@@ -343,11 +358,12 @@ static lumen_status pillow_u8(lumen_context *ctx, const lumen_resize_job *j,
             if (!ok || lumen_cpu_should_stop(&st)) continue;
             const int64_t plane = it / chunks, c = it % chunks;
             const int64_t y0 = c * per, y1 = y0 + per < j->y.out ? y0 + per : j->y.out;
-            pillow_chunk(j, k, &g, ring, acc, out, rows, plane / g.groups, plane % g.groups, y0,
-                         y1);
+            pillow_chunk(j, k, &g, dp_tab, dp_P, ring, acc, out, rows, plane / g.groups,
+                         plane % g.groups, y0, y1);
         }
         free(ring), free(acc), free(out), free(rows);
     }
+    free(dp_tab);
     if (failed) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "resize: out of memory for rows");
     return lumen_cpu_stop_status(&st, LUMEN_OK);
 }
@@ -357,7 +373,11 @@ static lumen_status pillow_u8(lumen_context *ctx, const lumen_resize_job *j,
         .isa = isa_name, .load_row = lumen_resize_load_row_##sfx,                                  \
         .store_row = lumen_resize_store_row_##sfx, .hpass = lumen_resize_hpass_##sfx,              \
         .pillow_hrow = lumen_resize_pillow_hrow_##sfx,                                             \
-        .pillow_vrow = lumen_resize_pillow_vrow_##sfx, .vpass = lumen_resize_vpass_##sfx           \
+        .pillow_vrow = lumen_resize_pillow_vrow_##sfx, .vpass = lumen_resize_vpass_##sfx,          \
+        .box2_u8 = lumen_resize_box2_u8_##sfx, .pillow_dp_ok = lumen_resize_pillow_dp_ok_##sfx,    \
+        .pillow_dp_table = lumen_resize_pillow_dp_table_##sfx,                                     \
+        .pillow_dp_entry = lumen_resize_pillow_dp_entry_##sfx,                                     \
+        .pillow_hrow_dp = lumen_resize_pillow_hrow_dp_##sfx                                        \
     }
 
 static const lumen_resize_kernels *kernels_for(const lumen_context *ctx)
@@ -398,6 +418,50 @@ static lumen_status separable(lumen_context *ctx, const lumen_resize_job *j,
     return lumen_cpu_stop_status(&st, LUMEN_OK);
 }
 
+/* ---- u8, an exact 2:1 box on both axes: integer sums ---- */
+
+/* Output o reads inputs 2o and 2o + 1 with weights 1/2 each (OpenCV's and torch's linear and
+ * area at exactly half the size, Pillow's box on f32 tables...): the table says so itself. */
+static bool axis_is_box2(const lumen_resize_axis *a)
+{
+    if (a->taps < 2 || a->in < 2 * a->out) return false;
+    for (int64_t o = 0; o < a->out; o++) {
+        const float *w = a->weights + o * a->taps;
+        if (a->first[o] != 2 * o || w[0] != 0.5f || w[1] != 0.5f) return false;
+        for (int k = 2; k < a->taps; k++)
+            if (w[k] != 0.f) return false;
+    }
+    return true;
+}
+
+/* u8 in and out, contiguous rows, both axes 2:1 boxes: the 2x2 sums in 16-bit integers give
+ * the f32 path's bytes exactly (every partial sum is exact in f32; ties to even on both). */
+static bool box2_applies(const lumen_resize_job *j, const plane_geom *g)
+{
+    return !j->pillow_rounding && j->src->dtype == LUMEN_U8 && j->dst->dtype == LUMEN_U8 &&
+           g->src_contig && g->dst_contig && axis_is_box2(&j->x) && axis_is_box2(&j->y);
+}
+
+static lumen_status box2_u8(lumen_context *ctx, const lumen_resize_job *j,
+                            const lumen_resize_kernels *k, const plane_geom *g)
+{
+    const int64_t planes = j->dst->n * g->groups, per = rows_per_chunk(ctx, j, false);
+    const int64_t chunks = (j->y.out + per - 1) / per, items = planes * chunks;
+    lumen_cpu_stop st = lumen_cpu_stop_init(ctx);
+#pragma omp parallel for num_threads(ctx->threads) schedule(dynamic, 1)
+    for (int64_t it = 0; it < items; it++) {
+        if (lumen_cpu_should_stop(&st)) continue;
+        const int64_t plane = it / chunks, c = it % chunks, b = plane / g->groups;
+        const int64_t ch = (plane % g->groups) * g->C;
+        const int64_t y0 = c * per, y1 = y0 + per < j->y.out ? y0 + per : j->y.out;
+        for (int64_t oy = y0; oy < y1; oy++)
+            k->box2_u8((const uint8_t *)lumen_px_addr(j->src, b, ch, 2 * oy, 0),
+                       (const uint8_t *)lumen_px_addr(j->src, b, ch, 2 * oy + 1, 0), g->C,
+                       j->x.out * g->C, (uint8_t *)lumen_px_addr(j->dst, b, ch, oy, 0));
+    }
+    return lumen_cpu_stop_status(&st, LUMEN_OK);
+}
+
 lumen_status lumen_cpu_resize(lumen_context *ctx, const lumen_resize_job *j, lumen_run_info *info)
 {
     if (!ctx->simd) {
@@ -414,6 +478,10 @@ lumen_status lumen_cpu_resize(lumen_context *ctx, const lumen_resize_job *j, lum
         return pillow_u8(ctx, j, k);
     }
     const plane_geom g = geometry(j);
+    if (box2_applies(j, &g)) {
+        info->isa = k->isa, info->algo = "box2-u8";
+        return box2_u8(ctx, j, k, &g);
+    }
     const bool vfirst = vertical_first(j, &g);
     info->isa = k->isa, info->algo = vfirst ? "separable:vertical-first" : "separable";
     return separable(ctx, j, k, vfirst);

@@ -16,6 +16,18 @@ typedef struct lumen_resize_kernels {
                         int32_t *acc, uint8_t *out);
     void (*vpass)(const void *const *rows, lumen_dtype t, const float *w, int K, int64_t n,
                   float *acc);
+    /* u8, both axes an exact 2:1 box (weights 1/2, 1/2): n output bytes of C interleaved
+     * channels from rows r0, r1 (2n bytes each), the 2x2 sum rounded to nearest, ties to even */
+    void (*box2_u8)(const uint8_t *r0, const uint8_t *r1, int C, int64_t n, uint8_t *out);
+    /* Pillow's 8-bit horizontal pass as byte dot products (up to 4 channels, where the build
+     * and CPU have AVX-512 VNNI and VBMI: pillow_dp_ok), from a table of at most
+     * pillow_dp_entry bytes per output pixel built by pillow_dp_table, which returns P, the
+     * output pixels per step */
+    int (*pillow_dp_ok)(int C);
+    int64_t (*pillow_dp_entry)(int K);
+    int (*pillow_dp_table)(int C, const lumen_resize_axis *x, int8_t *tab);
+    void (*pillow_hrow_dp)(const uint8_t *row, int C, const lumen_resize_axis *x, const int8_t *tab,
+                           int P, uint8_t *out);
 } lumen_resize_kernels;
 
 #define RESIZE_DECLARE(sfx)                                                                        \
@@ -28,7 +40,14 @@ typedef struct lumen_resize_kernels {
     void lumen_resize_pillow_vrow_##sfx(const uint8_t *const *rows, const int32_t *w, int K,       \
                                         int64_t n, int32_t *acc, uint8_t *out);                    \
     void lumen_resize_vpass_##sfx(const void *const *rows, lumen_dtype t, const float *w, int K,   \
-                                  int64_t n, float *acc);
+                                  int64_t n, float *acc);                                          \
+    int lumen_resize_pillow_dp_ok_##sfx(int C);                                                    \
+    int64_t lumen_resize_pillow_dp_entry_##sfx(int K);                                             \
+    int lumen_resize_pillow_dp_table_##sfx(int C, const lumen_resize_axis *x, int8_t *tab);        \
+    void lumen_resize_pillow_hrow_dp_##sfx(const uint8_t *row, int C, const lumen_resize_axis *x,  \
+                                           const int8_t *tab, int P, uint8_t *out);                \
+    void lumen_resize_box2_u8_##sfx(const uint8_t *r0, const uint8_t *r1, int C, int64_t n,        \
+                                    uint8_t *out);
 RESIZE_DECLARE(generic)
 RESIZE_DECLARE(avx2)
 RESIZE_DECLARE(avx512)

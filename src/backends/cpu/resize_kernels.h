@@ -356,9 +356,49 @@ void RESIZE_NAME(pillow_hrow)(const uint8_t *row, int C, const lumen_resize_axis
 }
 
 /* out[i] = clip8(2^21 + sum_k w[k] rows[k][i]) over n bytes (acc: n int32 of scratch). */
+#if defined(__AVX512BW__)
+/* 64 bytes at a time with the sums in registers over all K rows (the portable loop below
+ * passes over acc once per row); the tail by masks. */
+static void pillow_vrow_avx512(const uint8_t *const *rows, const int32_t *w, int K, int64_t n,
+                               uint8_t *out)
+{
+    const __m512i half = _mm512_set1_epi32(1 << 21);
+    for (int64_t i = 0; i < n; i += 64) {
+        const int64_t m = n - i < 64 ? n - i : 64;
+        const __mmask64 lm = m == 64 ? ~(__mmask64)0 : (((__mmask64)1 << m) - 1);
+        __m512i a[4] = {half, half, half, half};
+        for (int k = 0; k < K; k++) {
+            const __m512i v = _mm512_maskz_loadu_epi8(lm, rows[k] + i),
+                          wk = _mm512_set1_epi32(w[k]);
+#define PIL_V_ACC(q)                                                                               \
+    a[q] = _mm512_add_epi32(                                                                       \
+        a[q], _mm512_mullo_epi32(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(v, q)), wk))
+            PIL_V_ACC(0);
+            PIL_V_ACC(1);
+            PIL_V_ACC(2);
+            PIL_V_ACC(3);
+#undef PIL_V_ACC
+        }
+        for (int q = 0; q < 4; q++) {
+            const int64_t mq = m - 16 * q;
+            if (mq <= 0) break;
+            const __m128i b = _mm512_cvtusepi32_epi8(
+                _mm512_max_epi32(_mm512_srai_epi32(a[q], 22), _mm512_setzero_si512()));
+            _mm_mask_storeu_epi8(out + i + 16 * q,
+                                 mq >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << mq) - 1), b);
+        }
+    }
+}
+#endif
+
 void RESIZE_NAME(pillow_vrow)(const uint8_t *const *rows, const int32_t *w, int K, int64_t n,
                               int32_t *acc, uint8_t *out)
 {
+#if defined(__AVX512BW__)
+    (void)acc;
+    pillow_vrow_avx512(rows, w, K, n, out);
+    return;
+#endif
     for (int64_t i = 0; i < n; i++)
         acc[i] = 1 << 21;
     for (int k = 0; k < K; k++) {
@@ -402,4 +442,183 @@ void RESIZE_NAME(vpass)(const void *const *rows, lumen_dtype t, const float *w, 
     case LUMEN_F32: vpass_t(rows, LUMEN_F32, w, K, n, acc); break;
     default: vpass_t(rows, t, w, K, n, acc); break;
     }
+}
+
+/* The 2x2 sum s of u8 pixels divided by 4, rounded to nearest with ties to even: the f32
+ * path's result exactly (s / 4 and each partial sum with weights 1/2 are exact in f32). */
+RESIZE_INLINE uint8_t box2_round(unsigned s)
+{
+    return (uint8_t)((s + 1 + ((s >> 2) & 1)) >> 2);
+}
+
+#if defined(__AVX512BW__)
+/* 32 output bytes (fewer for C = 3: a whole number of pixels) per step: both rows' 2x bytes
+ * widened to 16 bits and added, then each output's two horizontal neighbours picked from the
+ * 64 sums by permutes (any C up to 32), added, rounded and narrowed. */
+static void box2_u8_avx512(const uint8_t *r0, const uint8_t *r1, int C, int64_t n, uint8_t *out)
+{
+    const int step = (32 / C) * C;
+    uint16_t ie[32], io[32];
+    for (int i = 0; i < 32; i++) {
+        const int e = 2 * (i / C) * C + i % C;
+        ie[i] = (uint16_t)(i < step ? e : 0), io[i] = (uint16_t)(i < step ? e + C : 0);
+    }
+    const __m512i idx_e = _mm512_loadu_si512(ie), idx_o = _mm512_loadu_si512(io);
+    const __m512i one = _mm512_set1_epi16(1);
+    for (int64_t i = 0; i < n; i += step) {
+        const int64_t m = n - i < step ? n - i : step;
+        const __mmask64 lm = 2 * m >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (2 * m)) - 1);
+        const __m512i a = _mm512_maskz_loadu_epi8(lm, r0 + 2 * i);
+        const __m512i b = _mm512_maskz_loadu_epi8(lm, r1 + 2 * i);
+        const __m512i lo = _mm512_add_epi16(_mm512_cvtepu8_epi16(_mm512_castsi512_si256(a)),
+                                            _mm512_cvtepu8_epi16(_mm512_castsi512_si256(b)));
+        const __m512i hi = _mm512_add_epi16(_mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(a, 1)),
+                                            _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(b, 1)));
+        const __m512i s = _mm512_add_epi16(_mm512_permutex2var_epi16(lo, idx_e, hi),
+                                           _mm512_permutex2var_epi16(lo, idx_o, hi));
+        const __m512i odd = _mm512_and_si512(_mm512_srli_epi16(s, 2), one);
+        const __m512i q = _mm512_srli_epi16(_mm512_add_epi16(s, _mm512_add_epi16(one, odd)), 2);
+        _mm256_mask_storeu_epi8(out + i, m >= 32 ? ~(__mmask32)0 : (((__mmask32)1 << m) - 1),
+                                _mm512_cvtepi16_epi8(q));
+    }
+}
+#endif
+
+void RESIZE_NAME(box2_u8)(const uint8_t *r0, const uint8_t *r1, int C, int64_t n, uint8_t *out)
+{
+#if defined(__AVX512BW__)
+    if (C <= 32) {
+        box2_u8_avx512(r0, r1, C, n, out);
+        return;
+    }
+#endif
+    for (int64_t o = 0; o < n / C; o++) {
+        const uint8_t *a = r0 + 2 * o * C, *b = r1 + 2 * o * C;
+        for (int c = 0; c < C; c++)
+            out[o * C + c] = box2_round((unsigned)a[c] + a[c + C] + b[c] + b[c + C]);
+    }
+}
+
+/* ---- Pillow's 8-bit horizontal pass as byte dot products (AVX-512 VNNI + VBMI) ----
+ *
+ * The same integers as pillow_hrow. A step fills one 64-byte vector of 16 int32 lanes: lane
+ * L is slot L / 16, channel (L / 4) % 4, byte L % 4. One vpermb puts 4 consecutive taps of one
+ * channel of one output pixel into a lane, and three VPDPBUSD multiply them by the 22-bit
+ * weights cut into three signed byte digits, w = w2 2^16 + w1 2^8 + w0, so that the sum is
+ * (s2 << 16) + (s1 << 8) + s0: Pillow's int32 sum exactly. A group of P output pixels shares
+ * the 4 slots (P = 4: up to 4 taps each; 2: up to 8; 1: 16 taps per step, as many steps as
+ * needed), pixel j of the group in slots j, j + P, ..., when their windows lie within 64
+ * bytes. The table (pillow_dp_table, once per call) holds per group the 64-byte index for
+ * vpermb and per step the three 64-byte digit vectors (zero past a window, past C channels
+ * and past the last pixel). */
+static int dp_group(int K)
+{
+    return K <= 4 ? 4 : K <= 8 ? 2 : 1;
+}
+
+int64_t RESIZE_NAME(pillow_dp_entry)(int K)
+{
+    const int S = dp_group(K) > 1 ? 1 : (K + 15) / 16;
+    return 64 + (int64_t)S * 192;
+}
+
+int RESIZE_NAME(pillow_dp_table)(int C, const lumen_resize_axis *x, int8_t *tab)
+{
+    const int K = x->taps;
+    int P = dp_group(K);
+    for (int64_t o = 0; P > 1 && o < x->out; o += P) { /* every group's windows in 64 bytes */
+        const int64_t last = o + P - 1 < x->out ? o + P - 1 : x->out - 1;
+        if ((x->first[last] - x->first[o] + K) * C > 64) P = 1;
+    }
+    const int S = P > 1 ? 1 : (K + 15) / 16;
+    const int64_t E = 64 + (int64_t)S * 192;
+    for (int64_t g = 0; g * P < x->out; g++) {
+        int8_t *e = tab + g * E;
+        const int64_t o0 = g * P;
+        for (int L = 0; L < 64; L++) {
+            const int slot = L / 16, c = (L / 4) % 4, b = L % 4, j = slot % P, q = slot / P;
+            const int64_t o = o0 + j;
+            const int64_t off = o < x->out ? x->first[o] - x->first[o0] : 0;
+            e[L] = (int8_t)(c < C && o < x->out ? (off + 4 * q + b) * C + c : 0);
+            for (int s = 0; s < S; s++) {
+                const int t = 16 * s + 4 * q + b;
+                const int32_t w = t < K && c < C && o < x->out ? x->iweights[o * K + t] : 0;
+                const int32_t w0 = ((w + 128) & 255) - 128, r = (w - w0) / 256;
+                const int32_t w1 = ((r + 128) & 255) - 128, w2 = (r - w1) / 256;
+                int8_t *d = e + 64 + s * 192;
+                d[L] = (int8_t)w0, d[64 + L] = (int8_t)w1, d[128 + L] = (int8_t)w2;
+            }
+        }
+    }
+    return P;
+}
+
+#if defined(__AVX512BW__)
+__attribute__((target("avx512vnni,avx512vbmi"))) static void
+pillow_hrow_dp_avx512(const uint8_t *row, int C, const lumen_resize_axis *x, const int8_t *tab,
+                      int P, uint8_t *out)
+{
+    const int K = x->taps, S = P > 1 ? 1 : (K + 15) / 16;
+    const int64_t E = 64 + (int64_t)S * 192;
+    const __mmask16 cm = (__mmask16)((1u << C) - 1);
+    const __m512i idx1 = _mm512_loadu_si512(tab); /* one pixel per step: every index alike */
+    for (int64_t o = 0; o < x->out; o += P) {
+        const int8_t *e = tab + (o / P) * E;
+        const __m512i idx = P > 1 ? _mm512_loadu_si512(e) : idx1;
+        const uint8_t *p = row + (int64_t)x->first[o] * C;
+        const int64_t n = o + P <= x->out ? P : x->out - o; /* pixels in this group */
+        /* the group's bytes: up to the last pixel's window end */
+        const int64_t span = P > 1 ? (x->first[o + n - 1] - x->first[o] + K) * C : (int64_t)K * C;
+        __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0;
+        for (int s = 0; s < S; s++) {
+            const int8_t *w = e + 64 + s * 192;
+            const int64_t left = span - 16 * s * C;
+            const __mmask64 m = left >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << left) - 1);
+            const __m512i v =
+                _mm512_permutexvar_epi8(idx, _mm512_maskz_loadu_epi8(m, p + 16 * s * C));
+            a0 = _mm512_dpbusd_epi32(a0, v, _mm512_loadu_si512(w));
+            a1 = _mm512_dpbusd_epi32(a1, v, _mm512_loadu_si512(w + 64));
+            a2 = _mm512_dpbusd_epi32(a2, v, _mm512_loadu_si512(w + 128));
+        }
+        __m512i t = _mm512_add_epi32(
+            _mm512_add_epi32(_mm512_slli_epi32(a2, 16), _mm512_slli_epi32(a1, 8)), a0);
+        if (P < 4) /* slots j and j + 2 are one pixel (P 2) or both halves of it (P 1) */
+            t = _mm512_castsi256_si512(
+                _mm256_add_epi32(_mm512_castsi512_si256(t), _mm512_extracti64x4_epi64(t, 1)));
+        if (P < 2) {
+            const __m256i h = _mm512_castsi512_si256(t);
+            t = _mm512_castsi128_si512(
+                _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)));
+        }
+        t = _mm512_srai_epi32(_mm512_add_epi32(t, _mm512_set1_epi32(1 << 21)), 22);
+        /* clipped to 0..255: pixel j's channels in bytes 4j .. 4j + C - 1 */
+        const __m128i b = _mm512_cvtusepi32_epi8(_mm512_max_epi32(t, _mm512_setzero_si512()));
+        /* bytes 4 j .. 4 j + C - 1 to pixel o + j, by masks (no round trip through memory:
+         * a store and an overlapping narrower load stall store forwarding) */
+        for (int64_t j = 0; j < n; j++)
+            _mm_mask_storeu_epi8((char *)out + (o + j) * C - 4 * j, (__mmask16)(cm << (4 * j)), b);
+    }
+}
+#endif
+
+/* Whether this build and CPU run the dot-product pass (else pillow_hrow). */
+int RESIZE_NAME(pillow_dp_ok)(int C)
+{
+#if defined(__AVX512BW__)
+    return C <= 4 && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vbmi");
+#else
+    (void)C;
+    return 0;
+#endif
+}
+
+void RESIZE_NAME(pillow_hrow_dp)(const uint8_t *row, int C, const lumen_resize_axis *x,
+                                 const int8_t *tab, int P, uint8_t *out)
+{
+#if defined(__AVX512BW__)
+    pillow_hrow_dp_avx512(row, C, x, tab, P, out);
+#else
+    (void)tab, (void)P;
+    RESIZE_NAME(pillow_hrow)(row, C, x, out);
+#endif
 }
