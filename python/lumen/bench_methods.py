@@ -54,20 +54,24 @@ def _fftw():
 
 
 def smooth_length(n):
-    """Smallest 2^a 3^b 5^c 7^d >= n (the sizes FFTW runs fastest)."""
+    """Smallest n' >= n whose factors are 2, 3, 5, 7 with an odd part <= 49 (3072, 3200, 2240:
+    FFTW runs them fast; 5^5 = 3125 or 3^7 = 2187 ran 2-3x slower per n log n here)."""
     while True:
         m = n
-        for p in (2, 3, 5, 7):
+        while m % 2 == 0:
+            m //= 2
+        odd = m
+        for p in (3, 5, 7):
             while m % p == 0:
                 m //= p
-        if m == 1:
+        if m == 1 and odd <= 49:
             return n
         n += 1
 
 
-def fftw_pair_ms(h, w, threads, planning="estimate", repeat=5):
-    """The FFT floor: min ms of one FFTW r2c + c2r pair over an h x w real image (FFTW's
-    own threads, `threads` of them; FFTW_ESTIMATE or FFTW_MEASURE)."""
+def fftw_pair(h, w, threads, planning="estimate"):
+    """The FFT floor's call: (run, free) for one FFTW r2c + c2r pair over an h x w real image
+    (FFTW's own threads, `threads` of them; FFTW_ESTIMATE or FFTW_MEASURE)."""
     lib, thr = _fftw()
     thr.fftwf_plan_with_nthreads(threads)
     flags = 0 if planning == "measure" else 1 << 6  # FFTW_MEASURE, FFTW_ESTIMATE
@@ -75,16 +79,28 @@ def fftw_pair_ms(h, w, threads, planning="estimate", repeat=5):
     cplx = lib.fftwf_malloc(8 * h * (w // 2 + 1))
     fwd = lib.fftwf_plan_dft_r2c_2d(h, w, real, cplx, flags)
     inv = lib.fftwf_plan_dft_c2r_2d(h, w, cplx, real, flags)
+    thr.fftwf_plan_with_nthreads(1)
     ctypes.memset(real, 0, 4 * h * w)
+
+    def run():
+        lib.fftwf_execute(fwd)
+        lib.fftwf_execute(inv)
+
+    def free():
+        lib.fftwf_destroy_plan(fwd), lib.fftwf_destroy_plan(inv)
+        lib.fftwf_free(real), lib.fftwf_free(cplx)
+    return run, free
+
+
+def fftw_pair_ms(h, w, threads, planning="estimate", repeat=5):
+    """The FFT floor alone: min ms of `repeat` pairs (fftw_pair) after one warm-up."""
+    run, free = fftw_pair(h, w, threads, planning)
     best = float("inf")
     for _ in range(repeat + 1):
         t0 = time.perf_counter()
-        lib.fftwf_execute(fwd)
-        lib.fftwf_execute(inv)
+        run()
         best = min(best, time.perf_counter() - t0)
-    lib.fftwf_destroy_plan(fwd), lib.fftwf_destroy_plan(inv)
-    lib.fftwf_free(real), lib.fftwf_free(cplx)
-    thr.fftwf_plan_with_nthreads(1)
+    free()
     return best * 1e3
 
 
@@ -116,31 +132,35 @@ def case_calls(name, img, out, ctx):
     return k, calls
 
 
-def time_call(fn, repeat):
-    fn()  # warm: plans, spectra, buffers
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best * 1e3
-
-
 def run_case(name, args, img, out, ctx):
+    """Every method of the case and the floor, interleaved: `repeat` rounds of one call each
+    (after one warm-up call each), the minimum per method, so that a busy moment of the shared
+    machine does not fall on one method only."""
     k, calls = case_calls(name, img, out, ctx)
     h, w = img.shape
-    row = {"case": name, "k": k}
-    for m, fn in calls.items():
-        if m == "direct" and k * k > 4 * args.direct_max_taps:
-            row[m] = None
-            continue
-        rep = 1 if m == "direct" and k * k > args.direct_max_taps else args.repeat
-        row[m] = time_call(fn, rep)
-        if m == "auto":
-            lumen.last_run()
     ph, pw = smooth_length(h + k - 1), smooth_length(w + k - 1)
-    row["floor_size"] = "%dx%d" % (pw, ph)
-    row["floor"] = fftw_pair_ms(ph, pw, ctx.threads, args.floor_planning, args.repeat)
+    run_floor, free_floor = fftw_pair(ph, pw, ctx.threads, args.floor_planning)
+    calls["floor"] = run_floor
+    row = {"case": name, "k": k, "floor_size": "%dx%d" % (pw, ph)}
+    rounds = {m: args.repeat for m in calls}
+    if k * k > 4 * args.direct_max_taps:
+        del calls["direct"]
+        row["direct"] = None
+    elif k * k > args.direct_max_taps:
+        rounds["direct"] = 1
+    best = {m: float("inf") for m in calls}
+    for m, fn in calls.items():
+        fn()  # warm: plans, spectra, buffers
+        if m == "auto":
+            row["auto_method"] = lumen.last_run()["method"]
+    for r in range(args.repeat):
+        for m, fn in calls.items():
+            if r < rounds[m]:
+                t0 = time.perf_counter()
+                fn()
+                best[m] = min(best[m], time.perf_counter() - t0)
+    free_floor()
+    row.update({m: t * 1e3 for m, t in best.items()})
     forced = [row[m] for m in ("direct", "separable", "fft") if row.get(m) is not None]
     row["best"] = min(forced)
     row["auto_vs_best"] = row["auto"] / row["best"]
@@ -171,16 +191,16 @@ def main(argv=None):
     if not args.json:
         print("%dx%d f32, 1 channel, %d threads, ms (min of %d); floor: FFTW r2c+c2r, %s"
               % (w, h, args.threads, args.repeat, args.floor_planning))
-        print("%-13s %9s %9s %9s %9s %9s %10s %9s %8s" % (
-            "case", "direct", "separable", "fft", "auto", "floor", "floor size", "auto/best",
-            "fft/floor"))
+        print("%-13s %9s %9s %9s %9s %-9s %9s %10s %9s %8s" % (
+            "case", "direct", "separable", "fft", "auto", "(ran)", "floor", "floor size",
+            "auto/best", "fft/floor"))
     for name in args.cases.split(","):
         row = run_case(name, args, img, out, ctx)
         rows.append(row)
         if not args.json:
-            print("%-13s %9s %9s %9s %9s %9s %10s %9.2f %8.2f" % (
+            print("%-13s %9s %9s %9s %9s %-9s %9s %10s %9.2f %8.2f" % (
                 name, fmt(row.get("direct")), fmt(row.get("separable", "")), fmt(row["fft"]),
-                fmt(row["auto"]), fmt(row["floor"]), row["floor_size"], row["auto_vs_best"],
+                fmt(row["auto"]), row["auto_method"], fmt(row["floor"]), row["floor_size"], row["auto_vs_best"],
                 row["fft_vs_floor"]), flush=True)
     if args.json:
         json.dump(rows, sys.stdout, indent=1)
