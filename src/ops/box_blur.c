@@ -10,15 +10,12 @@ lumen_status lumen_box_blur(lumen_context *ctx, const lumen_image *src, const lu
     lumen_clear_error();
     lumen_status s = lumen_op_check_common(ctx, src, dst, border, border_value);
     if (s || (s = lumen_op_check_ksize(kw, "kw")) || (s = lumen_op_check_ksize(kh, "kh"))) return s;
-    float *ones = malloc(sizeof(float) * (size_t)(kw + kh));
+    float *ones = malloc(sizeof(float) * (size_t)(kw > kh ? kw : kh));
     if (!ones) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "kernel: out of memory");
-    /* Sums of ones stay exact for integer data; the 1/(kw*kh) comes last, as in OpenCV. A float
-     * result takes the means as taps (1/kw, 1/kh) instead: the same values within f32 rounding,
-     * and unscaled separable filters run the faster column pass (4 rows a step). */
-    const bool fold = normalize && lumen_dtype_is_float(dst->dtype);
-    for (int i = 0; i < kw + kh; i++)
-        ones[i] = fold ? (float)(1.0 / (i < kw ? kw : kh)) : 1.0f;
-    float scale = normalize && !fold ? (float)(1.0 / ((double)kw * kh)) : 1.0f;
+    for (int i = 0; i < (kw > kh ? kw : kh); i++)
+        ones[i] = 1.0f;
+    /* Sums of ones stay exact for integer data; the 1/(kw*kh) comes last, as in OpenCV. */
+    float scale = normalize ? (float)(1.0 / ((double)kw * kh)) : 1.0f;
     lumen_filter_job job = {.src = src,
                             .dst = dst,
                             .taps = LUMEN_TAPS_SEPARABLE,
@@ -29,7 +26,7 @@ lumen_status lumen_box_blur(lumen_context *ctx, const lumen_image *src, const lu
                             .ax = kw / 2,
                             .ay = kh / 2,
                             .kx = ones,
-                            .ky = ones + kw,
+                            .ky = ones,
                             .scale = scale};
     lumen_image copy_view;
     void *copy;
