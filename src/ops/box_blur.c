@@ -35,7 +35,8 @@ lumen_status lumen_box_blur(lumen_context *ctx, const lumen_image *src, const lu
          * sums of ones that OpenCV's rounding is defined on */
         lumen_method m = LUMEN_METHOD_SEPARABLE;
         if (lumen_dtype_is_float(dst->dtype) && (int64_t)kw * kh >= LUMEN_FFT_MIN_TAPS)
-            m = lumen_choose_method(ctx, &job, 1u << LUMEN_METHOD_SEPARABLE | 1u << LUMEN_METHOD_FFT);
+            m = lumen_choose_method(ctx, &job,
+                                    1u << LUMEN_METHOD_SEPARABLE | 1u << LUMEN_METHOD_FFT);
         s = lumen_run_filter(ctx, &job, m, info);
         lumen_op_release_src(copy);
     }

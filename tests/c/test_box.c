@@ -237,8 +237,9 @@ static void test_by_hand(void **state)
     ts_expect(&op, LUMEN_F32, 1, 4, src, con, 0.0, "box 2x1 constant 10");
 }
 
-/* Large boxes weigh the FFT (cost_model.c) for float results only: a 401x401 f32 box on 1600x1200 runs the
- * FFT and equals the separable sums within the filters' f32 bound (Sum|k| = 1, data in [0, 1));
+/* Large boxes weigh the FFT (cost_model.c) for float results only: a 401x401 f32 box on
+ * 1600x1200 runs the FFT and equals the separable sums within the filters' f32 bound
+ * (Sum|k| = 1, data in [0, 1));
  * a u8 result stays separable (exact sums of ones, OpenCV's rounding). */
 static void test_large_box_fft(void **state)
 {
