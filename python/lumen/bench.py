@@ -4,6 +4,8 @@
                            [--no-scipy] [--no-torch] [--torch-cap S] [--overhead-calls N]
                            [--batch N]
     python3 -m lumen.bench --case dask [...]   (lumen on Dask: lumen/bench_dask.py's flags)
+    python3 -m lumen.bench --case methods [...]   (auto vs forced methods vs the FFT floor:
+                                                  lumen/bench_methods.py's flags)
 
 Every library gets the same f32 image (H x W, one channel; seeded random values in [0, 1)),
 the same kernel (lumen bench's LCG taps, so the same as `lumen bench`) and border reflect
@@ -1387,6 +1389,10 @@ def main(argv=None):
             a == "--case" and v == "dask" for a, v in zip(argv, argv[1:])):
         from . import bench_dask  # lumen on Dask (docs/scale-out.md): its own cases and flags
         return bench_dask.main(argv)
+    if any(a in ("--case=methods",) for a in argv) or any(
+            a == "--case" and v == "methods" for a, v in zip(argv, argv[1:])):
+        from . import bench_methods  # auto vs forced methods vs the FFT floor
+        return bench_methods.main(argv)
     args = parse_args(argv)
     DEVICE = args.device
     # first, while this process runs no threads of its own (lumen's, torch's, OpenCV's pools

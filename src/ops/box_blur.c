@@ -31,7 +31,13 @@ lumen_status lumen_box_blur(lumen_context *ctx, const lumen_image *src, const lu
     lumen_image copy_view;
     void *copy;
     if (!(s = lumen_op_unalias(&job.src, job.dst, &copy_view, &copy))) {
-        s = lumen_run_filter(ctx, &job, LUMEN_METHOD_SEPARABLE, info);
+        /* large boxes weigh the FFT too, for float results only: integer ones keep the exact
+         * sums of ones that OpenCV's rounding is defined on */
+        lumen_method m = LUMEN_METHOD_SEPARABLE;
+        if (lumen_dtype_is_float(dst->dtype) && (int64_t)kw * kh >= LUMEN_FFT_MIN_TAPS)
+            m = lumen_choose_method(ctx, &job,
+                                    1u << LUMEN_METHOD_SEPARABLE | 1u << LUMEN_METHOD_FFT);
+        s = lumen_run_filter(ctx, &job, m, info);
         lumen_op_release_src(copy);
     }
     free(ones);

@@ -237,6 +237,49 @@ static void test_by_hand(void **state)
     ts_expect(&op, LUMEN_F32, 1, 4, src, con, 0.0, "box 2x1 constant 10");
 }
 
+/* Large boxes weigh the FFT (cost_model.c) for float results only: a 401x401 f32 box on
+ * 1600x1200 runs the FFT and equals the separable sums within the filters' f32 bound
+ * (Sum|k| = 1, data in [0, 1));
+ * a u8 result stays separable (exact sums of ones, OpenCV's rounding). */
+static void test_large_box_fft(void **state)
+{
+    (void)state;
+    enum { W = 1600, H = 1200, K = 401 };
+    float *src = malloc(sizeof(float) * W * H * 2), *dst = src + W * H;
+    float *ones = malloc(sizeof(float) * K);
+    unsigned char *u8 = malloc((size_t)W * H * 2);
+    assert_non_null(src), assert_non_null(ones), assert_non_null(u8);
+    for (int i = 0; i < W * H; i++)
+        src[i] = (float)((i % 1000) * 7 % 1000) / 1000.0f, u8[i] = (unsigned char)(i % 251);
+    for (int i = 0; i < K; i++)
+        ones[i] = 1.0f / K;
+    lumen_context *ctx = NULL;
+    assert_int_equal(lumen_context_create(&ctx), LUMEN_OK);
+    assert_int_equal(lumen_context_set_threads(ctx, 2), LUMEN_OK);
+    lumen_image s = lumen_image_nchw(src, LUMEN_F32, 1, 1, H, W);
+    lumen_image d = lumen_image_nchw(dst, LUMEN_F32, 1, 1, H, W);
+    lumen_run_info info = {0};
+    assert_int_equal(lumen_box_blur(ctx, &s, &d, K, K, 1, LUMEN_BORDER_REFLECT, 0.0f, &info),
+                     LUMEN_OK);
+    assert_int_equal(info.method, LUMEN_METHOD_FFT);
+    float *ref = malloc(sizeof(float) * W * H);
+    assert_non_null(ref);
+    lumen_image r = lumen_image_nchw(ref, LUMEN_F32, 1, 1, H, W);
+    lumen_filter_options o = lumen_filter_options_default();
+    o.method = LUMEN_METHOD_SEPARABLE;
+    assert_int_equal(lumen_sep_filter2d(ctx, &s, &r, ones, K, ones, K, &o, NULL), LUMEN_OK);
+    for (int i = 0; i < W * H; i++)
+        if (fabsf(dst[i] - ref[i]) > TS_F32_REL)
+            fail_msg("box %d f32 by FFT: at %d got %g, separable %g", K, i, dst[i], ref[i]);
+    lumen_image su = lumen_image_nchw(u8, LUMEN_U8, 1, 1, H, W);
+    lumen_image du = lumen_image_nchw(u8 + W * H, LUMEN_U8, 1, 1, H, W);
+    assert_int_equal(lumen_box_blur(ctx, &su, &du, K, K, 1, LUMEN_BORDER_REFLECT, 0.0f, &info),
+                     LUMEN_OK);
+    assert_int_equal(info.method, LUMEN_METHOD_SEPARABLE);
+    lumen_context_destroy(ctx);
+    free(src), free(ones), free(u8), free(ref);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -251,6 +294,7 @@ int main(void)
         cmocka_unit_test(test_unnormalised_saturates),
         cmocka_unit_test(test_equals_filter2d),
         cmocka_unit_test(test_by_hand),
+        cmocka_unit_test(test_large_box_fft),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -62,12 +62,14 @@ double lumen_cpu_fft_tile_work(int nh, int nw)
     double n = (double)nh * nw;
     /*
      * r2c + c2r ~ 2 x 2.5 n log2 n flops, plus loading, the product and
-     * storing. Measured with FFTW 3.3.10 here: ~0.35 ns per n log2 n while a
-     * tile's buffers stay in L2 (up to ~640x640), 1.5x that up to ~1200x1200
-     * and 2.2x beyond (plus page faults on the big buffers); factors of 7 cost
-     * ~15% more.
+     * storing. Measured with FFTW 3.3.10 on the 2-core Zen 4 guest (one pair, one
+     * thread, FFTW_ESTIMATE): 0.21-0.24 ns per n log2 n up to 768x768 (a tile's
+     * buffers in the 1 MB L2 and L3), 1.4x that at 896x896-1024x1024, and ~2.2x
+     * beyond (plus page faults on the big buffers); factors of 7 cost ~15% more.
+     * (The Xeon this was first fitted on had its step at 640x640; an exact
+     * Gaussian sigma = 50 then took 640x640 tiles of 340x340 outputs.)
      */
-    double cache = n <= 640.0 * 640 ? 1.0 : n <= 1200.0 * 1200 ? 1.5 : 2.5;
+    double cache = n <= 800.0 * 800 ? 1.0 : n <= 1200.0 * 1200 ? 1.45 : 2.5;
     double prime7 = (nh % 7 == 0 || nw % 7 == 0) ? 1.15 : 1.0;
     return n * (log2(n) * cache * prime7 + 6.0);
 }
