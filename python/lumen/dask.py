@@ -61,9 +61,6 @@ __all__ = ["filter2d", "sep_filter2d", "gaussian_blur", "box_blur", "conv2d",
 _DEFAULT_LAYOUT = {2: "hw", 3: "hwc", 4: "nhwc"}
 _HW_AXES = {"hw": (0, 1), "hwc": (0, 1), "chw": (1, 2), "nhwc": (1, 2), "nchw": (2, 3)}
 _NDIM = {"hw": 2, "hwc": 3, "chw": 3, "nhwc": 4, "nchw": 4}
-#: The largest side of the block on which method="auto" is resolved (the choice is made per
-#: pixel cost; beyond this the probe would only cost time).
-_PROBE_SIDE = 1024
 
 
 # ---- per-thread contexts ----------------------------------------------------------------------
@@ -378,27 +375,13 @@ def _out_dtype(x, dtype):
     return np.dtype(np.float64) if x.dtype == np.float64 else x.dtype
 
 
-def _probe(x, layout, reach_h, reach_w):
-    """A zero block shaped like the largest block with its halo (capped at _PROBE_SIDE): the
-    image method="auto" is resolved on."""
-    hax, wax = _HW_AXES[layout]
-    shape = [1] * x.ndim
-    for ax in range(x.ndim):
-        if ax in (hax, wax):
-            r = reach_h if ax == hax else reach_w
-            shape[ax] = min(max(x.chunks[ax]) + r[0] + r[1], x.shape[ax], _PROBE_SIDE + r[0] + r[1])
-        elif not (layout.startswith("n") and ax == 0):
-            shape[ax] = x.shape[ax]
-    dt = x.dtype if x.dtype in (np.uint8, np.uint16, np.float32) else np.float32
-    return np.zeros(shape, dt)
-
-
-def _resolve_method(x, layout, reach_h, reach_w, method, run):
-    """The method every block runs: method itself, or what "auto" chose on the probe block."""
+def _resolve_method(op, x, args, kw, method, context, threads):
+    """The method every block runs: method itself, or what "auto" chooses for the whole image
+    (lumen.choose_method: the C library's choice for x's global shape, on the context the blocks
+    run on, without running anything), so that blocks of different sizes cannot disagree."""
     if method != "auto":
         return method
-    run(_probe(x, layout, reach_h, reach_w))
-    return lumen.last_run()["method"]
+    return lumen.choose_method(op, x, *args, method=method, context=_ctx(context, threads), **kw)
 
 
 # ---- the filters ------------------------------------------------------------------------------
@@ -425,8 +408,7 @@ def filter2d(src, kernel, *, border="reflect", border_value=0.0, anchor=None, co
     rh = overlap_depth(k.shape[0], ay, convolve)
     kw = dict(border=border, border_value=border_value, anchor=anchor, convolve=convolve,
               dtype=dtype, layout=lay)
-    m = _resolve_method(x, lay, rh, rw, method,
-                        _bind(lumen.filter2d, context, threads, k, method=method, **kw))
+    m = _resolve_method("filter2d", x, (k,), kw, method, context, threads)
     return _apply(x, _bind(lumen.filter2d, context, threads, k, method=m, **kw), rh, rw, border,
                   lay, _out_dtype(x, dtype))
 
@@ -442,8 +424,7 @@ def sep_filter2d(src, kx, ky, *, border="reflect", border_value=0.0, anchor=None
     rw, rh = overlap_depth(kx.size, ax, convolve), overlap_depth(ky.size, ay, convolve)
     kw = dict(border=border, border_value=border_value, anchor=anchor, convolve=convolve,
               dtype=dtype, layout=lay)
-    m = _resolve_method(x, lay, rh, rw, method,
-                        _bind(lumen.sep_filter2d, context, threads, kx, ky, method=method, **kw))
+    m = _resolve_method("sep_filter2d", x, (kx, ky), kw, method, context, threads)
     return _apply(x, _bind(lumen.sep_filter2d, context, threads, kx, ky, method=m, **kw), rh,
                   rw, border, lay, _out_dtype(x, dtype))
 
@@ -480,8 +461,7 @@ def gaussian_blur(src, sigma, *, sigma_y=None, ksize=None, border="reflect", bor
               truncate=truncate, dtype=dtype, layout=lay)
     if mode is None:
         kw.update(border=border, border_value=border_value)
-    m = _resolve_method(x, lay, rh, rw, method,
-                        _bind(lumen.gaussian_blur, context, threads, sigma, method=method, **kw))
+    m = _resolve_method("gaussian_blur", x, (sigma,), kw, method, context, threads)
     return _apply(x, _bind(lumen.gaussian_blur, context, threads, sigma, method=m, **kw), rh, rw,
                   mode if mode is not None else border, lay, _out_dtype(x, dtype))
 
