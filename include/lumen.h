@@ -308,6 +308,34 @@ LUMEN_API lumen_status lumen_box_blur(lumen_context *ctx, const lumen_image *src
                                       lumen_border border, float border_value,
                                       lumen_run_info *info);
 
+/*
+ * Method queries: the method (DIRECT, SEPARABLE, FFT or RECURSIVE) the op of the same name
+ * would run with these arguments, chosen as the op chooses it (the same checks, the rank-1
+ * test, the context's cost model) without running it: what run_info->method would say.
+ * Only the views' shapes, dtypes and devices are read, so their data may be NULL: ask about a
+ * whole image that is not in memory (lumen.dask chooses once, for every block of an image, so
+ * that blocks cannot disagree). The FFT's cost counts the kernel's transform unless the
+ * context has it already, as a real call's does.
+ */
+LUMEN_API lumen_status lumen_filter2d_method(lumen_context *ctx, const lumen_image *src,
+                                             const lumen_image *dst, const float *kernel, int kw,
+                                             int kh, const lumen_filter_options *opt,
+                                             lumen_method *method);
+LUMEN_API lumen_status lumen_sep_filter2d_method(lumen_context *ctx, const lumen_image *src,
+                                                 const lumen_image *dst, const float *kx, int kw,
+                                                 const float *ky, int kh,
+                                                 const lumen_filter_options *opt,
+                                                 lumen_method *method);
+LUMEN_API lumen_status lumen_gaussian_blur_method(lumen_context *ctx, const lumen_image *src,
+                                                  const lumen_image *dst,
+                                                  const lumen_gaussian_options *opt,
+                                                  lumen_method *method);
+/* A box always runs SEPARABLE; this checks the arguments as lumen_box_blur does. */
+LUMEN_API lumen_status lumen_box_blur_method(lumen_context *ctx, const lumen_image *src,
+                                             const lumen_image *dst, int kw, int kh,
+                                             lumen_border border, float border_value,
+                                             lumen_method *method);
+
 /* OpenCV getGaussianKernel(n, sigma, CV_32F) into out[n]. */
 LUMEN_API lumen_status lumen_gaussian_kernel(int n, double sigma, float *out);
 /* The kernel size GaussianBlur derives from sigma for this dtype. */

@@ -31,6 +31,7 @@ from ._lumen import (  # noqa: F401  (the C extension is the API)
 )
 from ._conv import FORMS as _FORMS, Conv2dWeights  # noqa: F401  (docs/conv2d.md)
 from ._crop import FORMS as _CROP_FORMS, mask_bbox  # noqa: F401  (docs/crop.md)
+from ._method import choose_method  # noqa: F401  (the method an op would run, not running it)
 from . import film  # noqa: E402,F401  (lumen.film: the film effects, docs/film.md)
 
 #: Border names accepted besides lumen's own, and what they mean (docs/python.md).
@@ -53,7 +54,8 @@ for _name in _OPS:
 del _name, _fn
 
 __all__ = [
-    "ArgumentError", "Context", "Conv2dWeights", "Error", "FileError", "UnsupportedError", "BORDER_ALIASES",
-    "device_info", "devices", "gaussian_kernel", "gaussian_ksize", "last_run", "mask_bbox",
+    "ArgumentError", "Context", "Conv2dWeights", "Error", "FileError", "UnsupportedError",
+    "BORDER_ALIASES", "choose_method", "device_info", "devices", "gaussian_kernel",
+    "gaussian_ksize", "last_run", "mask_bbox",
     "read_image", "write_image",
 ] + _OPS

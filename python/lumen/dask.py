@@ -30,6 +30,8 @@ halation and grain are global reductions and run on whole images (their docstrin
 This module imports Dask; ``import lumen`` does not.
 """
 
+import itertools
+import operator
 import os
 import threading
 import uuid
@@ -41,6 +43,8 @@ try:
     import dask.array as da
     import dask.bag as db
     from dask.array.overlap import ensure_minimum_chunksize
+    from dask.base import tokenize
+    from dask.highlevelgraph import HighLevelGraph
 except ImportError as e:  # pragma: no cover - depends on the machine
     raise ImportError(
         "lumen.dask needs Dask (Debian: apt-get install python3-dask python3-distributed "
@@ -57,9 +61,6 @@ __all__ = ["filter2d", "sep_filter2d", "gaussian_blur", "box_blur", "conv2d",
 _DEFAULT_LAYOUT = {2: "hw", 3: "hwc", 4: "nhwc"}
 _HW_AXES = {"hw": (0, 1), "hwc": (0, 1), "chw": (1, 2), "nhwc": (1, 2), "nchw": (2, 3)}
 _NDIM = {"hw": 2, "hwc": 3, "chw": 3, "nhwc": 4, "nchw": 4}
-#: The largest side of the block on which method="auto" is resolved (the choice is made per
-#: pixel cost; beyond this the probe would only cost time).
-_PROBE_SIDE = 1024
 
 
 # ---- per-thread contexts ----------------------------------------------------------------------
@@ -95,9 +96,27 @@ def _ctx(context, threads):
     return cache[t]
 
 
+class _Block:
+    """block -> fn(block, *args, **kwargs) on the context of the thread that runs it (_ctx).
+    Its token (the graph's names) is made of the op and its arguments."""
+
+    def __init__(self, fn, context, threads, args, kwargs):
+        self.fn, self.context, self.threads, self.args, self.kwargs = (fn, context, threads, args,
+                                                                       kwargs)
+
+    def __call__(self, b):
+        return self.fn(b, *self.args, context=_ctx(self.context, self.threads), **self.kwargs)
+
+    def __dask_tokenize__(self):
+        return dask.base.tokenize(getattr(self.fn, "__module__", ""),
+                                  getattr(self.fn, "__qualname__", repr(self.fn)), self.args,
+                                  sorted(self.kwargs.items()), self.threads,
+                                  None if self.context is None else id(self.context))
+
+
 def _bind(fn, context, threads, *args, **kwargs):
     """block -> fn(block, *args, **kwargs) on the block's thread's context."""
-    return lambda b: fn(b, *args, context=_ctx(context, threads), **kwargs)
+    return _Block(fn, context, threads, args, kwargs)
 
 
 # ---- shapes and halos -------------------------------------------------------------------------
@@ -137,44 +156,217 @@ def overlap_depth(ksize, anchor=-1, convolve=False):
     return (after, before) if convolve else (before, after)
 
 
+#: A block is filtered with its halo, and lumen computes the halo's outputs too (then dropped):
+#: consecutive chunks are filtered together (one task, its result split back into the chunks)
+#: until the halo is at most this share of the block's side on each axis ...
+_HALO_SHARE = 1 / 32
+#: ... but a group is never wider than this (nor than one chunk, if that is wider), and an axis
+#: keeps at least two groups.
+_MAX_GROUP_SIDE = 4096
+
+
 def _axis_plan(n, chunks, before, after, wrap):
-    """(chunks, depth, boundary) of one image axis for a kernel reaching (before, after)."""
+    """(chunks, (before, after)) of one image axis for a kernel reaching (before, after): the
+    halo this axis gets, (0, 0) for none."""
     if before == 0 and after == 0 or len(chunks) == 1:
-        return chunks, 0, "none"
+        return chunks, (0, 0)
     k = before + after + 1
     if n < 2 * k:  # at most one block would fit: take the axis whole
-        return (n,), 0, "none"
+        return (n,), (0, 0)
     # Every block at least a kernel wide: a block at the true edge then holds every pixel the
     # border rule mirrors or repeats (reflect101 reaches `before` pixels in), so lumen's border
-    # on the block is the border of the whole image.
-    chunks = ensure_minimum_chunksize(k, chunks)
-    if wrap:  # Dask's periodic exchange is symmetric only
-        return chunks, max(before, after), "periodic"
-    return chunks, (before, after), "none"
+    # on the block is the border of the whole image; and every neighbour holds the whole halo
+    # it lends, wrap's opposite side included.
+    return ensure_minimum_chunksize(k, chunks), (before, after)
+
+
+def _groups(chunks, before, after):
+    """[(first, stop)]: the runs of consecutive chunks filtered as one block (_HALO_SHARE)."""
+    h, c = before + after, max(chunks)
+    g = 1 if h == 0 else -(-h // max(1, int(c * _HALO_SHARE)))
+    g = max(1, min(g, max(1, _MAX_GROUP_SIDE // c), len(chunks) // 2))
+    return [(i, min(i + g, len(chunks))) for i in range(0, len(chunks), g)]
+
+
+def _root(a):
+    """The object that owns a's memory (the end of its .base chain)."""
+    while isinstance(a, np.ndarray) and a.base is not None:
+        a = a.base
+    return a
+
+
+def _as_one_view(pieces, shape):
+    """The padded block as a view, when its pieces ({(row, col) in the padded block: array})
+    are views of one array laid out as in the block (da.from_array of an in-memory image):
+    no copy. None otherwise."""
+    corner = pieces.get((0, 0))
+    if corner is None:
+        return None
+    strides, root = corner.strides, _root(corner)
+    if root is corner:
+        return None
+    base = corner.__array_interface__["data"][0]
+    for (r, c), p in pieces.items():
+        if (p.strides != strides or p.dtype != corner.dtype or _root(p) is not root
+                or p.__array_interface__["data"][0] != base + r * strides[0] + c * strides[1]):
+            return None
+    return np.lib.stride_tricks.as_strided(corner, shape, corner.strides, writeable=False)
+
+
+def _padded(rows, cols, grid, hax, wax):
+    """The block with its halo, from grid[i][j], the pieces of the (len(rows) x len(cols)) grid
+    of chunks and strips around and inside it (rows, cols: their heights and widths): a view
+    when they are views of one array (_as_one_view), else a copy."""
+    ref = grid[len(rows) // 2][len(cols) // 2]
+    y = np.concatenate([[0], np.cumsum(rows)]).astype(int)
+    x = np.concatenate([[0], np.cumsum(cols)]).astype(int)
+    shape = list(ref.shape)
+    shape[hax], shape[wax] = int(y[-1]), int(x[-1])
+    hw_first = (hax, wax) != (0, 1)
+
+    def first(a):  # the H and W axes first
+        return np.moveaxis(a, (hax, wax), (0, 1)) if hw_first else a
+    pieces = {(int(y[i]), int(x[j])): first(grid[i][j])
+              for i in range(len(rows)) for j in range(len(cols))}
+    view = _as_one_view(pieces, [shape[hax], shape[wax]]
+                        + [n for a, n in enumerate(shape) if a not in (hax, wax)])
+    if view is not None:
+        return np.moveaxis(view, (0, 1), (hax, wax)) if hw_first else view
+    buf = np.empty(shape, ref.dtype)
+    bv = first(buf)
+    for (r, c), p in pieces.items():
+        bv[r:r + p.shape[0], c:c + p.shape[1]] = p
+    return buf
+
+
+#: The directions (dy, dx) from a block to a neighbour, numbered for the graph.
+_DIRS = [(dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1)]
+
+
+def _export(block, hax, wax, before_h, after_h, before_w, after_w):
+    """The halo strips a chunk lends its neighbours, by direction (dy, dx) from the borrower to
+    it: the chunk above a block (dy = -1) lends its last `before_h` rows, and so on. Views: they
+    cost nothing here, and on a cluster only they travel, not the chunk."""
+    def sl(d, n, before, after):
+        return slice(n - before, n) if d < 0 else slice(0, after) if d > 0 else slice(0, n)
+    out = {}
+    for dy in (-1, 0, 1):
+        for dx in (-1, 0, 1):
+            if (dy or dx) and (dy == 0 or (before_h if dy < 0 else after_h)) and \
+                    (dx == 0 or (before_w if dx < 0 else after_w)):
+                idx = [slice(None)] * block.ndim
+                idx[hax] = sl(dy, block.shape[hax], before_h, after_h)
+                idx[wax] = sl(dx, block.shape[wax], before_w, after_w)
+                out[_DIRS.index((dy, dx))] = block[tuple(idx)]
+    return out
+
+
+def _pick(strips, d):
+    return strips[d]
+
+
+def _run_group(fn, hax, wax, rows, cols, keep, grid):
+    """One task: the group's chunks and its neighbours' strips (grid[i][j]) -> fn on the padded
+    block -> the part kept (a view of fn's result)."""
+    res = fn(_padded(rows, cols, grid, hax, wax))
+    idx = [slice(None)] * res.ndim
+    idx[hax], idx[wax] = keep
+    return res[tuple(idx)]
+
+
+def _axis_cells(chunks, groups, gi, before, after, wrap):
+    """For group gi of one axis: [(chunk index, direction, size)] of the chunks the padded block
+    is made of, in order: the neighbour before (direction -1, `before` pixels), the group's own
+    chunks (0), the neighbour after (+1, `after` pixels); none past a true edge (unless wrap)."""
+    first, stop = groups[gi]
+    n = len(chunks)
+    cells = []
+    if before and (first > 0 or wrap):
+        cells.append(((first - 1) % n, -1, before))
+    cells += [(i, 0, chunks[i]) for i in range(first, stop)]
+    if after and (stop < n or wrap):
+        cells.append((stop % n, 1, after))
+    return cells
+
+
+def _halo_graph(x, block_fn, plan, hax, wax, dtype, token):
+    """The graph: per chunk one export task (its strips), per group one task (_run_group), and
+    per chunk of a group of several a view of the group's result."""
+    (bh, ah), (bw, aw) = plan[hax], plan[wax]
+    ch, cw = x.chunks[hax], x.chunks[wax]
+    gh, gw = _groups(ch, bh, ah), _groups(cw, bw, aw)
+    name = f"lumen-{token}"
+    ex_name, grp_name = f"lumen-halo-{token}", f"lumen-group-{token}"
+    dsk = {}
+    wrap = plan["wrap"]
+    other = [range(len(c)) if a not in (hax, wax) else [None] for a, c in enumerate(x.chunks)]
+    for rest in itertools.product(*other):
+        def key(nm, i, j):
+            k = list(rest)
+            k[hax], k[wax] = i, j
+            return (nm,) + tuple(k)
+        for gi in range(len(gh)):
+            rcells = _axis_cells(ch, gh, gi, bh, ah, wrap)
+            for gj in range(len(gw)):
+                ccells = _axis_cells(cw, gw, gj, bw, aw, wrap)
+                cells = []
+                for (i, dy, _) in rcells:
+                    row = []
+                    for (j, dx, _) in ccells:
+                        if dy == 0 and dx == 0:
+                            row.append(key(x.name, i, j))
+                        else:
+                            ek = key(ex_name, i, j)
+                            if ek not in dsk:
+                                dsk[ek] = (_export, key(x.name, i, j), hax, wax, bh, ah, bw, aw)
+                            row.append((_pick, ek, _DIRS.index((dy, dx))))
+                    cells.append(row)
+                top = rcells[0][2] if rcells[0][1] < 0 else 0
+                left = ccells[0][2] if ccells[0][1] < 0 else 0
+                (r0, r1), (c0, c1) = gh[gi], gw[gj]
+                kh, kw_ = sum(ch[r0:r1]), sum(cw[c0:c1])
+                keep = (slice(top, top + kh), slice(left, left + kw_))
+                task = (_run_group, block_fn, hax, wax, [s for _, _, s in rcells],
+                        [s for _, _, s in ccells], keep, cells)
+                if r1 - r0 == 1 and c1 - c0 == 1:
+                    dsk[key(name, r0, c0)] = task
+                    continue
+                gk = key(grp_name, gi, gj)
+                dsk[gk] = task
+                ys = np.concatenate([[0], np.cumsum(ch[r0:r1])])
+                xs = np.concatenate([[0], np.cumsum(cw[c0:c1])])
+                for a, i in enumerate(range(r0, r1)):
+                    for b, j in enumerate(range(c0, c1)):
+                        idx = [slice(None)] * x.ndim
+                        idx[hax] = slice(int(ys[a]), int(ys[a + 1]))
+                        idx[wax] = slice(int(xs[b]), int(xs[b + 1]))
+                        dsk[key(name, i, j)] = (operator.getitem, gk, tuple(idx))
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[x])
+    return da.Array(graph, name, x.chunks, meta=np.empty((0,) * x.ndim, dtype))
 
 
 def _apply(x, block_fn, reach_h, reach_w, border, layout, dtype):
-    """map_overlap of block_fn (a numpy block -> numpy block of the same shape) over x with the
-    halos of (before, after) on H and W, exact at the global border."""
+    """block_fn (a numpy block -> numpy block of the same shape) over x with halos of
+    (before, after) on H and W, exact at the global border (docs/scale-out.md, "Design")."""
     hax, wax = _HW_AXES[layout]
     chunks = list(x.chunks)
     for ax in range(x.ndim):  # channels: one block (lumen filters them together)
         if ax not in (hax, wax) and not (layout.startswith("n") and ax == 0):
             chunks[ax] = (x.shape[ax],)
-    depth, boundary = {}, {}
     # cv2.BORDER_WRAP is 3
     if isinstance(border, int):
         wrap = border == 3
     else:
         wrap = lumen.BORDER_ALIASES.get(border, border) == "wrap"
+    plan = {"wrap": wrap}
     for ax, (b, a) in ((hax, reach_h), (wax, reach_w)):
-        chunks[ax], depth[ax], boundary[ax] = _axis_plan(x.shape[ax], x.chunks[ax], b, a, wrap)
+        chunks[ax], plan[ax] = _axis_plan(x.shape[ax], x.chunks[ax], b, a, wrap)
     x = x.rechunk(tuple(chunks))
-    meta = np.empty((0,) * x.ndim, dtype)
-    if all(d == 0 for d in depth.values()):
-        return x.map_blocks(block_fn, dtype=dtype, meta=meta)
-    return x.map_overlap(block_fn, depth=depth, boundary=boundary, dtype=dtype, meta=meta,
-                         allow_rechunk=False)
+    token = tokenize(x.name, block_fn, plan, dtype)
+    if plan[hax] == (0, 0) and plan[wax] == (0, 0):
+        return x.map_blocks(block_fn, dtype=dtype, meta=np.empty((0,) * x.ndim, dtype),
+                            name=f"lumen-{token}")
+    return _halo_graph(x, block_fn, plan, hax, wax, dtype, token)
 
 
 def _out_dtype(x, dtype):
@@ -183,27 +375,13 @@ def _out_dtype(x, dtype):
     return np.dtype(np.float64) if x.dtype == np.float64 else x.dtype
 
 
-def _probe(x, layout, reach_h, reach_w):
-    """A zero block shaped like the largest block with its halo (capped at _PROBE_SIDE): the
-    image method="auto" is resolved on."""
-    hax, wax = _HW_AXES[layout]
-    shape = [1] * x.ndim
-    for ax in range(x.ndim):
-        if ax in (hax, wax):
-            r = reach_h if ax == hax else reach_w
-            shape[ax] = min(max(x.chunks[ax]) + r[0] + r[1], x.shape[ax], _PROBE_SIDE + r[0] + r[1])
-        elif not (layout.startswith("n") and ax == 0):
-            shape[ax] = x.shape[ax]
-    dt = x.dtype if x.dtype in (np.uint8, np.uint16, np.float32) else np.float32
-    return np.zeros(shape, dt)
-
-
-def _resolve_method(x, layout, reach_h, reach_w, method, run):
-    """The method every block runs: method itself, or what "auto" chose on the probe block."""
+def _resolve_method(op, x, args, kw, method, context, threads):
+    """The method every block runs: method itself, or what "auto" chooses for the whole image
+    (lumen.choose_method: the C library's choice for x's global shape, on the context the blocks
+    run on, without running anything), so that blocks of different sizes cannot disagree."""
     if method != "auto":
         return method
-    run(_probe(x, layout, reach_h, reach_w))
-    return lumen.last_run()["method"]
+    return lumen.choose_method(op, x, *args, method=method, context=_ctx(context, threads), **kw)
 
 
 # ---- the filters ------------------------------------------------------------------------------
@@ -230,8 +408,7 @@ def filter2d(src, kernel, *, border="reflect", border_value=0.0, anchor=None, co
     rh = overlap_depth(k.shape[0], ay, convolve)
     kw = dict(border=border, border_value=border_value, anchor=anchor, convolve=convolve,
               dtype=dtype, layout=lay)
-    m = _resolve_method(x, lay, rh, rw, method,
-                        _bind(lumen.filter2d, context, threads, k, method=method, **kw))
+    m = _resolve_method("filter2d", x, (k,), kw, method, context, threads)
     return _apply(x, _bind(lumen.filter2d, context, threads, k, method=m, **kw), rh, rw, border,
                   lay, _out_dtype(x, dtype))
 
@@ -247,8 +424,7 @@ def sep_filter2d(src, kx, ky, *, border="reflect", border_value=0.0, anchor=None
     rw, rh = overlap_depth(kx.size, ax, convolve), overlap_depth(ky.size, ay, convolve)
     kw = dict(border=border, border_value=border_value, anchor=anchor, convolve=convolve,
               dtype=dtype, layout=lay)
-    m = _resolve_method(x, lay, rh, rw, method,
-                        _bind(lumen.sep_filter2d, context, threads, kx, ky, method=method, **kw))
+    m = _resolve_method("sep_filter2d", x, (kx, ky), kw, method, context, threads)
     return _apply(x, _bind(lumen.sep_filter2d, context, threads, kx, ky, method=m, **kw), rh,
                   rw, border, lay, _out_dtype(x, dtype))
 
@@ -285,8 +461,7 @@ def gaussian_blur(src, sigma, *, sigma_y=None, ksize=None, border="reflect", bor
               truncate=truncate, dtype=dtype, layout=lay)
     if mode is None:
         kw.update(border=border, border_value=border_value)
-    m = _resolve_method(x, lay, rh, rw, method,
-                        _bind(lumen.gaussian_blur, context, threads, sigma, method=method, **kw))
+    m = _resolve_method("gaussian_blur", x, (sigma,), kw, method, context, threads)
     return _apply(x, _bind(lumen.gaussian_blur, context, threads, sigma, method=m, **kw), rh, rw,
                   mode if mode is not None else border, lay, _out_dtype(x, dtype))
 

@@ -163,6 +163,8 @@ PyObject *lumenpy_filter2d(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *lumenpy_sep_filter2d(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *lumenpy_gaussian_blur(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *lumenpy_box_blur(PyObject *self, PyObject *args, PyObject *kw);
+/* _choose_method(op, src, *args, **kw): the method op would run, nothing run (ops.c). */
+PyObject *lumenpy_choose_method(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *lumenpy_gaussian_kernel(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *lumenpy_gaussian_ksize(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *lumenpy_time_c(PyObject *self, PyObject *args, PyObject *kw);

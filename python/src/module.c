@@ -54,6 +54,8 @@ static PyMethodDef methods[] = {
     {"sep_filter2d", (PyCFunction)(void (*)(void))lumenpy_sep_filter2d, KW, NULL},
     {"gaussian_blur", (PyCFunction)(void (*)(void))lumenpy_gaussian_blur, KW, NULL},
     {"box_blur", (PyCFunction)(void (*)(void))lumenpy_box_blur, KW, NULL},
+    {"_choose_method", (PyCFunction)(void (*)(void))lumenpy_choose_method, KW,
+     "_choose_method(op, src, *args, **kwargs) -> str (lumen.choose_method)"},
     {"conv2d", (PyCFunction)(void (*)(void))lumenpy_conv2d, KW, NULL},
     {"conv_transpose2d", (PyCFunction)(void (*)(void))lumenpy_conv_transpose2d, KW, NULL},
     {"_conv2d_pack", (PyCFunction)(void (*)(void))lumenpy_conv2d_pack, KW, NULL},

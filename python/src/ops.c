@@ -23,6 +23,12 @@ static void op_cleanup(op_call *c)
     Py_CLEAR(c->final);
 }
 
+/* Set while lumenpy_choose_method calls an op's function: the function parses its arguments as
+ * always, then asks lumen_<op>_method which method it would run (op_query) instead of running;
+ * no output is made. Per thread: a query keeps the GIL, so no other call of this thread can
+ * come in between. */
+static _Thread_local int query_mode;
+
 /* Views src in `layout` and out (or a new output of dtype, -1: src's; a float64 src gives a
  * float64 result), and takes a context. */
 static int op_begin(op_call *c, PyObject *src, PyObject *out, int dtype, int layout,
@@ -32,6 +38,18 @@ static int op_begin(op_call *c, PyObject *src, PyObject *out, int dtype, int lay
     int f64;
     if (lumenpy_image_input(src, "src", layout, &c->src, &f64)) return -1;
     const int want = dtype >= 0 ? dtype : f64 ? LUMENPY_F64 : (int)c->src.img.dtype;
+    if (query_mode) { /* the output's shape and dtype only: lumen_*_method reads no pixels */
+        c->dst.img = c->src.img;
+        c->dst.img.data = NULL;
+        c->dst.img.dtype = want == LUMENPY_F64 ? LUMEN_F32 : (lumen_dtype)want;
+        c->device = c->src.img.device ? c->src.img.device : -1;
+        if ((c->ctx = lumenpy_context_acquire(ctx_obj, c->device))) {
+            c->ctx_obj = ctx_obj;
+            return 0;
+        }
+        op_cleanup(c);
+        return -1;
+    }
     npy_intp dims[4];
     for (int i = 0; i < c->src.ndim; i++)
         dims[i] = c->src.shape[i];
@@ -70,6 +88,14 @@ static PyObject *op_end(op_call *c, lumen_status s, const lumen_run_info *info)
     return r;
 }
 
+/* A query's end: gives the context back and returns the method's name, or raises. */
+static PyObject *op_query(op_call *c, lumen_status s, lumen_method m)
+{
+    lumenpy_context_release(c->ctx_obj, c->ctx, c->device);
+    op_cleanup(c);
+    return s == LUMEN_OK ? PyUnicode_FromString(lumen_method_name(m)) : lumenpy_raise(s);
+}
+
 /* anchor: None or an (x, y) pair (a bare int would hide which axis it is for). */
 static int anchor_conv(PyObject *obj, lumen_filter_options *o)
 {
@@ -104,6 +130,13 @@ PyObject *lumenpy_filter2d(PyObject *self, PyObject *args, PyObject *kw)
     }
     lumen_run_info info;
     lumen_status s;
+    if (query_mode) {
+        lumen_method m = LUMEN_METHOD_AUTO;
+        s = lumen_filter2d_method(c.ctx, &c.src.img, &c.dst.img, PyArray_DATA(k),
+                                  (int)PyArray_DIM(k, 1), (int)PyArray_DIM(k, 0), &o, &m);
+        Py_DECREF(k);
+        return op_query(&c, s, m);
+    }
     Py_BEGIN_ALLOW_THREADS
     s = lumen_filter2d(c.ctx, &c.src.img, &c.dst.img, PyArray_DATA(k), (int)PyArray_DIM(k, 1),
                        (int)PyArray_DIM(k, 0), &o, &info);
@@ -136,6 +169,15 @@ PyObject *lumenpy_sep_filter2d(PyObject *self, PyObject *args, PyObject *kw)
     }
     lumen_run_info info;
     lumen_status s;
+    if (query_mode) {
+        lumen_method m = LUMEN_METHOD_AUTO;
+        s = lumen_sep_filter2d_method(c.ctx, &c.src.img, &c.dst.img, PyArray_DATA(kx),
+                                      (int)PyArray_DIM(kx, 0), PyArray_DATA(ky),
+                                      (int)PyArray_DIM(ky, 0), &o, &m);
+        Py_DECREF(kx);
+        Py_DECREF(ky);
+        return op_query(&c, s, m);
+    }
     Py_BEGIN_ALLOW_THREADS
     s = lumen_sep_filter2d(c.ctx, &c.src.img, &c.dst.img, PyArray_DATA(kx),
                            (int)PyArray_DIM(kx, 0), PyArray_DATA(ky), (int)PyArray_DIM(ky, 0), &o,
@@ -192,6 +234,11 @@ PyObject *lumenpy_gaussian_blur(PyObject *self, PyObject *args, PyObject *kw)
     if (bad || op_begin(&c, src, out, dtype, layout, ctx)) return NULL;
     lumen_run_info info;
     lumen_status s;
+    if (query_mode) {
+        lumen_method m = LUMEN_METHOD_AUTO;
+        s = lumen_gaussian_blur_method(c.ctx, &c.src.img, &c.dst.img, &o, &m);
+        return op_query(&c, s, m);
+    }
     Py_BEGIN_ALLOW_THREADS
     s = lumen_gaussian_blur_ex(c.ctx, &c.src.img, &c.dst.img, &o, &info);
     Py_END_ALLOW_THREADS
@@ -216,6 +263,11 @@ PyObject *lumenpy_box_blur(PyObject *self, PyObject *args, PyObject *kw)
     if (op_begin(&c, src, out, dtype, layout, ctx)) return NULL;
     lumen_run_info info;
     lumen_status s;
+    if (query_mode) {
+        lumen_method m = LUMEN_METHOD_AUTO;
+        s = lumen_box_blur_method(c.ctx, &c.src.img, &c.dst.img, kw_, kh, border, value, &m);
+        return op_query(&c, s, m);
+    }
     Py_BEGIN_ALLOW_THREADS
     s = lumen_box_blur(c.ctx, &c.src.img, &c.dst.img, kw_, kh, normalize, border, value, &info);
     Py_END_ALLOW_THREADS
@@ -419,4 +471,33 @@ PyObject *lumenpy_grain_normals(PyObject *self, PyObject *args, PyObject *kw)
         return lumenpy_raise(s);
     }
     return a;
+}
+
+/* _choose_method(op, src, *args, **kw): op's function in query mode (query_mode above). */
+PyObject *lumenpy_choose_method(PyObject *self, PyObject *args, PyObject *kw)
+{
+    static const struct {
+        const char *name;
+        PyObject *(*fn)(PyObject *, PyObject *, PyObject *);
+    } ops[] = {{"filter2d", lumenpy_filter2d},
+               {"sep_filter2d", lumenpy_sep_filter2d},
+               {"gaussian_blur", lumenpy_gaussian_blur},
+               {"box_blur", lumenpy_box_blur}};
+    PyObject *name = PyTuple_GET_SIZE(args) ? PyTuple_GET_ITEM(args, 0) : NULL;
+    if (!name || !PyUnicode_Check(name))
+        return PyErr_Format(PyExc_TypeError, "_choose_method() expects the op's name first");
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        if (PyUnicode_CompareWithASCIIString(name, ops[i].name)) continue;
+        PyObject *rest = PyTuple_GetSlice(args, 1, PyTuple_GET_SIZE(args));
+        if (!rest) return NULL;
+        query_mode = 1;
+        PyObject *r = ops[i].fn(self, rest, kw);
+        query_mode = 0;
+        Py_DECREF(rest);
+        return r;
+    }
+    return PyErr_Format(lumenpy_ArgumentError,
+                        "op: %R has no method to choose (filter2d, sep_filter2d, gaussian_blur, "
+                        "box_blur)",
+                        name);
 }

@@ -44,6 +44,20 @@ lumen_status lumen_box_blur(lumen_context *ctx, const lumen_image *src, const lu
     return s;
 }
 
+lumen_status lumen_box_blur_method(lumen_context *ctx, const lumen_image *src,
+                                   const lumen_image *dst, int kw, int kh, lumen_border border,
+                                   float border_value, lumen_method *method)
+{
+    lumen_clear_error();
+    if (!method) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "method: out pointer is NULL");
+    lumen_image sv, dv;
+    lumen_status s = lumen_op_check_common(ctx, lumen_op_shape_view(src, &sv),
+                                           lumen_op_shape_view(dst, &dv), border, border_value);
+    if (s || (s = lumen_op_check_ksize(kw, "kw")) || (s = lumen_op_check_ksize(kh, "kh"))) return s;
+    *method = LUMEN_METHOD_SEPARABLE; /* a box has one route: two running sums */
+    return LUMEN_OK;
+}
+
 /* ---- descriptor (include/lumen_ops.h, docs/descriptors.md) ---- */
 
 #include "op_desc.h"

@@ -93,29 +93,79 @@ static unsigned auto_methods(const lumen_filter_job *job, bool rank1)
     return m;
 }
 
-/* Runs the job by the wanted method; auto weighs direct, separable (rank 1) and FFT. */
-static lumen_status run_with_method(lumen_context *ctx, lumen_filter_job *job, lumen_method want,
-                                    lumen_run_info *info)
+/* The method `want` comes to for this job: direct and FFT as asked, separable when the kernel
+ * is rank 1, auto the cheapest by the cost model among direct, separable (rank 1) and FFT. A
+ * rank-1 kernel's factors are stored in kx (kw + kh floats) and set as the job's kx and ky,
+ * which the separable method runs and the cost model weighs. */
+static lumen_status resolve_method(lumen_context *ctx, lumen_filter_job *job, lumen_method want,
+                                   float *kx, lumen_method *method)
 {
-    if (want == LUMEN_METHOD_DIRECT || want == LUMEN_METHOD_FFT)
-        return lumen_run_filter(ctx, job, want, info);
-    float *kx = malloc(sizeof(float) * (size_t)(job->kw + job->kh));
-    if (!kx) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "kernel: out of memory");
+    *method = want;
+    if (want == LUMEN_METHOD_DIRECT || want == LUMEN_METHOD_FFT) return LUMEN_OK;
     float *ky = kx + job->kw;
     bool rank1 = factor_rank1(job->kernel, job->kw, job->kh, kx, ky);
-    lumen_status s;
     if (rank1) job->kx = kx, job->ky = ky, job->scale = 1.0f;
     if (want == LUMEN_METHOD_SEPARABLE && !rank1)
-        s = lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
-                            "method: the %dx%d kernel is not separable (rank > 1); use direct, fft "
-                            "or auto",
-                            job->kw, job->kh);
-    else if (want == LUMEN_METHOD_SEPARABLE)
-        s = lumen_run_filter(ctx, job, LUMEN_METHOD_SEPARABLE, info);
-    else
-        s = lumen_run_filter(ctx, job, lumen_choose_method(ctx, job, auto_methods(job, rank1)),
-                             info);
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
+                               "method: the %dx%d kernel is not separable (rank > 1); use direct, "
+                               "fft or auto",
+                               job->kw, job->kh);
+    if (want == LUMEN_METHOD_AUTO)
+        *method = lumen_choose_method(ctx, job, auto_methods(job, rank1));
+    return LUMEN_OK;
+}
+
+/* Checks the arguments and fills *job; for convolution the kernel is flipped into *flipped
+ * (freed by the caller, NULL otherwise) and the anchor mirrored. */
+static lumen_status prepare(lumen_context *ctx, const lumen_image *src, const lumen_image *dst,
+                            const float *kernel, int kw, int kh, const lumen_filter_options *o,
+                            lumen_filter_job *job, float **flipped)
+{
+    *flipped = NULL;
+    lumen_status s = check_filter2d(ctx, src, dst, kernel, kw, kh, o);
+    *job = (lumen_filter_job){.src = src,
+                              .dst = dst,
+                              .taps = LUMEN_TAPS_2D,
+                              .border = o->border,
+                              .border_value = o->border_value,
+                              .kw = kw,
+                              .kh = kh,
+                              .kernel = kernel,
+                              .scale = 1.0f};
+    if (s || (s = lumen_op_resolve_anchor(o->anchor_x, kw, "anchor_x", &job->ax)) ||
+        (s = lumen_op_resolve_anchor(o->anchor_y, kh, "anchor_y", &job->ay)))
+        return s;
+    if (o->convolve) {
+        /* Convolution = correlation with the flipped kernel and mirrored anchor. */
+        if (!(*flipped = lumen_op_reversed(kernel, (int64_t)kw * kh)))
+            return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "kernel: out of memory");
+        job->kernel = *flipped, job->ax = kw - 1 - job->ax, job->ay = kh - 1 - job->ay;
+    }
+    return LUMEN_OK;
+}
+
+/* prepare, then resolve_method; run (when not NULL) runs the job by that method. */
+static lumen_status filter2d_do(lumen_context *ctx, const lumen_image *src, const lumen_image *dst,
+                                const float *kernel, int kw, int kh,
+                                const lumen_filter_options *opt, lumen_method *method,
+                                lumen_run_info *info, bool run)
+{
+    lumen_filter_options o = opt ? *opt : lumen_filter_options_default();
+    lumen_filter_job job;
+    float *flipped, *kx = NULL;
+    lumen_status s = prepare(ctx, src, dst, kernel, kw, kh, &o, &job, &flipped);
+    if (!s && o.method != LUMEN_METHOD_DIRECT && o.method != LUMEN_METHOD_FFT &&
+        !(kx = malloc(sizeof(float) * (size_t)(kw + kh))))
+        s = lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "kernel: out of memory");
+    if (!s) s = resolve_method(ctx, &job, o.method, kx, method);
+    lumen_image copy_view;
+    void *copy;
+    if (!s && run && !(s = lumen_op_unalias(&job.src, job.dst, &copy_view, &copy))) {
+        s = lumen_run_filter(ctx, &job, *method, info);
+        lumen_op_release_src(copy);
+    }
     free(kx);
+    free(flipped);
     return s;
 }
 
@@ -124,35 +174,19 @@ lumen_status lumen_filter2d(lumen_context *ctx, const lumen_image *src, const lu
                             lumen_run_info *info)
 {
     lumen_clear_error();
-    lumen_filter_options o = opt ? *opt : lumen_filter_options_default();
-    lumen_status s = check_filter2d(ctx, src, dst, kernel, kw, kh, &o);
-    lumen_filter_job job = {.src = src,
-                            .dst = dst,
-                            .taps = LUMEN_TAPS_2D,
-                            .border = o.border,
-                            .border_value = o.border_value,
-                            .kw = kw,
-                            .kh = kh,
-                            .kernel = kernel,
-                            .scale = 1.0f};
-    if (s || (s = lumen_op_resolve_anchor(o.anchor_x, kw, "anchor_x", &job.ax)) ||
-        (s = lumen_op_resolve_anchor(o.anchor_y, kh, "anchor_y", &job.ay)))
-        return s;
-    float *flipped = NULL;
-    if (o.convolve) {
-        /* Convolution = correlation with the flipped kernel and mirrored anchor. */
-        if (!(flipped = lumen_op_reversed(kernel, (int64_t)kw * kh)))
-            return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "kernel: out of memory");
-        job.kernel = flipped, job.ax = kw - 1 - job.ax, job.ay = kh - 1 - job.ay;
-    }
-    lumen_image copy_view;
-    void *copy;
-    if (!(s = lumen_op_unalias(&job.src, job.dst, &copy_view, &copy))) {
-        s = run_with_method(ctx, &job, o.method, info);
-        lumen_op_release_src(copy);
-    }
-    free(flipped);
-    return s;
+    lumen_method m;
+    return filter2d_do(ctx, src, dst, kernel, kw, kh, opt, &m, info, true);
+}
+
+lumen_status lumen_filter2d_method(lumen_context *ctx, const lumen_image *src,
+                                   const lumen_image *dst, const float *kernel, int kw, int kh,
+                                   const lumen_filter_options *opt, lumen_method *method)
+{
+    lumen_clear_error();
+    if (!method) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "method: out pointer is NULL");
+    lumen_image s, d;
+    return filter2d_do(ctx, lumen_op_shape_view(src, &s), lumen_op_shape_view(dst, &d), kernel, kw,
+                       kh, opt, method, NULL, false);
 }
 
 /* ---- descriptor (include/lumen_ops.h, docs/descriptors.md) ---- */

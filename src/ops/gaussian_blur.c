@@ -55,9 +55,11 @@ lumen_gaussian_options lumen_gaussian_options_default(void)
     return o;
 }
 
-/* Exact: OpenCV's kernels through sep_filter2d, which weighs separable against FFT. */
+/* Exact: OpenCV's kernels through sep_filter2d, which weighs separable against FFT; with
+ * `method` set, only the method sep_filter2d would run is asked for (nothing runs). */
 static lumen_status blur_exact(lumen_context *ctx, const lumen_image *src, const lumen_image *dst,
-                               const lumen_gaussian_options *o, lumen_run_info *info)
+                               const lumen_gaussian_options *o, lumen_run_info *info,
+                               lumen_method *method)
 {
     float *kx = malloc(sizeof(float) * (size_t)(o->ksize_x + o->ksize_y));
     if (!kx) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "kernel: out of memory");
@@ -67,7 +69,9 @@ static lumen_status blur_exact(lumen_context *ctx, const lumen_image *src, const
     lumen_status s;
     if (!(s = lumen_gaussian_kernel(o->ksize_x, o->sigma_x, kx)) &&
         !(s = lumen_gaussian_kernel(o->ksize_y, o->sigma_y, ky)))
-        s = lumen_sep_filter2d(ctx, src, dst, kx, o->ksize_x, ky, o->ksize_y, &fo, info);
+        s = method ? lumen_sep_filter2d_method(ctx, src, dst, kx, o->ksize_x, ky, o->ksize_y, &fo,
+                                               method)
+                   : lumen_sep_filter2d(ctx, src, dst, kx, o->ksize_x, ky, o->ksize_y, &fo, info);
     free(kx);
     return s;
 }
@@ -92,23 +96,51 @@ static lumen_status blur_fast(lumen_context *ctx, const lumen_image *src, const 
     return s;
 }
 
+/* Checks the arguments and resolves the sizes and sigmas into *o. */
+static lumen_status prepare(lumen_context *ctx, const lumen_image *src, const lumen_image *dst,
+                            const lumen_gaussian_options *opt, lumen_gaussian_options *o)
+{
+    *o = opt ? *opt : lumen_gaussian_options_default();
+    lumen_status s = lumen_op_check_common(ctx, src, dst, o->border, o->border_value);
+    if (s) return s;
+    if (o->precision != LUMEN_PRECISION_EXACT && o->precision != LUMEN_PRECISION_FAST)
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "precision: unknown value %d",
+                               (int)o->precision);
+    if (o->sigma_y <= 0) o->sigma_y = o->sigma_x; /* NaN stays NaN and is refused below */
+    if ((s = resolve_axis(&o->ksize_x, &o->sigma_x, src->dtype, "ksize_x", "sigma_x")) ||
+        (s = resolve_axis(&o->ksize_y, &o->sigma_y, src->dtype, "ksize_y", "sigma_y")))
+        return s;
+    return LUMEN_OK;
+}
+
 lumen_status lumen_gaussian_blur_ex(lumen_context *ctx, const lumen_image *src,
                                     const lumen_image *dst, const lumen_gaussian_options *opt,
                                     lumen_run_info *info)
 {
     lumen_clear_error();
-    lumen_gaussian_options o = opt ? *opt : lumen_gaussian_options_default();
-    lumen_status s = lumen_op_check_common(ctx, src, dst, o.border, o.border_value);
+    lumen_gaussian_options o;
+    lumen_status s = prepare(ctx, src, dst, opt, &o);
     if (s) return s;
-    if (o.precision != LUMEN_PRECISION_EXACT && o.precision != LUMEN_PRECISION_FAST)
-        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "precision: unknown value %d",
-                               (int)o.precision);
-    if (o.sigma_y <= 0) o.sigma_y = o.sigma_x; /* NaN stays NaN and is refused below */
-    if ((s = resolve_axis(&o.ksize_x, &o.sigma_x, src->dtype, "ksize_x", "sigma_x")) ||
-        (s = resolve_axis(&o.ksize_y, &o.sigma_y, src->dtype, "ksize_y", "sigma_y")))
-        return s;
     if (o.precision == LUMEN_PRECISION_FAST) return blur_fast(ctx, src, dst, &o, info);
-    return blur_exact(ctx, src, dst, &o, info);
+    return blur_exact(ctx, src, dst, &o, info, NULL);
+}
+
+lumen_status lumen_gaussian_blur_method(lumen_context *ctx, const lumen_image *src,
+                                        const lumen_image *dst, const lumen_gaussian_options *opt,
+                                        lumen_method *method)
+{
+    lumen_clear_error();
+    if (!method) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "method: out pointer is NULL");
+    lumen_image sv, dv;
+    src = lumen_op_shape_view(src, &sv), dst = lumen_op_shape_view(dst, &dv);
+    lumen_gaussian_options o;
+    lumen_status s = prepare(ctx, src, dst, opt, &o);
+    if (s) return s;
+    if (o.precision == LUMEN_PRECISION_FAST) {
+        *method = lumen_op_kind_method(LUMEN_OP_GAUSSIAN_FAST); /* as lumen_run reports it */
+        return LUMEN_OK;
+    }
+    return blur_exact(ctx, src, dst, &o, NULL, method);
 }
 
 lumen_status lumen_gaussian_blur(lumen_context *ctx, const lumen_image *src, const lumen_image *dst,

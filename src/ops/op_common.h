@@ -22,6 +22,11 @@ lumen_status lumen_op_unalias(const lumen_image **src, const lumen_image *dst,
                               lumen_image *copy_view, void **copy);
 void lumen_op_release_src(void *copy);
 
+/* A method query (lumen_*_method) reads a view's shape, dtype and device, never its pixels, so
+ * its data may be NULL: *v then points at a copy in *tmp whose data is a stand-in address
+ * (aligned for every dtype) that the view checks accept. Returns the view to use. */
+const lumen_image *lumen_op_shape_view(const lumen_image *v, lumen_image *tmp);
+
 /* Reversed copy of n floats (true convolution flips kernels); NULL on OOM. */
 float *lumen_op_reversed(const float *k, int64_t n);
 

@@ -5,54 +5,84 @@
 
 #define SEP_METHODS ((1u << LUMEN_METHOD_SEPARABLE) | (1u << LUMEN_METHOD_FFT))
 
+/* Checks the arguments, fills *job and chooses *method (auto: separable, or the FFT where
+ * the cost model finds it cheaper for kernels big enough); for convolution the taps are
+ * flipped into *fx and *fy (freed by the caller, NULL otherwise). */
+static lumen_status prepare(lumen_context *ctx, const lumen_image *src, const lumen_image *dst,
+                            const float *kx, int kw, const float *ky, int kh,
+                            const lumen_filter_options *o, lumen_filter_job *job, float **fx,
+                            float **fy, lumen_method *method)
+{
+    *fx = *fy = NULL;
+    lumen_status s = lumen_op_check_common(ctx, src, dst, o->border, o->border_value);
+    if (s || (s = lumen_op_check_ksize(kw, "kw")) || (s = lumen_op_check_ksize(kh, "kh")) ||
+        (s = lumen_op_check_kernel_values(kx, kw, "kx")) ||
+        (s = lumen_op_check_kernel_values(ky, kh, "ky")))
+        return s;
+    if (o->method != LUMEN_METHOD_AUTO && o->method != LUMEN_METHOD_SEPARABLE &&
+        o->method != LUMEN_METHOD_FFT)
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
+                               "method: sep_filter2d runs auto, separable or fft, not %s",
+                               lumen_method_name(o->method));
+    *job = (lumen_filter_job){.src = src,
+                              .dst = dst,
+                              .taps = LUMEN_TAPS_SEPARABLE,
+                              .border = o->border,
+                              .border_value = o->border_value,
+                              .kw = kw,
+                              .kh = kh,
+                              .kx = kx,
+                              .ky = ky,
+                              .scale = 1.0f};
+    if ((s = lumen_op_resolve_anchor(o->anchor_x, kw, "anchor_x", &job->ax)) ||
+        (s = lumen_op_resolve_anchor(o->anchor_y, kh, "anchor_y", &job->ay)))
+        return s;
+    if (o->convolve) {
+        *fx = lumen_op_reversed(kx, kw), *fy = lumen_op_reversed(ky, kh);
+        if (!*fx || !*fy) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "kernel: out of memory");
+        job->kx = *fx, job->ky = *fy, job->ax = kw - 1 - job->ax, job->ay = kh - 1 - job->ay;
+    }
+    *method = o->method;
+    if (*method == LUMEN_METHOD_AUTO) /* the FFT only weighed for kernels where it can pay */
+        *method = (int64_t)kw * kh >= LUMEN_FFT_MIN_TAPS
+                      ? lumen_choose_method(ctx, job, SEP_METHODS)
+                      : LUMEN_METHOD_SEPARABLE;
+    return LUMEN_OK;
+}
+
 lumen_status lumen_sep_filter2d(lumen_context *ctx, const lumen_image *src, const lumen_image *dst,
                                 const float *kx, int kw, const float *ky, int kh,
                                 const lumen_filter_options *opt, lumen_run_info *info)
 {
     lumen_clear_error();
     lumen_filter_options o = opt ? *opt : lumen_filter_options_default();
-    lumen_status s = lumen_op_check_common(ctx, src, dst, o.border, o.border_value);
-    if (s || (s = lumen_op_check_ksize(kw, "kw")) || (s = lumen_op_check_ksize(kh, "kh")) ||
-        (s = lumen_op_check_kernel_values(kx, kw, "kx")) ||
-        (s = lumen_op_check_kernel_values(ky, kh, "ky")))
-        return s;
-    if (o.method != LUMEN_METHOD_AUTO && o.method != LUMEN_METHOD_SEPARABLE &&
-        o.method != LUMEN_METHOD_FFT)
-        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
-                               "method: sep_filter2d runs auto, separable or fft, not %s",
-                               lumen_method_name(o.method));
-    lumen_filter_job job = {.src = src,
-                            .dst = dst,
-                            .taps = LUMEN_TAPS_SEPARABLE,
-                            .border = o.border,
-                            .border_value = o.border_value,
-                            .kw = kw,
-                            .kh = kh,
-                            .kx = kx,
-                            .ky = ky,
-                            .scale = 1.0f};
-    if ((s = lumen_op_resolve_anchor(o.anchor_x, kw, "anchor_x", &job.ax)) ||
-        (s = lumen_op_resolve_anchor(o.anchor_y, kh, "anchor_y", &job.ay)))
-        return s;
-    float *fx = NULL, *fy = NULL;
-    if (o.convolve) {
-        fx = lumen_op_reversed(kx, kw), fy = lumen_op_reversed(ky, kh);
-        if (!fx || !fy) {
-            free(fx), free(fy);
-            return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "kernel: out of memory");
-        }
-        job.kx = fx, job.ky = fy, job.ax = kw - 1 - job.ax, job.ay = kh - 1 - job.ay;
-    }
+    lumen_filter_job job;
+    lumen_method m = LUMEN_METHOD_AUTO;
+    float *fx, *fy;
+    lumen_status s = prepare(ctx, src, dst, kx, kw, ky, kh, &o, &job, &fx, &fy, &m);
     lumen_image copy_view;
     void *copy;
-    if (!(s = lumen_op_unalias(&job.src, job.dst, &copy_view, &copy))) {
-        lumen_method m = o.method;
-        if (m == LUMEN_METHOD_AUTO) /* the FFT only weighed for kernels where it can pay */
-            m = (int64_t)kw * kh >= LUMEN_FFT_MIN_TAPS ? lumen_choose_method(ctx, &job, SEP_METHODS)
-                                                       : LUMEN_METHOD_SEPARABLE;
+    if (!s && !(s = lumen_op_unalias(&job.src, job.dst, &copy_view, &copy))) {
         s = lumen_run_filter(ctx, &job, m, info);
         lumen_op_release_src(copy);
     }
+    free(fx), free(fy);
+    return s;
+}
+
+lumen_status lumen_sep_filter2d_method(lumen_context *ctx, const lumen_image *src,
+                                       const lumen_image *dst, const float *kx, int kw,
+                                       const float *ky, int kh, const lumen_filter_options *opt,
+                                       lumen_method *method)
+{
+    lumen_clear_error();
+    if (!method) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "method: out pointer is NULL");
+    lumen_filter_options o = opt ? *opt : lumen_filter_options_default();
+    lumen_filter_job job;
+    lumen_image sv, dv;
+    float *fx, *fy;
+    lumen_status s = prepare(ctx, lumen_op_shape_view(src, &sv), lumen_op_shape_view(dst, &dv), kx,
+                             kw, ky, kh, &o, &job, &fx, &fy, method);
     free(fx), free(fy);
     return s;
 }
