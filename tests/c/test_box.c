@@ -238,9 +238,10 @@ static void test_by_hand(void **state)
 }
 
 /* Large boxes weigh the FFT (cost_model.c) for float results only: a 401x401 f32 box on
- * 1600x1200 runs the FFT and equals the separable sums within the filters' f32 bound
- * (Sum|k| = 1, data in [0, 1));
- * a u8 result stays separable (exact sums of ones, OpenCV's rounding). */
+ * 1600x1200 runs whichever the machine's measured rates make cheaper (the FFT, or separable
+ * since the AVX-512 kernels: which one is the cost model's call, not the test's) and equals
+ * the separable sums within the filters' f32 bound (Sum|k| = 1, data in [0, 1)); a u8 result
+ * stays separable (exact sums of ones, OpenCV's rounding). */
 static void test_large_box_fft(void **state)
 {
     (void)state;
@@ -261,7 +262,7 @@ static void test_large_box_fft(void **state)
     lumen_run_info info = {0};
     assert_int_equal(lumen_box_blur(ctx, &s, &d, K, K, 1, LUMEN_BORDER_REFLECT, 0.0f, &info),
                      LUMEN_OK);
-    assert_int_equal(info.method, LUMEN_METHOD_FFT);
+    assert_true(info.method == LUMEN_METHOD_FFT || info.method == LUMEN_METHOD_SEPARABLE);
     float *ref = malloc(sizeof(float) * W * H);
     assert_non_null(ref);
     lumen_image r = lumen_image_nchw(ref, LUMEN_F32, 1, 1, H, W);
@@ -270,7 +271,7 @@ static void test_large_box_fft(void **state)
     assert_int_equal(lumen_sep_filter2d(ctx, &s, &r, ones, K, ones, K, &o, NULL), LUMEN_OK);
     for (int i = 0; i < W * H; i++)
         if (fabsf(dst[i] - ref[i]) > TS_F32_REL)
-            fail_msg("box %d f32 by FFT: at %d got %g, separable %g", K, i, dst[i], ref[i]);
+            fail_msg("box %d f32 by auto: at %d got %g, separable %g", K, i, dst[i], ref[i]);
     lumen_image su = lumen_image_nchw(u8, LUMEN_U8, 1, 1, H, W);
     lumen_image du = lumen_image_nchw(u8 + W * H, LUMEN_U8, 1, 1, H, W);
     assert_int_equal(lumen_box_blur(ctx, &su, &du, K, K, 1, LUMEN_BORDER_REFLECT, 0.0f, &info),

@@ -32,6 +32,7 @@ typedef struct rates {
 static pthread_mutex_t rates_lock = PTHREAD_MUTEX_INITIALIZER;
 static rates cached[ISA_COUNT];
 static bool have[ISA_COUNT];
+static bool good[ISA_COUNT]; /* measured (or read), not the neutral fallback: worth saving */
 
 static double now_s(void)
 {
@@ -53,13 +54,14 @@ static double time_entry(lumen_context *ctx, lumen_status (*entry)(lumen_context
     return best;
 }
 
-static rates measure(int isa)
+static rates measure(int isa, bool *ok)
 {
     /* The FFT's rate from an FW x FH image: on 512 x 256 its few small tiles cost more per
      * unit of tile work (loads, stores, a partial last tile) than the large images' tiles do,
      * and auto then kept large Gaussians separable where the FFT was 5-10% faster. */
     enum { W = 512, H = 256, KD = 15, KS = 31, KF = 63, FW = 1536, FH = 1024 };
     rates r = {1e9, 1e9, 1e9}; /* used if measuring fails: favours nothing badly */
+    *ok = false;
     lumen_context *ctx = NULL;
     float *img = malloc(sizeof(float) * 2 * FW * FH), *k = malloc(sizeof(float) * KF * KF);
     if (!img || !k || lumen_context_create(&ctx) != LUMEN_OK) goto done;
@@ -86,6 +88,7 @@ static rates measure(int isa)
     f.src = &fsrc, f.dst = &fdst;
     f.taps = LUMEN_TAPS_2D, f.kw = f.kh = KF, f.ax = f.ay = KF / 2, f.kernel = k;
     r.fft = lumen_cpu_fft_tiling(&f, 1).work / time_entry(ctx, lumen_cpu_fft, &f);
+    *ok = r.direct > 0 && r.separable > 0 && r.fft > 0;
 done:
     lumen_context_destroy(ctx);
     free(img), free(k);
@@ -105,7 +108,7 @@ static void load_rates_once(void)
         int i = -1;
         for (int j = 0; j < ISA_COUNT; j++)
             if (!strcmp(isa, isa_names[j])) i = j;
-        if (i >= 0 && r.direct > 0 && r.separable > 0 && r.fft > 0) cached[i] = r, have[i] = true;
+        if (i >= 0 && r.direct > 0 && r.separable > 0 && r.fft > 0) cached[i] = r, have[i] = good[i] = true;
     }
     if (f) fclose(f);
 }
@@ -119,7 +122,7 @@ static void save_rates(void)
     FILE *f = fopen(tmp, "w");
     if (!f) return;
     for (int i = 0; i < ISA_COUNT; i++)
-        if (have[i])
+        if (good[i])
             fprintf(f, "%s %.6g %.6g %.6g\n", isa_names[i], cached[i].direct, cached[i].separable,
                     cached[i].fft);
     if (fclose(f) == 0 && rename(tmp, path) == 0) return;
@@ -131,9 +134,12 @@ static rates get_rates(int isa)
     pthread_mutex_lock(&rates_lock);
     load_rates_once();
     if (!have[isa]) {
-        cached[isa] = measure(isa);
-        have[isa] = true;
-        save_rates();
+        bool ok;
+        cached[isa] = measure(isa, &ok);
+        have[isa] = true, good[isa] = ok;
+        /* A failed measurement (no memory, say) serves this process only: a later one measures
+         * again rather than reading its neutral rates from the cache for good. */
+        if (ok) save_rates();
         lumen_log(LUMEN_LOG_DEBUG,
                   "cost model measured (%s): direct %.3g, separable %.3g, fft %.3g /s",
                   isa_names[isa], cached[isa].direct, cached[isa].separable, cached[isa].fft);
