@@ -3,11 +3,13 @@
 
 #include <stdlib.h>
 
-lumen_status lumen_box_blur(lumen_context *ctx, const lumen_image *src, const lumen_image *dst,
-                            int kw, int kh, int normalize, lumen_border border, float border_value,
-                            lumen_run_info *info)
+/* Checks the arguments and chooses *method: large boxes weigh the FFT too, for float results
+ * only (integer ones keep the exact sums of ones that OpenCV's rounding is defined on); runs
+ * the box when `run`. The query and the call share it, so they cannot disagree. */
+static lumen_status box_do(lumen_context *ctx, const lumen_image *src, const lumen_image *dst,
+                           int kw, int kh, int normalize, lumen_border border, float border_value,
+                           lumen_method *method, lumen_run_info *info, bool run)
 {
-    lumen_clear_error();
     lumen_status s = lumen_op_check_common(ctx, src, dst, border, border_value);
     if (s || (s = lumen_op_check_ksize(kw, "kw")) || (s = lumen_op_check_ksize(kh, "kh"))) return s;
     float *ones = malloc(sizeof(float) * (size_t)(kw > kh ? kw : kh));
@@ -28,20 +30,27 @@ lumen_status lumen_box_blur(lumen_context *ctx, const lumen_image *src, const lu
                             .kx = ones,
                             .ky = ones,
                             .scale = scale};
+    *method = LUMEN_METHOD_SEPARABLE;
+    if (lumen_dtype_is_float(dst->dtype) && (int64_t)kw * kh >= LUMEN_FFT_MIN_TAPS)
+        *method =
+            lumen_choose_method(ctx, &job, 1u << LUMEN_METHOD_SEPARABLE | 1u << LUMEN_METHOD_FFT);
     lumen_image copy_view;
     void *copy;
-    if (!(s = lumen_op_unalias(&job.src, job.dst, &copy_view, &copy))) {
-        /* large boxes weigh the FFT too, for float results only: integer ones keep the exact
-         * sums of ones that OpenCV's rounding is defined on */
-        lumen_method m = LUMEN_METHOD_SEPARABLE;
-        if (lumen_dtype_is_float(dst->dtype) && (int64_t)kw * kh >= LUMEN_FFT_MIN_TAPS)
-            m = lumen_choose_method(ctx, &job,
-                                    1u << LUMEN_METHOD_SEPARABLE | 1u << LUMEN_METHOD_FFT);
-        s = lumen_run_filter(ctx, &job, m, info);
+    if (run && !(s = lumen_op_unalias(&job.src, job.dst, &copy_view, &copy))) {
+        s = lumen_run_filter(ctx, &job, *method, info);
         lumen_op_release_src(copy);
     }
     free(ones);
     return s;
+}
+
+lumen_status lumen_box_blur(lumen_context *ctx, const lumen_image *src, const lumen_image *dst,
+                            int kw, int kh, int normalize, lumen_border border, float border_value,
+                            lumen_run_info *info)
+{
+    lumen_clear_error();
+    lumen_method m;
+    return box_do(ctx, src, dst, kw, kh, normalize, border, border_value, &m, info, true);
 }
 
 lumen_status lumen_box_blur_method(lumen_context *ctx, const lumen_image *src,
@@ -51,11 +60,9 @@ lumen_status lumen_box_blur_method(lumen_context *ctx, const lumen_image *src,
     lumen_clear_error();
     if (!method) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "method: out pointer is NULL");
     lumen_image sv, dv;
-    lumen_status s = lumen_op_check_common(ctx, lumen_op_shape_view(src, &sv),
-                                           lumen_op_shape_view(dst, &dv), border, border_value);
-    if (s || (s = lumen_op_check_ksize(kw, "kw")) || (s = lumen_op_check_ksize(kh, "kh"))) return s;
-    *method = LUMEN_METHOD_SEPARABLE; /* a box has one route: two running sums */
-    return LUMEN_OK;
+    /* normalize does not change the choice: the cost model weighs the taps, not the scale */
+    return box_do(ctx, lumen_op_shape_view(src, &sv), lumen_op_shape_view(dst, &dv), kw, kh, 1,
+                  border, border_value, method, NULL, false);
 }
 
 /* ---- descriptor (include/lumen_ops.h, docs/descriptors.md) ---- */
