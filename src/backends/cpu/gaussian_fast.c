@@ -121,6 +121,7 @@ static void from_lanes_generic(const float *in, int r, int64_t n, float *const *
 }
 
 const lumen_gf_kernels lumen_gf_kernels_generic = {
+    .isa = "generic",
     .iir = iir_generic,
     .fir = fir_generic,
     .to_lanes = to_lanes_generic,
@@ -455,10 +456,7 @@ static const lumen_gf_kernels *gf_kernels(const lumen_context *ctx)
 
 const char *lumen_cpu_gaussian_fast_isa(const lumen_context *ctx)
 {
-    const lumen_gf_kernels *k = gf_kernels(ctx);
-    return k == &lumen_gf_kernels_avx512 ? "avx512"
-           : k == &lumen_gf_kernels_avx2 ? "avx2+fma"
-                                         : "generic";
+    return gf_kernels(ctx)->isa;
 }
 
 static bool sigma_ok(double s) { return s > 0 && isfinite(s); }

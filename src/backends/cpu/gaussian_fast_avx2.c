@@ -85,6 +85,7 @@ void lumen_gf_from_lanes_avx2(const float *in, int r, int64_t n, float *const *r
 }
 
 const lumen_gf_kernels lumen_gf_kernels_avx2 = {
+    .isa = "avx2+fma",
     .iir = iir_avx2,
     .fir = fir_avx2,
     .to_lanes = lumen_gf_to_lanes_avx2,

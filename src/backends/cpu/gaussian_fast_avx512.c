@@ -38,6 +38,7 @@ static inline void store_n(float *p, __m512 v, int64_t m)
 #include "gaussian_fast_simd.h"
 
 const lumen_gf_kernels lumen_gf_kernels_avx512 = {
+    .isa = "avx512",
     .iir = iir_avx512,
     .fir = fir_avx512,
     .to_lanes = lumen_gf_to_lanes_avx2,

@@ -37,6 +37,7 @@ static inline void lumen_gf_state_scale(const lumen_gf_iir *c, float *s, int64_t
 }
 
 typedef struct lumen_gf_kernels {
+    const char *isa; /* as lumen_run_info.isa names it */
     /*
      * x[i] + off for 0 <= i < n + 2*pad are the input rows (m floats each).
      * Output row j (0 <= j < n) goes to o[j] + off, or to y + j*ys when o is
