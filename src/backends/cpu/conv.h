@@ -13,6 +13,10 @@
  */
 lumen_status lumen_cpu_conv(lumen_context *ctx, lumen_op_kind kind, const lumen_conv_job *job,
                             lumen_run_info *info);
+/* f32 (contiguous NCHW) <- a tensor of any dtype and strides, exactly, or tensor <- f32 when
+ * `store` (rounded to nearest even); threads over planes (conv_half.c). */
+void lumen_cpu_conv_convert(const lumen_context *ctx, const lumen_image *half, float *f32,
+                            bool store);
 /* The same for a job with f16/bf16 tensors: lumen_cpu_conv on f32 copies (conv_half.c). */
 lumen_status lumen_cpu_conv_widened(lumen_context *ctx, lumen_op_kind kind,
                                     const lumen_conv_job *job, lumen_run_info *info);

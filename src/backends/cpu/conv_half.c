@@ -9,9 +9,8 @@
 
 #include <stdlib.h>
 
-/* dst (f32, contiguous NCHW) <- src, or src -> dst when `store`; threads over planes. */
-static void convert_tensor(const lumen_context *ctx, const lumen_image *half, float *f32,
-                           bool store)
+void lumen_cpu_conv_convert(const lumen_context *ctx, const lumen_image *half, float *f32,
+                            bool store)
 {
     const int64_t planes = half->n * half->c, hw = half->h * half->w;
 #pragma omp parallel for num_threads(ctx->threads) schedule(static)
@@ -51,13 +50,13 @@ lumen_status lumen_cpu_conv_widened(lumen_context *ctx, lumen_op_kind kind,
             break;
         }
         v[i] = lumen_image_nchw(buf[i], LUMEN_F32, t->n, t->c, t->h, t->w);
-        if (i < 2) convert_tensor(ctx, t, buf[i], false);
+        if (i < 2) lumen_cpu_conv_convert(ctx, t, buf[i], false);
     }
     if (!s) {
         lumen_conv_job j = *job;
         j.x = &v[0], j.w = &v[1], j.y = &v[2];
         s = lumen_cpu_conv(ctx, kind, &j, info);
-        if (!s && buf[2]) convert_tensor(ctx, job->y, buf[2], true);
+        if (!s && buf[2]) lumen_cpu_conv_convert(ctx, job->y, buf[2], true);
     }
     free(buf[0]), free(buf[1]), free(buf[2]);
     return s;

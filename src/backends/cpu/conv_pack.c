@@ -9,17 +9,11 @@
 
 #include <stdlib.h>
 
-/* w as a contiguous f32 copy (exact), or NULL when out of memory. */
-static float *widen(const lumen_image *w)
+/* w as a contiguous f32 copy (exact, conv_half.c's widening), or NULL when out of memory. */
+static float *widen(const lumen_context *ctx, const lumen_image *w)
 {
     float *f = malloc(sizeof(float) * (size_t)(w->n * w->c * w->h * w->w));
-    if (!f) return NULL;
-    float *d = f;
-    for (int64_t n = 0; n < w->n; n++)
-        for (int64_t c = 0; c < w->c; c++)
-            for (int64_t y = 0; y < w->h; y++)
-                for (int64_t x = 0; x < w->w; x++)
-                    *d++ = lumen_load_px(lumen_px_addr(w, n, c, y, x), w->dtype);
+    if (f) lumen_cpu_conv_convert(ctx, w, f, false);
     return f;
 }
 
@@ -38,7 +32,7 @@ lumen_status lumen_cpu_conv2d_pack(lumen_context *ctx, const lumen_conv_job *job
         float *buf = NULL;
         if (job->w->dtype != LUMEN_F32) {
             const lumen_image *w = job->w;
-            if (!(buf = widen(w))) {
+            if (!(buf = widen(ctx, w))) {
                 free(pk);
                 return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "w: no memory to widen it");
             }
