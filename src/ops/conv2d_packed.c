@@ -6,6 +6,7 @@
  * the same context settings), other backends run on w.
  */
 #include "conv_common.h"
+#include "op_common.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -19,11 +20,13 @@ struct lumen_conv2d_weights {
     lumen_conv_pack *pack; /* NULL when w lives in device memory */
 };
 
-/* A view of x's shape whose data is never read (the pack reads shapes only). */
+/* A view of x's shape whose data is never read (the pack reads shapes only): the method
+ * queries' stand-in (op_common.c). */
 static lumen_image shape_view(const int64_t s[4])
 {
-    static float never_read;
-    return lumen_image_nchw(&never_read, LUMEN_F32, s[0], s[1], s[2], s[3]);
+    const lumen_image v = lumen_image_nchw(NULL, LUMEN_F32, s[0], s[1], s[2], s[3]);
+    lumen_image tmp;
+    return *lumen_op_shape_view(&v, &tmp);
 }
 
 lumen_status lumen_conv2d_weights_pack(lumen_context *ctx, const int64_t x_shape[4],
