@@ -96,13 +96,16 @@ test-pip:
 
 # The in-process benches, then lumen against its peers with each case's floor (issue 17), and the
 # chart of that run: docs/bench-<machine>.png and .svg (BENCH_MACHINE names the machine, else
-# the CPU's name and cores; bench/charts.py).
+# the CPU's name and cores; bench/charts.py). The chart is drawn even when the bench exits non-zero
+# (a target missed, a peer missing): the run's JSON is still whole; make then fails with its status.
 BENCH_MACHINE ?=
 bench: deps-bench build
 	$(BUILD)/lumen bench
 	$(BUILD)/lumen bench conv
-	PYTHONPATH=$(abspath $(BUILD))/python $(PYTHON) -m lumen.bench --json-out $(BUILD)/bench.json
-	$(PYTHON) bench/charts.py $(BUILD)/bench.json --out docs $(if $(BENCH_MACHINE),--machine $(BENCH_MACHINE))
+	rm -f $(BUILD)/bench.json; status=0; PYTHONPATH=$(abspath $(BUILD))/python $(PYTHON) -m lumen.bench --json-out $(BUILD)/bench.json \
+	  || status=$$?; \
+	$(PYTHON) bench/charts.py $(BUILD)/bench.json --out docs $(if $(BENCH_MACHINE),--machine $(BENCH_MACHINE)) \
+	  && exit $$status
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)
