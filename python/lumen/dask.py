@@ -13,11 +13,13 @@ is what the single-machine op gives on the whole image:
 * each block is filtered with a halo of its neighbours' pixels, as wide as the kernel reaches
   on each side (asymmetric for even kernels and off-centre anchors, swapped for
   ``convolve=True``); channel and batch axes get none;
-* the halo is exchanged with ``map_overlap(boundary='none')`` and lumen applies its own border
-  where a block meets the true edge of the image, so every border mode is the global one
-  (``wrap``: the halo at the edges is the opposite side's pixels, Dask's periodic exchange);
-* ``method="auto"`` is resolved once, on the client, for the largest block, and the resolved
-  method is passed to every block, so blocks cannot disagree;
+* the halo is exchanged between neighbours only (as ``map_overlap(boundary='none')`` would,
+  in one task per block and without copies) and lumen applies its own border where a block
+  meets the true edge of the image, so every border mode is the global one (``wrap``: the
+  blocks on the edges take the opposite side's pixels);
+* ``method="auto"`` is resolved once, on the client, for the whole image's shape
+  (``lumen.choose_method``: the C library's choice, nothing run), and the resolved method is
+  passed to every block, so blocks cannot disagree;
 * blocks narrower than the kernel are merged with their neighbours (rechunked), an axis shorter
   than two kernels becomes one block.
 
