@@ -10,6 +10,11 @@ One N x N f32 image (default 16384, 1 GiB; seeded uniform values) in C x C block
              lumen.Context(threads=2)
   threads    lumen.dask on Dask's threaded scheduler (2 threads, one lumen thread per task),
              da.store into a preallocated array (the same output as plain's out=)
+  new, persist   the same two into new memory: plain lumen without out= (it allocates its
+             result) against dask.persist on the threaded scheduler (the result kept in
+             memory as blocks, as the cluster runs keep theirs and as a Dask pipeline hands
+             blocks on to Zarr or the next op); first touches of new memory are costly on a
+             VM, and both pay them
   cluster W  a LocalCluster of W worker processes (1 thread each, OMP_NUM_THREADS=1), the
              image persisted on the workers beforehand; the result is persisted there too
              (the time includes building the graph, the halo exchange and every task, but
@@ -19,6 +24,7 @@ Kernels: 5 x 5 and 31 x 31 (random, non-separable), Gaussian sigma 8 (ksize 65) 
 127 x 127 kernel, the FFT's size. The method is chosen once, by plain lumen's auto on the
 whole image, and every run is asked for it, so all columns do the same arithmetic.
 Mpix/s = N^2 / time; "thr/plain" is threads' throughput over plain's (target >= 0.8),
+"pers/new" persist's over new's,
 "2w/1w" cluster 2 over cluster 1 (target >= 1.5). The graphs' own cost: an identity (halo 15,
 the 31 x 31 kernel's) through Dask's map_overlap and through lumen.dask's graph, on each
 scheduler, against np.copyto of the image. Between cluster runs the results are released and
@@ -97,6 +103,7 @@ def forget(client, y):
 
 
 def plain_call(img, out, kind, arg, method, ctx):
+    """plain lumen into out, or into new memory when out is None"""
     if kind == "gaussian":
         return lambda: lumen.gaussian_blur(img, arg, method=method, out=out, context=ctx)
     k = kernel_of(kind, arg)
@@ -152,12 +159,17 @@ def main(argv=None):
             da.store(dask_op(x, kind, arg, method), out, lock=False, scheduler="threads",
                      num_workers=args.threads)
         row["threads_s"] = best(threaded, rep)
+        row["new_s"] = best(plain_call(img, None, kind, arg, method, ctx), rep)
+        row["persist_s"] = best(lambda: dask.persist(dask_op(x, kind, arg, method),
+                                                     scheduler="threads",
+                                                     num_workers=args.threads), rep)
         if want is not None:
             row["threads_exact"] = bool(np.array_equal(out, want))
         rows.append(row)
         log(f"  {name:15s} {method:9s} plain {mpix / row['plain_s']:8.1f} Mpix/s  threads "
             f"{mpix / row['threads_s']:8.1f} Mpix/s  thr/plain "
-            f"{row['plain_s'] / row['threads_s']:.2f}")
+            f"{row['plain_s'] / row['threads_s']:.2f}  new {mpix / row['new_s']:8.1f}  persist "
+            f"{mpix / row['persist_s']:8.1f}  pers/new {row['new_s'] / row['persist_s']:.2f}")
     del want
     ov = {"copy_s": best(lambda: np.copyto(out, img), rep)}
     xi = da.from_array(img, chunks=c)
@@ -200,14 +212,14 @@ def summary(args, rows, ov, mpix):
                   indent=2)
         print()
         return
-    cols = ["plain", "threads"] + [f"cluster{w}" for w in args.workers]
+    cols = ["plain", "threads", "new", "persist"] + [f"cluster{w}" for w in args.workers]
     print("\ncase            method     " + "".join(f"{c:>11s}" for c in cols)
-          + "  thr/plain" + ("  2w/1w" if {1, 2} <= set(args.workers) else ""))
+          + "  thr/plain  pers/new" + ("  2w/1w" if {1, 2} <= set(args.workers) else ""))
     print("                           (Mpix/s)")
     for r in rows:
         line = f"{r['case']:15s} {r['method']:9s}  " + "".join(
             f"{mpix / r[c + '_s']:11.1f}" for c in cols)
-        line += f"  {r['plain_s'] / r['threads_s']:9.2f}"
+        line += f"  {r['plain_s'] / r['threads_s']:9.2f}  {r['new_s'] / r['persist_s']:8.2f}"
         if {1, 2} <= set(args.workers):
             line += f"  {r['cluster1_s'] / r['cluster2_s']:5.2f}"
         if "threads_exact" in r:
