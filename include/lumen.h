@@ -107,10 +107,14 @@ LUMEN_API void lumen_element_set(void *p, lumen_dtype dtype, float v);
 typedef struct lumen_context lumen_context;
 
 /*
- * Creates a context on the CPU. Threads default to $LUMEN_NUM_THREADS or,
- * if unset, the number of processors available to the process.
+ * Creates a context on the CPU, with lumen_default_threads() threads.
  */
 LUMEN_API lumen_status lumen_context_create(lumen_context **out);
+/* The thread count a new context gets: $LUMEN_NUM_THREADS, else $OMP_NUM_THREADS (its first
+ * count, as launchers such as Dask or MPI set it per worker), else the number of CPUs this
+ * process may run on (its affinity mask: taskset, cgroup cpusets), capped at
+ * LUMEN_MAX_THREADS. An unusable value is ignored with a warning. */
+LUMEN_API int lumen_default_threads(void);
 LUMEN_API void lumen_context_destroy(lumen_context *ctx);
 /* n >= 1; n == 0 restores the default. */
 LUMEN_API lumen_status lumen_context_set_threads(lumen_context *ctx, int n);

@@ -249,7 +249,8 @@ PyTypeObject lumenpy_ContextType = {
     .tp_doc = "Context(device='auto', threads=0, *, strict=False, simd=True, "
               "fft_planning='estimate')\n\n"
               "Thread count, device, strict mode and the plan cache (FFT plans, kernel spectra)\n"
-              "for the ops given context=. threads=0: $LUMEN_NUM_THREADS or all cores.\n"
+              "for the ops given context=. threads=0: lumen's default ($LUMEN_NUM_THREADS, else\n"
+              "$OMP_NUM_THREADS, else the CPUs this process may use).\n"
               "device: 'auto', 'cpu', 'cuda' or 'cuda:N'. simd=False runs the scalar reference.\n"
               "fft_planning='measure' times FFT plans once per size (seconds), then runs faster.\n"
               "May be shared between threads: calls on one Context take turns.",

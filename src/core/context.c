@@ -1,6 +1,9 @@
 /* Contexts: thread count, SIMD policy, device, and the CPU kernels they may use. */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "internal.h"
 
+#include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,18 +12,48 @@
 /* Plans and kernel spectra kept per context; spectra of big kernels are a few MB each. */
 #define PLAN_CACHE_BYTES ((size_t)256 << 20)
 
-static int default_threads(void)
+/* A thread count in 1..LUMEN_MAX_THREADS at the start of v (OMP_NUM_THREADS may be a list of
+ * counts per nesting level, "4,2": its first is ours), or 0. */
+static int leading_count(const char *v, bool whole)
+{
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (end == v || (whole ? *end != '\0' : *end != '\0' && *end != ',')) return 0;
+    return n >= 1 && n <= LUMEN_MAX_THREADS ? (int)n : 0;
+}
+
+/* The CPUs this process may run on (its affinity mask: taskset, a cgroup's cpuset, a Dask
+ * worker pinned to cores), else the online ones. */
+static int usable_cpus(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) >= 1) {
+        int n = CPU_COUNT(&set);
+        return n < LUMEN_MAX_THREADS ? n : LUMEN_MAX_THREADS;
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n < LUMEN_MAX_THREADS ? (int)n : LUMEN_MAX_THREADS;
+}
+
+/* $LUMEN_NUM_THREADS, else $OMP_NUM_THREADS (what launchers such as Dask, MPI and batch
+ * systems set per worker so that libraries do not oversubscribe its cores), else the CPUs this
+ * process may use. */
+int lumen_default_threads(void)
 {
     const char *v = getenv("LUMEN_NUM_THREADS");
+    int n;
     if (v && *v) {
-        char *end;
-        long n = strtol(v, &end, 10);
-        if (*end == '\0' && n >= 1 && n <= LUMEN_MAX_THREADS) return (int)n;
+        if ((n = leading_count(v, true))) return n;
         lumen_log(LUMEN_LOG_WARN, "LUMEN_NUM_THREADS='%s' is not a thread count in 1..%d; ignored", v,
                   LUMEN_MAX_THREADS);
     }
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n >= 1 ? (int)n : 1;
+    v = getenv("OMP_NUM_THREADS");
+    if (v && *v) {
+        if ((n = leading_count(v, false))) return n;
+        lumen_log(LUMEN_LOG_WARN, "OMP_NUM_THREADS='%s' is not a thread count in 1..%d; ignored", v,
+                  LUMEN_MAX_THREADS);
+    }
+    return usable_cpus();
 }
 
 /* $LUMEN_DEVICE (default "auto"), $LUMEN_STRICT=1 and $LUMEN_TF32=1. A device asked for by name that is not
@@ -47,7 +80,7 @@ lumen_status lumen_context_create(lumen_context **out)
     if (!out) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "out: pointer is NULL");
     lumen_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "context: out of memory");
-    ctx->threads = default_threads();
+    ctx->threads = lumen_default_threads();
     ctx->simd = true;
     ctx->be = &lumen_cpu_backend; /* device 0 until apply_environment chooses */
     lumen_cpu_detect_isa(&ctx->cpu_avx2, &ctx->cpu_avx512);
@@ -97,7 +130,7 @@ lumen_status lumen_context_set_threads(lumen_context *ctx, int n)
     if (n < 0 || n > LUMEN_MAX_THREADS)
         return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "threads: expected 0..%d, got %d",
                                LUMEN_MAX_THREADS, n);
-    ctx->threads = n == 0 ? default_threads() : n;
+    ctx->threads = n == 0 ? lumen_default_threads() : n;
     return LUMEN_OK;
 }
 

@@ -1,7 +1,8 @@
 """The CLI agrees with OpenCV and lumen's other front ends (issue 12, item 7): blur derives
 sigma from --ksize when --sigma is 0, filter's --anchor takes -1 per axis for the centre, an
 unknown --device is bad usage (exit 2) naming the flag and listing the devices, and a bad
-$LUMEN_NUM_THREADS is refused rather than ignored."""
+$LUMEN_NUM_THREADS is refused rather than ignored; the default thread count follows
+$OMP_NUM_THREADS and the CPU affinity."""
 
 import cv2
 import numpy as np
@@ -71,3 +72,47 @@ def test_bad_num_threads_env_is_usage(lumen_bin, img, value):
     assert r.returncode == 0, r.stderr
     r = run_cli(lumen_bin, *args, "-v", env={"LUMEN_NUM_THREADS": "1"})
     assert r.returncode == 0 and "threads 1" in r.stderr
+
+
+def _info_threads(lumen_bin, env, cpus=None):
+    """`lumen info --json`'s default thread count under env (LUMEN_NUM_THREADS and
+    OMP_NUM_THREADS unset unless env sets them), pinned to `cpus` when given."""
+    import json
+    import os
+    import subprocess
+    full = {k: v for k, v in os.environ.items()
+            if k not in ("LUMEN_NUM_THREADS", "OMP_NUM_THREADS")}
+    full.update(env)
+    pin = None if cpus is None else (lambda: os.sched_setaffinity(0, cpus))
+    r = subprocess.run([str(lumen_bin), "info", "--json"], capture_output=True, text=True,
+                       env=full, preexec_fn=pin, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)["threads"]
+
+
+def test_default_threads_follow_omp_num_threads_and_affinity(lumen_bin):
+    """The library's default thread count (lumen_default_threads): $LUMEN_NUM_THREADS, else
+    $OMP_NUM_THREADS (its first count), else the CPUs this process may run on — so a Dask
+    worker started with OMP_NUM_THREADS=1, or a process pinned to one core, does not
+    oversubscribe its cores."""
+    import os
+    mine = os.sched_getaffinity(0)
+    assert _info_threads(lumen_bin, {}) == len(mine)
+    assert _info_threads(lumen_bin, {}, {min(mine)}) == 1
+    assert _info_threads(lumen_bin, {"OMP_NUM_THREADS": "1"}) == 1
+    assert _info_threads(lumen_bin, {"OMP_NUM_THREADS": "3,2"}) == 3
+    assert _info_threads(lumen_bin, {"OMP_NUM_THREADS": "3", "LUMEN_NUM_THREADS": "2"}) == 2
+    # a value OpenMP would refuse is ignored (with the library's warning), not obeyed
+    assert _info_threads(lumen_bin, {"OMP_NUM_THREADS": "x"}, {min(mine)}) == 1
+
+
+def test_python_context_default_threads_follow_omp_num_threads():
+    """lumen.Context() takes the same default as the CLI (one rule, in the library)."""
+    import os
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if k != "LUMEN_NUM_THREADS"}
+    env["OMP_NUM_THREADS"] = "1"
+    r = subprocess.run([sys.executable, "-c", "import lumen; print(lumen.Context().threads)"],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 0 and r.stdout.strip() == "1", r.stderr

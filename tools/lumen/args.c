@@ -1,5 +1,4 @@
 /* Flag parsing and strict number parsing for the `lumen` tool. */
-#define _POSIX_C_SOURCE 200809L /* sysconf */
 
 #include "args.h"
 
@@ -7,12 +6,11 @@
 #include "cli.h"
 
 #include <errno.h>
-#include <math.h>
 #include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static int parse_long(const char *s, long *out);
 
@@ -165,8 +163,8 @@ int cli_common_flag(cli_common *co, int id, const char *name, const char *value)
 
 void cli_print_common_help(unsigned which)
 {
-    printf("  --threads N       worker threads, 1-%d (default: $LUMEN_NUM_THREADS, else all "
-           "CPUs)\n",
+    printf("  --threads N       worker threads, 1-%d (default: $LUMEN_NUM_THREADS, else\n"
+           "                    $OMP_NUM_THREADS, else the CPUs this process may use)\n",
            CLI_MAX_THREADS);
     if (which & CLI_HELP_FFT)
         fputs("  --fft-planning P  estimate|measure: how the FFT method plans its transforms\n"
@@ -244,8 +242,8 @@ static int check_device(const char *what, const char *spec)
     return CLI_EXIT_USAGE;
 }
 
-/* The library only warns about a bad $LUMEN_NUM_THREADS and uses all processors; a command
- * line tool should not run with a setting other than the one asked for. */
+/* The library only warns about a bad $LUMEN_NUM_THREADS and goes on to its next default; a
+ * command line tool should not run with a setting other than the one asked for. */
 static int env_threads(int *out)
 {
     const char *v = getenv("LUMEN_NUM_THREADS");
@@ -278,11 +276,12 @@ int cli_common_check(const cli_common *co)
 int cli_common_threads(const cli_common *co)
 {
     if (co->threads > 0) return co->threads;
+    /* A bad $LUMEN_NUM_THREADS is the command's usage error (cli_common_check), reported
+     * once by the tool, not also warned about by the library. */
     const char *v = getenv("LUMEN_NUM_THREADS");
     long n;
-    if (v && *v && parse_long(v, &n) == 0 && n >= 1 && n <= CLI_MAX_THREADS) return (int)n;
-    n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n >= 1 ? (int)n : 1;
+    if (v && *v) return parse_long(v, &n) == 0 && n >= 1 && n <= CLI_MAX_THREADS ? (int)n : 1;
+    return lumen_default_threads();
 }
 
 int cli_context_create(const cli_common *co, lumen_context **out)

@@ -79,7 +79,7 @@ int cli_parse_n(const cli_command *cmd, int argc, char **argv, void *state, cons
 
 /* Flags shared by op subcommands. */
 typedef struct cli_common {
-    int threads;  /* 0: library default ($LUMEN_NUM_THREADS or all processors) */
+    int threads; /* 0: the library's default (lumen_default_threads) */
     int verbose;
     int no_simd;
     lumen_fft_planning fft_planning; /* 0: LUMEN_FFT_ESTIMATE */
@@ -94,8 +94,8 @@ int cli_common_flag(cli_common *co, int id, const char *name, const char *value)
  * no --threads is given. Returns 0, or CLI_EXIT_USAGE after a message naming the flag or
  * variable and listing what is valid. */
 int cli_common_check(const cli_common *co);
-/* The thread count a context of co gets: --threads, else $LUMEN_NUM_THREADS, else the online
- * processors (the library's rule, src/core/context.c). */
+/* The thread count a context of co gets: --threads, else the library's default
+ * (lumen_default_threads: $LUMEN_NUM_THREADS, $OMP_NUM_THREADS, the CPUs this process may use). */
 int cli_common_threads(const cli_common *co);
 /* cli_common_check, then creates a context configured by co; prints the reason and returns
  * CLI_EXIT_USAGE or CLI_EXIT_FAIL on failure. */

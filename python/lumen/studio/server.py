@@ -531,7 +531,7 @@ def parse_args(argv=None):
     ap.add_argument("--open", action="store_true",
                     help="open the page in the default web browser")
     ap.add_argument("--threads", type=int, default=None,
-                    help="threads per lumen context (default: lumen's, all cores)")
+                    help="threads per lumen context (default: lumen's, lumen_default_threads)")
     ap.add_argument("--display-size", type=int, default=DEFAULT_DISPLAY_SIZE, metavar="PX",
                     help=f"long side of the pictures in the page (default {DEFAULT_DISPLAY_SIZE}); "
                          "renders are always full size")
