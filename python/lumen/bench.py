@@ -89,8 +89,9 @@ Targets, on the ratio of minima (lumen min / peer min):
                       exact Gaussian sigma=30,50 <= 0.25x cv2.GaussianBlur, fast <= 0.05x;
                       the batch of 10 <= 10x lumen's own warm single-image time
   python issue:       call overhead of a 64x64 f32 blur <= 5 us above the C call
-  conv issue:         l1..l4: lumen GFLOP/s >= 1.0x torch GFLOP/s (on the minima; this
-                      ratio is lumen/torch of rates, so above 1 means lumen is faster)
+  issue 17 (conv):    l1..l4, pw, dw, s2: lumen GFLOP/s >= 1.2x torch GFLOP/s (on the
+                      minima; this ratio is lumen/torch of rates, so above 1 means lumen
+                      is faster)
 A case lumen answers with lumen.UnsupportedError is "not run", and so are its targets.
 Machines are noisy: quote ratios, not milliseconds.
 
@@ -214,9 +215,11 @@ CONV_CASES = [
     ConvCase("l2_64x56x56_k3", False, 8, 64, 56, 56, 64, 3, 3, pad=1, target=True),
     ConvCase("l3_256x14x14_k3", False, 8, 256, 14, 14, 256, 3, 3, pad=1, target=True),
     ConvCase("l4_3x224x224_k7s2", False, 8, 3, 224, 224, 64, 7, 7, stride=2, pad=3, target=True),
-    ConvCase("pw_256x28x28_k1", False, 8, 256, 28, 28, 128, 1, 1),
-    ConvCase("dw_128x56x56_k3", False, 8, 128, 56, 56, 128, 3, 3, pad=1, groups=128),
-    ConvCase("s2_128x28x28_k3s2", False, 8, 128, 28, 28, 256, 3, 3, stride=2, pad=1),
+    ConvCase("pw_256x28x28_k1", False, 8, 256, 28, 28, 128, 1, 1, target=True),
+    ConvCase("dw_128x56x56_k3", False, 8, 128, 56, 56, 128, 3, 3, pad=1, groups=128,
+             target=True),
+    ConvCase("s2_128x28x28_k3s2", False, 8, 128, 28, 28, 256, 3, 3, stride=2, pad=1,
+             target=True),
     ConvCase("tr_256x14x14_k4s2", True, 8, 256, 14, 14, 128, 4, 4, stride=2, pad=1),
     ConvCase("tr_64x56x56_k3s2", True, 8, 64, 56, 56, 32, 3, 3, stride=2, pad=1, output_pad=1),
 ]
@@ -724,8 +727,9 @@ def overhead_result(c, py_out, py_new, calls):
 
 # ---- conv: lumen.conv2d / conv_transpose2d against torch ------------------------------------
 
-#: The conv issue's target: lumen's GFLOP/s >= this many times torch's, on l1..l4.
-CONV_TARGET = 1.0
+#: Issue 17's target: lumen's GFLOP/s >= this many times torch's (oneDNN), on l1..l4, the 1x1,
+#: the depthwise and the stride-2 case (the conv issue before it asked 1.0 on l1..l4).
+CONV_TARGET = 1.2
 #: Largest allowed max|lumen - torch| / max|torch|: f32 sums of up to 4608 terms stay near
 #: 1e-6; a wrong fast path is off by O(1).
 CONV_REL = 1e-4
@@ -861,7 +865,7 @@ def _torch_no_grad(libs):
 
 
 def conv_targets(case, ratio):
-    """The issue's target on l1..l4: lumen GFLOP/s / torch GFLOP/s >= CONV_TARGET."""
+    """Issue 17's target on l1..l4, pw, dw and s2: lumen GFLOP/s / torch GFLOP/s >= CONV_TARGET."""
     if not case.target:
         return []
     verdict = "not run" if ratio is None else ("met" if ratio >= CONV_TARGET else "MISSED")

@@ -95,10 +95,13 @@ def test_conv_rows_time_lumen_and_torch_on_the_same_tensors(report):
         assert row["max_rel_err"] < 1e-4, row
     assert rows["tr_64x56x56_k3s2"]["out"] == [1, 32, 112, 112]
     assert rows["tr_64x56x56_k3s2"]["torch"]["call"] == "torch.nn.functional.conv_transpose2d"
-    # the issue's target (>= 1.0x torch) is judged on l1..l4 only; its verdict is not tested
-    (target,) = rows["l4_3x224x224_k7s2"]["targets"]
-    assert target["limit"] == 1.0 and target["at_least"] and target["verdict"] in ("met", "MISSED")
-    assert rows["dw_128x56x56_k3"]["targets"] == []
+    # issue 17's target (>= 1.2x torch) is judged on l1..l4, pw, dw and s2, not on the
+    # transposed cases; its verdict is not tested
+    for name in ("l4_3x224x224_k7s2", "dw_128x56x56_k3"):
+        (target,) = rows[name]["targets"]
+        assert target["limit"] == 1.2 and target["at_least"]
+        assert target["verdict"] in ("met", "MISSED")
+    assert rows["tr_64x56x56_k3s2"]["targets"] == []
 
 
 def test_conv_packed_column_and_onednn_isa(report):
