@@ -172,7 +172,7 @@ class ConvCase:
     pad: int = 0
     output_pad: int = 0
     groups: int = 1
-    target: bool = False       # one of the issue's layers: lumen >= 1.0x torch GFLOP/s
+    target: bool = False       # judged by issue 17: lumen >= CONV_TARGET x torch GFLOP/s
 
     @property
     def op(self):
