@@ -145,7 +145,8 @@ static void anticausal(const coefs *k, const float *const *x, int64_t off, int64
 
 /*
  * Causal over positions lo .. hi-1; when y, output row i-pad = Re(s) + y row, to o or y. With
- * f, finished outputs are handed over a chunk at a time.
+ * f, finished outputs are handed over a chunk at a time, one chunk behind the step that stores
+ * them (so their stores have reached the cache: loads right after them wait, unforwarded).
  */
 static void causal(const coefs *k, const float *const *x, int64_t off, int64_t lo, int64_t hi,
                    int64_t pad, float *y, int64_t ys, float *const *o, float *s, int64_t m,
@@ -164,7 +165,7 @@ static void causal(const coefs *k, const float *const *x, int64_t off, int64_t l
             os[t] = o ? o[i + t - pad] + off : y + (i + t - pad) * ys;
         }
         steps(k, xs, s, m, STEPS, y ? as : NULL, y ? os : NULL);
-        if (f) feed_up(f, i + STEPS - pad, false, &done);
+        if (f) feed_up(f, i + STEPS - pad - LUMEN_GF_FEED, false, &done);
     }
     for (; i < hi; i++) {
         gather(x, off, i, 1, 1, xs);
