@@ -370,7 +370,14 @@ static void row_feed_in(void *ctx, int64_t lo, int64_t hi)
 static void row_feed_out(void *ctx, int64_t lo, int64_t hi)
 {
     const gf_row_feed *f = ctx;
-    if (f->k == f->p->cp - 1) block_from_lanes(f->p, f->sc, lo * f->p->cp, hi * f->p->cp);
+    const int64_t cp = f->p->cp, ahead = (hi + (GF_FEED_AHEAD - 1) * LUMEN_GF_FEED) * cp;
+    if (f->k != cp - 1) return;
+    /* Each chunk's stores start new lines of T: ask for them early, as for the source rows. */
+    if (ahead + LUMEN_GF_FEED * cp <= f->p->lanes)
+        for (int j = 0; j < GF_ROWS; j++)
+            for (int64_t e = 0; e < LUMEN_GF_FEED * cp; e += 16)
+                __builtin_prefetch(f->sc->orow[j] + ahead + e, 1);
+    block_from_lanes(f->p, f->sc, lo * cp, hi * cp);
 }
 
 /*
