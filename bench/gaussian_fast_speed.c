@@ -30,7 +30,10 @@ static double clock_s(clockid_t id)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static double now(void) { return clock_s(CLOCK_MONOTONIC); }
+static double now(void)
+{
+    return clock_s(CLOCK_MONOTONIC);
+}
 
 static double memcpy_ms(int threads, int reps)
 {
@@ -71,8 +74,10 @@ int main(int argc, char **argv)
         uint64_t st = 12345;
         for (size_t k = 0; k < n / es; k++) {
             st = st * 6364136223846793005ULL + 1442695040888963407ULL;
-            if (d == LUMEN_U8) s[k] = (unsigned char)(st >> 56);
-            else ((float *)s)[k] = (float)((st >> 40) * 0x1p-24);
+            if (d == LUMEN_U8)
+                s[k] = (unsigned char)(st >> 56);
+            else
+                ((float *)s)[k] = (float)((st >> 40) * 0x1p-24);
         }
         memset(o, 0, n);
         lumen_image src = lumen_image_nhwc(s, d, 1, H, W, c);

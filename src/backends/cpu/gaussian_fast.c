@@ -304,7 +304,8 @@ static void run_axis(const gf_plan *p, const gf_axis *a, const float *const *x, 
                      const lumen_gf_feed *feed)
 {
     if (a->fir) p->k->fir(a->k, a->taps, x, off, a->n, m, y, ys);
-    else p->k->iir(&a->iir, x, off, a->pad, a->n, m, y, ys, o, state, feed);
+    else
+        p->k->iir(&a->iir, x, off, a->pad, a->n, m, y, ys, o, state, feed);
 }
 
 /* Row y of T for image b, channel group ch0. */
@@ -329,7 +330,8 @@ static void block_to_lanes(const gf_plan *p, gf_scratch *sc, const float *const 
                            int64_t e1)
 {
     const float *r[GF_ROWS];
-    for (int j = 0; j < GF_ROWS; j++) r[j] = rowp[j] + e0;
+    for (int j = 0; j < GF_ROWS; j++)
+        r[j] = rowp[j] + e0;
     p->k->to_lanes(r, GF_ROWS, e1 - e0, sc->lanes + e0 * GF_ROWS);
 }
 
@@ -337,7 +339,8 @@ static void block_to_lanes(const gf_plan *p, gf_scratch *sc, const float *const 
 static void block_from_lanes(const gf_plan *p, gf_scratch *sc, int64_t e0, int64_t e1)
 {
     float *r[GF_ROWS];
-    for (int j = 0; j < GF_ROWS; j++) r[j] = sc->orow[j] + e0;
+    for (int j = 0; j < GF_ROWS; j++)
+        r[j] = sc->orow[j] + e0;
     p->k->from_lanes(sc->out + e0 * GF_ROWS, GF_ROWS, e1 - e0, r);
 }
 
@@ -398,7 +401,8 @@ static void row_block(const gf_plan *p, gf_scratch *sc, int64_t b, int64_t ch0, 
         sc->orow[r] = r < nr ? t_row(p, b, ch0, y0 + r) : sc->rows + r * row;
     gf_row_feed fd = {.p = p, .sc = sc, .rowp = rowp};
     const lumen_gf_feed feed = {.in = row_feed_in, .out = row_feed_out, .ctx = &fd};
-    if (p->ax.fir) block_to_lanes(p, sc, rowp, 0, row);
+    if (p->ax.fir)
+        block_to_lanes(p, sc, rowp, 0, row);
     else if (p->rpad_lo < p->rpad_hi)
         block_to_lanes(p, sc, rowp, p->rpad_lo * p->cp, p->rpad_hi * p->cp);
     /* Channel k: inputs lane rows x*cp + k (hx), outputs the same lane rows of out. */

@@ -61,7 +61,8 @@ static void to_lanes_avx512(const float *const *rows, int r, int64_t n, float *o
                                  _mm512_insertf32x8(_mm512_castps256_ps512(lo[q]), hi[q], 1));
         }
     for (; i < n; i++)
-        for (int j = 0; j < r; j++) out[i * r + j] = rows[j][i];
+        for (int j = 0; j < r; j++)
+            out[i * r + j] = rows[j][i];
 }
 
 const lumen_gf_kernels lumen_gf_kernels_avx512 = {

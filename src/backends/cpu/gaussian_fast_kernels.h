@@ -61,8 +61,8 @@ typedef struct lumen_gf_kernels {
      * input row x[pad + j]: the last pass reads each row before writing it.
      * state: LUMEN_GF_STATE * m floats. feed: NULL, or called as lumen_gf_feed says.
      */
-    void (*iir)(const lumen_gf_iir *c, const float *const *x, int64_t off, int64_t pad,
-                int64_t n, int64_t m, float *y, int64_t ys, float *const *o, float *state,
+    void (*iir)(const lumen_gf_iir *c, const float *const *x, int64_t off, int64_t pad, int64_t n,
+                int64_t m, float *y, int64_t ys, float *const *o, float *state,
                 const lumen_gf_feed *feed);
     /* y[j] = sum_t k[t] * (x[j + t] + off), 0 <= j < n; x has n + taps - 1 rows. */
     void (*fir)(const float *k, int taps, const float *const *x, int64_t off, int64_t n,

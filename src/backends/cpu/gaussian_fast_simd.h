@@ -97,7 +97,8 @@ static inline void feed_down(const lumen_gf_feed *f, int64_t need, int64_t *fed)
 {
     need = need > 0 ? need : 0;
     while (*fed > need) {
-        const int64_t lo = *fed % LUMEN_GF_FEED ? *fed - *fed % LUMEN_GF_FEED : *fed - LUMEN_GF_FEED;
+        const int64_t lo =
+            *fed % LUMEN_GF_FEED ? *fed - *fed % LUMEN_GF_FEED : *fed - LUMEN_GF_FEED;
         f->in(f->ctx, lo, *fed);
         *fed = lo;
     }
