@@ -45,6 +45,8 @@
 #define GF_ROWS 16
 /* Small images run on fewer threads: a barrier costs more than filtering a few rows. */
 #define GF_PIXELS_PER_THREAD 16384
+/* Source chunks the row pass's feed prefetches ahead of the one it transposes. */
+#define GF_FEED_AHEAD 4
 /* Column-strip buffer budget (h x strip floats), kept inside L2. */
 #define GF_STRIP_BYTES (1024 * 1024)
 
@@ -75,9 +77,11 @@ static void iir_step(const lumen_gf_iir *c, const float *vr, const float *vi,
  * pass never reads a row after it was written).
  */
 static void iir_generic(const lumen_gf_iir *c, const float *const *x, int64_t off, int64_t pad,
-                        int64_t n, int64_t m, float *y, int64_t ys, float *const *o, float *s)
+                        int64_t n, int64_t m, float *y, int64_t ys, float *const *o, float *s,
+                        const lumen_gf_feed *feed)
 {
     const int64_t len = n + 2 * pad;
+    if (feed) feed->in(feed->ctx, 0, n); /* portable: no interleaving, all inputs first */
     lumen_gf_state_init(c->hr, c->hi, c->periodic ? NULL : x[len - 1] + off, s, m);
     for (int64_t i = len - 2; i >= pad + n - 1; i--)
         iir_step(c, c->br, c->bi, x[i + 1] + off, s, m, NULL, NULL);
@@ -93,6 +97,7 @@ static void iir_generic(const lumen_gf_iir *c, const float *const *x, int64_t of
         float *yi = y + (i - pad) * ys;
         iir_step(c, c->ar, c->ai, x[i] + off, s, m, yi, o ? o[i - pad] + off : yi);
     }
+    if (feed) feed->out(feed->ctx, 0, n);
 }
 
 static void fir_generic(const float *k, int taps, const float *const *x, int64_t off, int64_t n,
@@ -160,6 +165,7 @@ typedef struct gf_plan {
     const lumen_gf_kernels *k;
     const lumen_row_kernels *rk;
     gf_axis ax, ay;
+    int64_t rpad_lo, rpad_hi; /* the samples the row axis's right pad reads (lo >= hi: none) */
     int64_t cp;     /* channels interleaved in a row of T: c (src and dst interleaved) or 1 */
     int64_t lanes;  /* floats per row of T: w * cp */
     int64_t strip;  /* lanes per column strip */
@@ -239,6 +245,18 @@ static int64_t pad_index(const gf_axis *a, int64_t i, lumen_border b)
     return lumen_border_index(i - a->pad, a->n, b);
 }
 
+/* The samples [lo, hi) the right pad of a recursive axis (and its start) reads. */
+static void right_pad_span(const gf_axis *a, lumen_border b, int64_t *lo, int64_t *hi)
+{
+    *lo = a->n, *hi = 0;
+    for (int64_t i = a->pad + a->n; i < a->len; i++) {
+        const int64_t x = pad_index(a, i, b);
+        if (x < 0) continue;
+        *lo = x < *lo ? x : *lo;
+        *hi = x + 1 > *hi ? x + 1 : *hi;
+    }
+}
+
 /* Pads cost no copies: padded sample i of channel k reads the lane row the border rule names. */
 static void row_inputs(const gf_plan *p, gf_scratch *sc)
 {
@@ -282,10 +300,12 @@ static void scratch_free(gf_scratch *sc)
  * writes to o[j] + off instead (y is then scratch).
  */
 static void run_axis(const gf_plan *p, const gf_axis *a, const float *const *x, int64_t off,
-                     int64_t m, float *y, int64_t ys, float *const *o, float *state)
+                     int64_t m, float *y, int64_t ys, float *const *o, float *state,
+                     const lumen_gf_feed *feed)
 {
     if (a->fir) p->k->fir(a->k, a->taps, x, off, a->n, m, y, ys);
-    else p->k->iir(&a->iir, x, off, a->pad, a->n, m, y, ys, o, state);
+    else
+        p->k->iir(&a->iir, x, off, a->pad, a->n, m, y, ys, o, state, feed);
 }
 
 /* Row y of T for image b, channel group ch0. */
@@ -305,7 +325,68 @@ static const float *source_row(const gf_plan *p, int64_t b, int64_t ch0, int64_t
     return buf;
 }
 
-/* Rows y0 .. y0+GF_ROWS-1 (those inside the image) of channels ch0 .. ch0+cp-1 into T. */
+/* Lane rows (elements) [e0, e1) of the block's source rows into sc->lanes. */
+static void block_to_lanes(const gf_plan *p, gf_scratch *sc, const float *const *rowp, int64_t e0,
+                           int64_t e1)
+{
+    const float *r[GF_ROWS];
+    for (int j = 0; j < GF_ROWS; j++)
+        r[j] = rowp[j] + e0;
+    p->k->to_lanes(r, GF_ROWS, e1 - e0, sc->lanes + e0 * GF_ROWS);
+}
+
+/* Lane rows [e0, e1) of sc->out into the block's rows of T (sc->orow). */
+static void block_from_lanes(const gf_plan *p, gf_scratch *sc, int64_t e0, int64_t e1)
+{
+    float *r[GF_ROWS];
+    for (int j = 0; j < GF_ROWS; j++)
+        r[j] = sc->orow[j] + e0;
+    p->k->from_lanes(sc->out + e0 * GF_ROWS, GF_ROWS, e1 - e0, r);
+}
+
+/* The row pass's lumen_gf_feed: samples of channel k are elements x*cp + k of a row. */
+typedef struct gf_row_feed {
+    const gf_plan *p;
+    gf_scratch *sc;
+    const float *const *rowp;
+    int64_t k; /* the channel being filtered */
+} gf_row_feed;
+
+/* Channel 0 transposes the elements of every channel (its pass reads first); the right pad's
+ * samples were transposed before the recursion. */
+static void row_feed_in(void *ctx, int64_t lo, int64_t hi)
+{
+    const gf_row_feed *f = ctx;
+    const int64_t cp = f->p->cp;
+    if (f->k > 0 || (lo >= f->p->rpad_lo && hi <= f->p->rpad_hi)) return;
+    /* The feed walks the source rows backwards, which the hardware prefetchers do not follow
+     * (measured); ask for the chunk GF_FEED_AHEAD chunks below this one. */
+    const int64_t ahead = lo - GF_FEED_AHEAD * LUMEN_GF_FEED;
+    if (ahead >= 0)
+        for (int j = 0; j < GF_ROWS; j++)
+            for (int64_t e = 0; e < LUMEN_GF_FEED * cp; e += 16)
+                __builtin_prefetch(f->rowp[j] + ahead * cp + e);
+    block_to_lanes(f->p, f->sc, f->rowp, lo * cp, hi * cp);
+}
+
+/* The last channel's outputs complete the elements of every channel. */
+static void row_feed_out(void *ctx, int64_t lo, int64_t hi)
+{
+    const gf_row_feed *f = ctx;
+    const int64_t cp = f->p->cp, ahead = (hi + (GF_FEED_AHEAD - 1) * LUMEN_GF_FEED) * cp;
+    if (f->k != cp - 1) return;
+    /* Each chunk's stores start new lines of T: ask for them early, as for the source rows. */
+    if (ahead + LUMEN_GF_FEED * cp <= f->p->lanes)
+        for (int j = 0; j < GF_ROWS; j++)
+            for (int64_t e = 0; e < LUMEN_GF_FEED * cp; e += 16)
+                __builtin_prefetch(f->sc->orow[j] + ahead + e, 1);
+    block_from_lanes(f->p, f->sc, lo * cp, hi * cp);
+}
+
+/*
+ * Rows y0 .. y0+GF_ROWS-1 (those inside the image) of channels ch0 .. ch0+cp-1 into T. A
+ * recursive axis transposes through the feed (lumen_gf_feed), inside the recursion.
+ */
 static void row_block(const gf_plan *p, gf_scratch *sc, int64_t b, int64_t ch0, int64_t y0)
 {
     const int64_t row = p->lanes, h = p->job->src->h, nr = h - y0 < GF_ROWS ? h - y0 : GF_ROWS;
@@ -315,14 +396,20 @@ static void row_block(const gf_plan *p, gf_scratch *sc, int64_t b, int64_t ch0, 
         if (r >= nr) memset(buf, 0, sizeof(float) * (size_t)row); /* lanes never stored */
         rowp[r] = r < nr ? source_row(p, b, ch0, y0 + r, buf) : buf;
     }
-    p->k->to_lanes(rowp, GF_ROWS, row, sc->lanes);
-    /* Channel k: inputs lane rows x*cp + k (hx), outputs the same lane rows of out. */
-    for (int64_t k = 0; k < p->cp; k++)
-        run_axis(p, &p->ax, sc->hx + k * p->ax.len, 0, GF_ROWS, sc->out + k * GF_ROWS,
-                 p->cp * GF_ROWS, NULL, sc->state);
+    /* Rows past the image go to their (zero) source buffers: every input is read by then. */
     for (int64_t r = 0; r < GF_ROWS; r++)
         sc->orow[r] = r < nr ? t_row(p, b, ch0, y0 + r) : sc->rows + r * row;
-    p->k->from_lanes(sc->out, GF_ROWS, row, sc->orow);
+    gf_row_feed fd = {.p = p, .sc = sc, .rowp = rowp};
+    const lumen_gf_feed feed = {.in = row_feed_in, .out = row_feed_out, .ctx = &fd};
+    if (p->ax.fir)
+        block_to_lanes(p, sc, rowp, 0, row);
+    else if (p->rpad_lo < p->rpad_hi)
+        block_to_lanes(p, sc, rowp, p->rpad_lo * p->cp, p->rpad_hi * p->cp);
+    /* Channel k: inputs lane rows x*cp + k (hx), outputs the same lane rows of out. */
+    for (fd.k = 0; fd.k < p->cp; fd.k++)
+        run_axis(p, &p->ax, sc->hx + fd.k * p->ax.len, 0, GF_ROWS, sc->out + fd.k * GF_ROWS,
+                 p->cp * GF_ROWS, NULL, sc->state, &feed);
+    if (p->ax.fir) block_from_lanes(p, sc, 0, row);
 }
 
 /* ---- the column pass ------------------------------------------------------- */
@@ -343,10 +430,10 @@ static void column_strip(const gf_plan *p, gf_scratch *sc, int64_t b, int64_t ch
     const int64_t m = p->lanes - x0 < p->strip ? p->lanes - x0 : p->strip;
     const float *const *x = (const float *const *)sc->vx;
     if (p->t_is_dst && !p->ay.fir) { /* the recursion writes T = dst in place (see iir) */
-        run_axis(p, &p->ay, x, x0, m, sc->out, p->strip, sc->vx + p->ay.pad, sc->state);
+        run_axis(p, &p->ay, x, x0, m, sc->out, p->strip, sc->vx + p->ay.pad, sc->state, NULL);
         return;
     }
-    run_axis(p, &p->ay, x, x0, m, sc->out, p->strip, NULL, sc->state);
+    run_axis(p, &p->ay, x, x0, m, sc->out, p->strip, NULL, sc->state, NULL);
     /* Lane x0 is pixel x0 of a planar dst, or element x0 of an interleaved dst row. */
     const int64_t es = (int64_t)lumen_dtype_size(d->dtype);
     const int64_t step = p->cp > 1 ? 1 : d->stride_w;
@@ -479,8 +566,10 @@ lumen_status lumen_cpu_gaussian_fast(lumen_context *ctx, const lumen_gauss_job *
     p.k = gf_kernels(ctx);
     p.rk = lumen_cpu_row_kernels(ctx);
     if (!(s = plan_axis(&p.ax, job->sigma_x, src.w, job->border)) &&
-        !(s = plan_axis(&p.ay, job->sigma_y, src.h, job->border)) && !(s = plan_memory(&p)))
+        !(s = plan_axis(&p.ay, job->sigma_y, src.h, job->border)) && !(s = plan_memory(&p))) {
+        right_pad_span(&p.ax, job->border, &p.rpad_lo, &p.rpad_hi);
         s = run_plan(ctx, &p);
+    }
     free(p.tbuf), free(p.vrow), free(copy);
     return s;
 }

@@ -7,6 +7,8 @@
 
 #include <immintrin.h>
 
+#include "gaussian_fast_transpose.h"
+
 /* Mask of the first m (0 < m < 8) lanes. */
 static inline __m256i lane_mask(int64_t m)
 {
@@ -35,26 +37,6 @@ static inline void store_n(float *p, __m256 v, int64_t m)
 #define GF_IIR iir_avx2
 #define GF_FIR fir_avx2
 #include "gaussian_fast_simd.h"
-
-/* In-register transpose of an 8 x 8 block. */
-static inline void transpose8(__m256 v[8])
-{
-    __m256 t[8], u[8];
-    for (int q = 0; q < 8; q += 2) {
-        t[q] = _mm256_unpacklo_ps(v[q], v[q + 1]);
-        t[q + 1] = _mm256_unpackhi_ps(v[q], v[q + 1]);
-    }
-    for (int q = 0; q < 8; q += 4) {
-        u[q] = _mm256_shuffle_ps(t[q], t[q + 2], _MM_SHUFFLE(1, 0, 1, 0));
-        u[q + 1] = _mm256_shuffle_ps(t[q], t[q + 2], _MM_SHUFFLE(3, 2, 3, 2));
-        u[q + 2] = _mm256_shuffle_ps(t[q + 1], t[q + 3], _MM_SHUFFLE(1, 0, 1, 0));
-        u[q + 3] = _mm256_shuffle_ps(t[q + 1], t[q + 3], _MM_SHUFFLE(3, 2, 3, 2));
-    }
-    for (int q = 0; q < 4; q++) {
-        v[q] = _mm256_permute2f128_ps(u[q], u[q + 4], 0x20);
-        v[q + 4] = _mm256_permute2f128_ps(u[q], u[q + 4], 0x31);
-    }
-}
 
 void lumen_gf_to_lanes_avx2(const float *const *rows, int r, int64_t n, float *out)
 {

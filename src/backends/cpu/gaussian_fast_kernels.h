@@ -36,6 +36,22 @@ static inline void lumen_gf_state_scale(const lumen_gf_iir *c, float *s, int64_t
         }
 }
 
+/*
+ * The row pass's transposes, interleaved with the recursion (gaussian_fast.c): the kernel calls
+ * in(ctx, lo, hi) before it reads input samples [lo, hi) of its n and out(ctx, lo, hi) once
+ * output samples [lo, hi) are final, so the loads and shuffles of the transposes run while
+ * the recursion's FMAs wait on each other, instead of in passes of their own. The pad samples
+ * the first pass reads before any in() call must be ready beforehand.
+ */
+typedef struct lumen_gf_feed {
+    void (*in)(void *ctx, int64_t lo, int64_t hi);
+    void (*out)(void *ctx, int64_t lo, int64_t hi);
+    void *ctx;
+} lumen_gf_feed;
+
+/* Samples per feed call (a multiple of 8, so the 8 x 8 transposes need no scalar tail). */
+#define LUMEN_GF_FEED 16
+
 typedef struct lumen_gf_kernels {
     const char *isa; /* as lumen_run_info.isa names it */
     /*
@@ -43,10 +59,11 @@ typedef struct lumen_gf_kernels {
      * Output row j (0 <= j < n) goes to o[j] + off, or to y + j*ys when o is
      * NULL; y (n rows of stride ys) is scratch either way. o[j] may be the
      * input row x[pad + j]: the last pass reads each row before writing it.
-     * state: LUMEN_GF_STATE * m floats.
+     * state: LUMEN_GF_STATE * m floats. feed: NULL, or called as lumen_gf_feed says.
      */
-    void (*iir)(const lumen_gf_iir *c, const float *const *x, int64_t off, int64_t pad,
-                int64_t n, int64_t m, float *y, int64_t ys, float *const *o, float *state);
+    void (*iir)(const lumen_gf_iir *c, const float *const *x, int64_t off, int64_t pad, int64_t n,
+                int64_t m, float *y, int64_t ys, float *const *o, float *state,
+                const lumen_gf_feed *feed);
     /* y[j] = sum_t k[t] * (x[j + t] + off), 0 <= j < n; x has n + taps - 1 rows. */
     void (*fir)(const float *k, int taps, const float *const *x, int64_t off, int64_t n,
                 int64_t m, float *y, int64_t ys);

@@ -92,14 +92,42 @@ static inline void gather(const float *const *x, int64_t off, int64_t i, int64_t
         out[t] = x[i + t * d] + off;
 }
 
-/* Anticausal over positions hi down to lo (inclusive), input x[i+1]; outputs to y rows when y. */
+/* Feeds input samples [need, *fed) in aligned chunks of LUMEN_GF_FEED, highest first. */
+static inline void feed_down(const lumen_gf_feed *f, int64_t need, int64_t *fed)
+{
+    need = need > 0 ? need : 0;
+    while (*fed > need) {
+        const int64_t lo =
+            *fed % LUMEN_GF_FEED ? *fed - *fed % LUMEN_GF_FEED : *fed - LUMEN_GF_FEED;
+        f->in(f->ctx, lo, *fed);
+        *fed = lo;
+    }
+}
+
+/* Hands over output samples [*done, upto) in aligned chunks of LUMEN_GF_FEED (all when last). */
+static inline void feed_up(const lumen_gf_feed *f, int64_t upto, bool last, int64_t *done)
+{
+    while (upto - *done >= LUMEN_GF_FEED || (last && upto > *done)) {
+        const int64_t hi = upto - *done >= LUMEN_GF_FEED ? *done + LUMEN_GF_FEED : upto;
+        f->out(f->ctx, *done, hi);
+        *done = hi;
+    }
+}
+
+/*
+ * Anticausal over positions hi down to lo (inclusive), input x[i+1]; outputs to y rows when y.
+ * With f, input samples (x[pad + j]) are fed one chunk ahead of the step that reads them, and
+ * all of [0, n) by the end (the causal pass reads sample 0, which this pass does not).
+ */
 static void anticausal(const coefs *k, const float *const *x, int64_t off, int64_t hi, int64_t lo,
-                       int64_t pad, float *y, int64_t ys, float *s, int64_t m)
+                       int64_t pad, float *y, int64_t ys, float *s, int64_t m,
+                       const lumen_gf_feed *f)
 {
     const float *xs[STEPS];
     float *os[STEPS];
-    int64_t i = hi;
+    int64_t i = hi, fed = hi + 2 - pad; /* samples above the first one read need no feed */
     for (; i - STEPS + 1 >= lo; i -= STEPS) {
+        if (f) feed_down(f, i + 1 - (STEPS - 1) - pad - LUMEN_GF_FEED, &fed);
         for (int t = 0; t < STEPS && i - t - PREFETCH >= 0; t++)
             prefetch_row(x[i - t - PREFETCH] + off, m);
         gather(x, off, i + 1, -1, STEPS, xs);
@@ -108,20 +136,27 @@ static void anticausal(const coefs *k, const float *const *x, int64_t off, int64
         steps(k, xs, s, m, STEPS, NULL, y ? os : NULL);
     }
     for (; i >= lo; i--) {
+        if (f) feed_down(f, i + 1 - pad - LUMEN_GF_FEED, &fed);
         gather(x, off, i + 1, -1, 1, xs);
         os[0] = y ? y + (i - pad) * ys : NULL;
         steps(k, xs, s, m, 1, NULL, y ? os : NULL);
     }
+    if (f) feed_down(f, 0, &fed);
 }
 
-/* Causal over positions lo .. hi-1; when y, output row i-pad = Re(s) + y row, to o or y. */
+/*
+ * Causal over positions lo .. hi-1; when y, output row i-pad = Re(s) + y row, to o or y. With
+ * f, finished outputs are handed over a chunk at a time, one chunk behind the step that stores
+ * them (so their stores have reached the cache: loads right after them wait, unforwarded).
+ */
 static void causal(const coefs *k, const float *const *x, int64_t off, int64_t lo, int64_t hi,
-                   int64_t pad, float *y, int64_t ys, float *const *o, float *s, int64_t m)
+                   int64_t pad, float *y, int64_t ys, float *const *o, float *s, int64_t m,
+                   const lumen_gf_feed *f)
 {
     const int64_t xlen = hi; /* rows past hi are not read by this pass */
     const float *xs[STEPS], *as[STEPS];
     float *os[STEPS];
-    int64_t i = lo;
+    int64_t i = lo, done = 0;
     for (; i + STEPS <= hi; i += STEPS) {
         for (int t = 0; t < STEPS && i + t + PREFETCH < xlen; t++)
             prefetch_row(x[i + t + PREFETCH] + off, m);
@@ -131,31 +166,34 @@ static void causal(const coefs *k, const float *const *x, int64_t off, int64_t l
             os[t] = o ? o[i + t - pad] + off : y + (i + t - pad) * ys;
         }
         steps(k, xs, s, m, STEPS, y ? as : NULL, y ? os : NULL);
+        if (f) feed_up(f, i + STEPS - pad - LUMEN_GF_FEED, false, &done);
     }
     for (; i < hi; i++) {
         gather(x, off, i, 1, 1, xs);
         if (y) as[0] = y + (i - pad) * ys, os[0] = o ? o[i - pad] + off : y + (i - pad) * ys;
         steps(k, xs, s, m, 1, y ? as : NULL, y ? os : NULL);
     }
+    if (f) feed_up(f, hi - pad, true, &done);
 }
 
 /* As iir_generic (gaussian_fast.c): anticausal into y, then causal + y into the output. */
 static void GF_IIR(const lumen_gf_iir *c, const float *const *x, int64_t off, int64_t pad,
-                   int64_t n, int64_t m, float *y, int64_t ys, float *const *o, float *s)
+                   int64_t n, int64_t m, float *y, int64_t ys, float *const *o, float *s,
+                   const lumen_gf_feed *feed)
 {
     const int64_t len = n + 2 * pad;
     const coefs kc = make_coefs(c, true), ka = make_coefs(c, false);
     lumen_gf_state_init(c->hr, c->hi, c->periodic ? NULL : x[len - 1] + off, s, m);
-    anticausal(&ka, x, off, len - 2, pad + n - 1, pad, NULL, 0, s, m);
+    anticausal(&ka, x, off, len - 2, pad + n - 1, pad, NULL, 0, s, m, NULL);
     if (c->periodic) lumen_gf_state_scale(c, s, m);
     for (int64_t j = 0; j < m; j++)
         y[(n - 1) * ys + j] = s[j] + s[2 * m + j];
-    anticausal(&ka, x, off, pad + n - 2, pad, pad, y, ys, s, m);
+    anticausal(&ka, x, off, pad + n - 2, pad, pad, y, ys, s, m, feed);
 
     lumen_gf_state_init(c->gr, c->gi, c->periodic ? NULL : x[0] + off, s, m);
-    causal(&kc, x, off, 0, pad, pad, NULL, 0, NULL, s, m);
+    causal(&kc, x, off, 0, pad, pad, NULL, 0, NULL, s, m, NULL);
     if (c->periodic) lumen_gf_state_scale(c, s, m);
-    causal(&kc, x, off, pad, pad + n, pad, y, ys, o, s, m);
+    causal(&kc, x, off, pad, pad + n, pad, y, ys, o, s, m, feed);
 }
 
 /*
