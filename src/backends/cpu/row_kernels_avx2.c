@@ -30,29 +30,97 @@ static inline void store_partial(float *out, __m256 v, int64_t m)
     memcpy(out, tmp, (size_t)m * sizeof(float));
 }
 
+/* lumen_f32_to_bf16 on 8 lanes: add 0x7fff + the kept lsb, keep the top half; NaN quieted. */
+static inline __m256i bf16_round(__m256 v)
+{
+    const __m256i u = _mm256_castps_si256(v), one = _mm256_set1_epi32(1);
+    const __m256i top = _mm256_srli_epi32(u, 16);
+    const __m256i bias = _mm256_add_epi32(_mm256_set1_epi32(0x7fff), _mm256_and_si256(top, one));
+    const __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, bias), 16);
+    const __m256i q = _mm256_or_si256(top, _mm256_set1_epi32(0x40));
+    const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+    return _mm256_blendv_epi8(r, q, _mm256_castps_si256(nan));
+}
+
+/* Eight values of a row as f32: from the half row h (format fmt, widened exactly) when there
+ * is one, else from the f32 row p. */
+static inline __attribute__((always_inline)) __m256 load8(const float *p, const uint16_t *h,
+                                                          lumen_row_fmt fmt)
+{
+    if (fmt == LUMEN_ROW_F32 || !h) return _mm256_loadu_ps(p);
+    const __m128i v = _mm_loadu_si128((const __m128i *)h);
+    if (fmt == LUMEN_ROW_F16) return _mm256_cvtph_ps(v);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16));
+}
+
+/* The first m (<= 8) of eight values at element x of an output row of format fmt (halves
+ * rounded to nearest even whatever MXCSR says, as store_f16/store_bf16 do). */
+static inline __attribute__((always_inline)) void store8(void *out, int64_t x, __m256 v,
+                                                         lumen_row_fmt fmt, int64_t m)
+{
+    if (fmt == LUMEN_ROW_F32) {
+        if (m == 8)
+            _mm256_storeu_ps((float *)out + x, v);
+        else
+            store_partial((float *)out + x, v, m);
+        return;
+    }
+    __m128i h;
+    if (fmt == LUMEN_ROW_F16)
+        h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
+    else {
+        const __m256i r = bf16_round(v); /* eight 16-bit results in 32-bit lanes */
+        h = _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+    }
+    if (m == 8)
+        _mm_storeu_si128((__m128i *)((uint16_t *)out + x), h);
+    else {
+        uint16_t tmp[8];
+        _mm_storeu_si128((__m128i *)tmp, h);
+        memcpy((uint16_t *)out + x, tmp, (size_t)m * sizeof(uint16_t));
+    }
+}
+
+/* Row r's pointer at column x: the half row where there is one (see load8). */
+#define HALF_AT(half, hin, r, x)                                                                   \
+    ((hin) != LUMEN_ROW_F32 && (half) && (half)[r] ? (half)[r] + (x) : NULL)
+
 /* Outputs x0 <= x < n of one row. */
-static void direct_from(const float *const *rows, const float *k, int kw, int kh, int ts,
-                        float *out, int64_t x0, int64_t n)
+static inline __attribute__((always_inline)) void
+direct_from(const float *const *rows, const uint16_t *const *half, lumen_row_fmt hin,
+            const float *k, int kw, int kh, int ts, void *out, lumen_row_fmt hout, int64_t x0,
+            int64_t n)
 {
     int64_t x = x0;
     for (; x + 32 <= n; x += 32) {
-        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        __m256 a[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                       _mm256_setzero_ps()};
         for (int i = 0; i < kh; i++) {
             const float *r = rows[i] + x, *ki = k + (int64_t)i * kw;
-            for (int j = 0; j < kw; j++) FMA4(_mm256_broadcast_ss(ki + j), r + (int64_t)j * ts);
+            const uint16_t *h = HALF_AT(half, hin, i, x);
+            for (int j = 0; j < kw; j++) {
+                const __m256 kv = _mm256_broadcast_ss(ki + j);
+                const int64_t o = (int64_t)j * ts;
+                for (int v = 0; v < 4; v++)
+                    a[v] = _mm256_fmadd_ps(kv, load8(r + o + 8 * v, h ? h + o + 8 * v : NULL, hin),
+                                           a[v]);
+            }
         }
-        _mm256_storeu_ps(out + x, a0), _mm256_storeu_ps(out + x + 8, a1);
-        _mm256_storeu_ps(out + x + 16, a2), _mm256_storeu_ps(out + x + 24, a3);
+        for (int v = 0; v < 4; v++)
+            store8(out, x + 8 * v, a[v], hout, 8);
     }
     for (; x < n; x += 8) { /* rows have slack, so the last vector may read past n */
         __m256 a = _mm256_setzero_ps();
         for (int i = 0; i < kh; i++) {
             const float *r = rows[i] + x, *ki = k + (int64_t)i * kw;
-            for (int j = 0; j < kw; j++)
-                a = _mm256_fmadd_ps(_mm256_broadcast_ss(ki + j), _mm256_loadu_ps(r + (int64_t)j * ts), a);
+            const uint16_t *h = HALF_AT(half, hin, i, x);
+            for (int j = 0; j < kw; j++) {
+                const int64_t o = (int64_t)j * ts;
+                a = _mm256_fmadd_ps(_mm256_broadcast_ss(ki + j),
+                                    load8(r + o, h ? h + o : NULL, hin), a);
+            }
         }
-        if (x + 8 <= n) _mm256_storeu_ps(out + x, a);
-        else store_partial(out + x, a, n - x);
+        store8(out, x, a, hout, n - x < 8 ? n - x : 8);
     }
 }
 
@@ -61,49 +129,92 @@ static void direct_from(const float *const *rows, const float *k, int kw, int kh
  * kernel row r-1, so each load serves two FMAs (the single-row loop is bound
  * by loads, this one by FMAs).
  */
-static void direct2_avx2(const float *const *rows, const float *k, int kw, int kh, int ts,
-                         float *out0, float *out1, int64_t n)
+static inline __attribute__((always_inline)) void
+direct2_avx2(const float *const *rows, const uint16_t *const *half, lumen_row_fmt hin,
+             const float *k, int kw, int kh, int ts, void *out0, void *out1, lumen_row_fmt hout,
+             int64_t n)
 {
     int64_t x = 0;
     for (; x + 32 <= n; x += 32) {
-        __m256 p0 = _mm256_setzero_ps(), p1 = p0, p2 = p0, p3 = p0;
-        __m256 q0 = p0, q1 = p0, q2 = p0, q3 = p0;
+        __m256 p[4], q[4];
+        for (int v = 0; v < 4; v++)
+            p[v] = q[v] = _mm256_setzero_ps();
         for (int r = 0; r <= kh; r++) {
             const float *src = rows[r] + x;
+            const uint16_t *hs = HALF_AT(half, hin, r, x);
             const float *kt = r < kh ? k + (int64_t)r * kw : NULL;
             const float *kb = r > 0 ? k + (int64_t)(r - 1) * kw : NULL;
             for (int j = 0; j < kw; j++) {
-                const float *t = src + (int64_t)j * ts;
-                __m256 v0 = _mm256_loadu_ps(t), v1 = _mm256_loadu_ps(t + 8);
-                __m256 v2 = _mm256_loadu_ps(t + 16), v3 = _mm256_loadu_ps(t + 24);
+                const int64_t o = (int64_t)j * ts;
+                __m256 v[4];
+                for (int u = 0; u < 4; u++)
+                    v[u] = load8(src + o + 8 * u, hs ? hs + o + 8 * u : NULL, hin);
                 if (kt) {
                     __m256 kv = _mm256_broadcast_ss(kt + j);
-                    p0 = _mm256_fmadd_ps(kv, v0, p0), p1 = _mm256_fmadd_ps(kv, v1, p1);
-                    p2 = _mm256_fmadd_ps(kv, v2, p2), p3 = _mm256_fmadd_ps(kv, v3, p3);
+                    for (int u = 0; u < 4; u++)
+                        p[u] = _mm256_fmadd_ps(kv, v[u], p[u]);
                 }
                 if (kb) {
                     __m256 kv = _mm256_broadcast_ss(kb + j);
-                    q0 = _mm256_fmadd_ps(kv, v0, q0), q1 = _mm256_fmadd_ps(kv, v1, q1);
-                    q2 = _mm256_fmadd_ps(kv, v2, q2), q3 = _mm256_fmadd_ps(kv, v3, q3);
+                    for (int u = 0; u < 4; u++)
+                        q[u] = _mm256_fmadd_ps(kv, v[u], q[u]);
                 }
             }
         }
-        _mm256_storeu_ps(out0 + x, p0), _mm256_storeu_ps(out0 + x + 8, p1);
-        _mm256_storeu_ps(out0 + x + 16, p2), _mm256_storeu_ps(out0 + x + 24, p3);
-        _mm256_storeu_ps(out1 + x, q0), _mm256_storeu_ps(out1 + x + 8, q1);
-        _mm256_storeu_ps(out1 + x + 16, q2), _mm256_storeu_ps(out1 + x + 24, q3);
+        for (int u = 0; u < 4; u++) {
+            store8(out0, x + 8 * u, p[u], hout, 8);
+            store8(out1, x + 8 * u, q[u], hout, 8);
+        }
     }
-    direct_from(rows, k, kw, kh, ts, out0, x, n);
-    direct_from(rows + 1, k, kw, kh, ts, out1, x, n);
+    direct_from(rows, half, hin, k, kw, kh, ts, out0, hout, x, n);
+    direct_from(rows + 1, half ? half + 1 : NULL, hin, k, kw, kh, ts, out1, hout, x, n);
+}
+
+/* nout rows, two at a time; hin and hout are constants where this is inlined, so each format
+ * pair gets its own loops with no format tests in them. */
+static inline __attribute__((always_inline)) void
+direct_rows_fmt(const float *const *rows, const uint16_t *const *half, lumen_row_fmt hin,
+                const float *k, int kw, int kh, int ts, void *const *out, lumen_row_fmt hout,
+                int nout, int64_t n)
+{
+    int o = 0;
+    for (; o + 2 <= nout; o += 2)
+        direct2_avx2(rows + o, half ? half + o : NULL, hin, k, kw, kh, ts, out[o], out[o + 1], hout,
+                     n);
+    if (o < nout)
+        direct_from(rows + o, half ? half + o : NULL, hin, k, kw, kh, ts, out[o], hout, 0, n);
 }
 
 static void direct_rows_avx2(const float *const *rows, const float *k, int kw, int kh, int ts,
                              float *const *out, int nout, int64_t n)
 {
-    int o = 0;
-    for (; o + 2 <= nout; o += 2) direct2_avx2(rows + o, k, kw, kh, ts, out[o], out[o + 1], n);
-    if (o < nout) direct_from(rows + o, k, kw, kh, ts, out[o], 0, n);
+    direct_rows_fmt(rows, NULL, LUMEN_ROW_F32, k, kw, kh, ts, (void *const *)out, LUMEN_ROW_F32,
+                    nout, n);
 }
+
+/* One instance per (input, output) format pair. */
+#define DIRECT_HALF_CASE(I, O)                                                                     \
+    if (hin == (I) && hout == (O)) {                                                               \
+        direct_rows_fmt(rows, half, I, k, kw, kh, ts, out, O, nout, n);                            \
+        return;                                                                                    \
+    }
+
+static void direct_rows_half_avx2(const float *const *rows, const uint16_t *const *half,
+                                  lumen_row_fmt hin, const float *k, int kw, int kh, int ts,
+                                  void *const *out, lumen_row_fmt hout, int nout, int64_t n)
+{
+    if (!half) hin = LUMEN_ROW_F32; /* f32 rows only: one instance per output format */
+    DIRECT_HALF_CASE(LUMEN_ROW_F16, LUMEN_ROW_F16)
+    DIRECT_HALF_CASE(LUMEN_ROW_BF16, LUMEN_ROW_BF16)
+    DIRECT_HALF_CASE(LUMEN_ROW_F32, LUMEN_ROW_F16)
+    DIRECT_HALF_CASE(LUMEN_ROW_F32, LUMEN_ROW_BF16)
+    DIRECT_HALF_CASE(LUMEN_ROW_F16, LUMEN_ROW_F32)
+    DIRECT_HALF_CASE(LUMEN_ROW_BF16, LUMEN_ROW_F32)
+    DIRECT_HALF_CASE(LUMEN_ROW_F16, LUMEN_ROW_BF16)
+    DIRECT_HALF_CASE(LUMEN_ROW_BF16, LUMEN_ROW_F16)
+    direct_rows_fmt(rows, NULL, LUMEN_ROW_F32, k, kw, kh, ts, out, LUMEN_ROW_F32, nout, n);
+}
+#undef DIRECT_HALF_CASE
 
 /* Pair sum of two taps for 32 outputs, then one FMA per vector (symmetric kernels). */
 #define FMA4_PAIR(kv, p, q)                                                                        \
@@ -344,18 +455,6 @@ static void store_f16_avx2(const float *in, uint16_t *out, int64_t n)
     lumen_row_kernels_generic.store_f16(in + x, out + x, n - x);
 }
 
-/* lumen_f32_to_bf16 on 8 lanes: add 0x7fff + the kept lsb, keep the top half; NaN quieted. */
-static inline __m256i bf16_round(__m256 v)
-{
-    const __m256i u = _mm256_castps_si256(v), one = _mm256_set1_epi32(1);
-    const __m256i top = _mm256_srli_epi32(u, 16);
-    const __m256i bias = _mm256_add_epi32(_mm256_set1_epi32(0x7fff), _mm256_and_si256(top, one));
-    const __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, bias), 16);
-    const __m256i q = _mm256_or_si256(top, _mm256_set1_epi32(0x40));
-    const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
-    return _mm256_blendv_epi8(r, q, _mm256_castps_si256(nan));
-}
-
 /*
  * AVX512_BF16's vcvtneps2bf16 is not used: it flushes f32 subnormals to zero, so its results
  * would differ from the portable definition (and from other CPUs) below 1.2e-38; these integer
@@ -377,6 +476,7 @@ const lumen_row_kernels lumen_row_kernels_avx2 = {
     .isa = "avx2+fma",
     .direct_rows = direct_rows_avx2,
     .direct_rows_max = 2,
+    .direct_rows_half = direct_rows_half_avx2,
     .hfilter = hfilter_avx2,
     .vfilter = vfilter_avx2,
     .vfilter4 = vfilter4_avx2,

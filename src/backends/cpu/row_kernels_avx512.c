@@ -20,12 +20,63 @@ static inline __mmask16 lanes(int64_t m)
     return (__mmask16)((1u << m) - 1u);
 }
 
-/* Loads 64 floats at p, lanes beyond the masks' reach as zeros (never read). */
-static inline __attribute__((always_inline)) void load4(const float *p, const __mmask16 *m,
+static inline __m512 bf16_widen(__m256i h)
+{
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* lumen_f32_to_bf16 on 16 lanes: add 0x7fff + the kept lsb, keep the top half; NaN quieted.
+ * (AVX512_BF16's vcvtneps2bf16 flushes subnormals: not used, as in the AVX2 set.) */
+static inline __m512i bf16_round(__m512 v)
+{
+    const __m512i u = _mm512_castps_si512(v), one = _mm512_set1_epi32(1);
+    const __m512i top = _mm512_srli_epi32(u, 16);
+    const __m512i bias = _mm512_add_epi32(_mm512_set1_epi32(0x7fff), _mm512_and_si512(top, one));
+    const __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, bias), 16);
+    const __m512i q = _mm512_or_si512(top, _mm512_set1_epi32(0x40));
+    return _mm512_mask_blend_epi32(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), r, q);
+}
+
+/* 16 values of a row as f32: from the half row h (format fmt, widened exactly) when there is
+ * one, else from the f32 row p. */
+static inline __attribute__((always_inline)) __m512
+load_row16(const float *p, const uint16_t *h, lumen_row_fmt fmt, __mmask16 m, bool masked)
+{
+    if (fmt == LUMEN_ROW_F32 || !h)
+        return masked ? _mm512_maskz_loadu_ps(m, p) : _mm512_loadu_ps(p);
+    const __m256i v =
+        masked ? _mm256_maskz_loadu_epi16(m, h) : _mm256_loadu_si256((const __m256i *)h);
+    return fmt == LUMEN_ROW_F16 ? _mm512_cvtph_ps(v) : bf16_widen(v);
+}
+
+/* 16 values at element x of an output row of format fmt (halves rounded to nearest even
+ * whatever MXCSR says, as store_f16/store_bf16 do). */
+static inline __attribute__((always_inline)) void
+store_row16(void *out, int64_t x, __m512 v, lumen_row_fmt fmt, __mmask16 m, bool masked)
+{
+    if (fmt == LUMEN_ROW_F32) {
+        if (masked)
+            _mm512_mask_storeu_ps((float *)out + x, m, v);
+        else
+            _mm512_storeu_ps((float *)out + x, v);
+        return;
+    }
+    const __m256i h = fmt == LUMEN_ROW_F16 ? _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)
+                                           : _mm512_cvtepi32_epi16(bf16_round(v));
+    if (masked)
+        _mm256_mask_storeu_epi16((uint16_t *)out + x, m, h);
+    else
+        _mm256_storeu_si256((__m256i *)((uint16_t *)out + x), h);
+}
+
+/* Loads 64 values at p (or h, see load_row16), lanes beyond the masks' reach as zeros (never
+ * read). */
+static inline __attribute__((always_inline)) void load4(const float *p, const uint16_t *h,
+                                                        lumen_row_fmt fmt, const __mmask16 *m,
                                                         bool masked, __m512 *v)
 {
     for (int u = 0; u < 4; u++)
-        v[u] = masked ? _mm512_maskz_loadu_ps(m[u], p + 16 * u) : _mm512_loadu_ps(p + 16 * u);
+        v[u] = load_row16(p + 16 * u, h ? h + 16 * u : NULL, fmt, m[u], masked);
 }
 
 /*
@@ -33,10 +84,11 @@ static inline __attribute__((always_inline)) void load4(const float *p, const __
  * feeds output row o with kernel row r - o, so each load serves up to R rows' FMAs (one row
  * alone is bound by loads; four rows are bound by FMAs). Every lane sums kernel rows in
  * ascending order and taps in ascending order within a row, as the AVX2 and generic kernels
- * do, whatever R and the masks are.
+ * do, whatever R, the masks and the row formats are.
  */
 static inline __attribute__((always_inline)) void
-direct_block(const float *const *rows, const float *k, int kw, int kh, int ts, float *const *out,
+direct_block(const float *const *rows, const uint16_t *const *half, lumen_row_fmt hin,
+             const float *k, int kw, int kh, int ts, void *const *out, lumen_row_fmt hout,
              const int R, int64_t x, const __mmask16 *m, bool masked)
 {
     __m512 acc[4][4];
@@ -46,9 +98,10 @@ direct_block(const float *const *rows, const float *k, int kw, int kh, int ts, f
             acc[o][u] = _mm512_setzero_ps();
     for (int r = 0; r < kh + R - 1; r++) {
         const float *src = rows[r] + x;
+        const uint16_t *hsrc = hin != LUMEN_ROW_F32 && half && half[r] ? half[r] + x : NULL;
         for (int j = 0; j < kw; j++) {
             __m512 v[4];
-            load4(src + (int64_t)j * ts, m, masked, v);
+            load4(src + (int64_t)j * ts, hsrc ? hsrc + (int64_t)j * ts : NULL, hin, m, masked, v);
 #pragma GCC unroll 4
             for (int o = 0; o < R; o++) {
                 if (r - o < 0 || r - o >= kh) continue;
@@ -60,47 +113,78 @@ direct_block(const float *const *rows, const float *k, int kw, int kh, int ts, f
     }
 #pragma GCC unroll 4
     for (int o = 0; o < R; o++)
-        for (int u = 0; u < 4; u++) {
-            if (masked)
-                _mm512_mask_storeu_ps(out[o] + x + 16 * u, m[u], acc[o][u]);
-            else
-                _mm512_storeu_ps(out[o] + x + 16 * u, acc[o][u]);
-        }
+        for (int u = 0; u < 4; u++)
+            store_row16(out[o], x + 16 * u, acc[o][u], hout, m[u], masked);
 }
 
 /* R output rows over [0, n): whole 64-column blocks, then one masked block. */
-static inline __attribute__((always_inline)) void direct_rows_r(const float *const *rows,
-                                                                const float *k, int kw, int kh,
-                                                                int ts, float *const *out,
-                                                                const int R, int64_t n)
+static inline __attribute__((always_inline)) void
+direct_rows_r(const float *const *rows, const uint16_t *const *half, lumen_row_fmt hin,
+              const float *k, int kw, int kh, int ts, void *const *out, lumen_row_fmt hout,
+              const int R, int64_t n)
 {
     const __mmask16 all[4] = {0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF};
     int64_t x = 0;
     for (; x + 64 <= n; x += 64)
-        direct_block(rows, k, kw, kh, ts, out, R, x, all, false);
+        direct_block(rows, half, hin, k, kw, kh, ts, out, hout, R, x, all, false);
     if (x < n) {
         __mmask16 m[4];
         for (int u = 0; u < 4; u++) {
             const int64_t left = n - x - 16 * u;
             m[u] = lanes(left <= 0 ? 0 : left < 16 ? left : 16);
         }
-        direct_block(rows, k, kw, kh, ts, out, R, x, m, true);
+        direct_block(rows, half, hin, k, kw, kh, ts, out, hout, R, x, m, true);
+    }
+}
+
+/* nout rows (1 to 4) in steps of four, two and one; hin and hout are constants where this is
+ * inlined, so each format pair gets its own loop with no format tests in it. */
+static inline __attribute__((always_inline)) void
+direct_rows_fmt(const float *const *rows, const uint16_t *const *half, lumen_row_fmt hin,
+                const float *k, int kw, int kh, int ts, void *const *out, lumen_row_fmt hout,
+                int nout, int64_t n)
+{
+    switch (nout) {
+    case 4: direct_rows_r(rows, half, hin, k, kw, kh, ts, out, hout, 4, n); break;
+    case 3:
+        direct_rows_r(rows, half, hin, k, kw, kh, ts, out, hout, 2, n);
+        direct_rows_r(rows + 2, half ? half + 2 : NULL, hin, k, kw, kh, ts, out + 2, hout, 1, n);
+        break;
+    case 2: direct_rows_r(rows, half, hin, k, kw, kh, ts, out, hout, 2, n); break;
+    default: direct_rows_r(rows, half, hin, k, kw, kh, ts, out, hout, 1, n); break;
     }
 }
 
 static void direct_rows_avx512(const float *const *rows, const float *k, int kw, int kh, int ts,
                                float *const *out, int nout, int64_t n)
 {
-    switch (nout) {
-    case 4: direct_rows_r(rows, k, kw, kh, ts, out, 4, n); break;
-    case 3:
-        direct_rows_r(rows, k, kw, kh, ts, out, 2, n);
-        direct_rows_r(rows + 2, k, kw, kh, ts, out + 2, 1, n);
-        break;
-    case 2: direct_rows_r(rows, k, kw, kh, ts, out, 2, n); break;
-    default: direct_rows_r(rows, k, kw, kh, ts, out, 1, n); break;
-    }
+    direct_rows_fmt(rows, NULL, LUMEN_ROW_F32, k, kw, kh, ts, (void *const *)out, LUMEN_ROW_F32,
+                    nout, n);
 }
+
+/* One instance per (input, output) format pair. */
+#define DIRECT_HALF_CASE(I, O)                                                                     \
+    if (hin == (I) && hout == (O)) {                                                               \
+        direct_rows_fmt(rows, half, I, k, kw, kh, ts, out, O, nout, n);                            \
+        return;                                                                                    \
+    }
+
+static void direct_rows_half_avx512(const float *const *rows, const uint16_t *const *half,
+                                    lumen_row_fmt hin, const float *k, int kw, int kh, int ts,
+                                    void *const *out, lumen_row_fmt hout, int nout, int64_t n)
+{
+    if (!half) hin = LUMEN_ROW_F32; /* f32 rows only: one instance per output format */
+    DIRECT_HALF_CASE(LUMEN_ROW_F16, LUMEN_ROW_F16)
+    DIRECT_HALF_CASE(LUMEN_ROW_BF16, LUMEN_ROW_BF16)
+    DIRECT_HALF_CASE(LUMEN_ROW_F32, LUMEN_ROW_F16)
+    DIRECT_HALF_CASE(LUMEN_ROW_F32, LUMEN_ROW_BF16)
+    DIRECT_HALF_CASE(LUMEN_ROW_F16, LUMEN_ROW_F32)
+    DIRECT_HALF_CASE(LUMEN_ROW_BF16, LUMEN_ROW_F32)
+    DIRECT_HALF_CASE(LUMEN_ROW_F16, LUMEN_ROW_BF16)
+    DIRECT_HALF_CASE(LUMEN_ROW_BF16, LUMEN_ROW_F16)
+    direct_rows_fmt(rows, NULL, LUMEN_ROW_F32, k, kw, kh, ts, out, LUMEN_ROW_F32, nout, n);
+}
+#undef DIRECT_HALF_CASE
 
 /* Sum of taps t < nt at base[t] + off for 16 lanes (masked): mirrored pairs added first when
  * sym, then one FMA per pair (the AVX2 kernels' order, lane for lane). */
@@ -338,11 +422,6 @@ static void load_f16_avx512(const uint16_t *in, float *out, int64_t n)
 #undef F16_IN
 }
 
-static inline __m512 bf16_widen(__m256i h)
-{
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
-
 static void load_bf16_avx512(const uint16_t *in, float *out, int64_t n)
 {
 #define BF16_IN(x, l, masked)                                                                      \
@@ -363,18 +442,6 @@ static void store_f16_avx512(const float *in, uint16_t *out, int64_t n)
 #undef F16_OUT
 }
 
-/* lumen_f32_to_bf16 on 16 lanes: add 0x7fff + the kept lsb, keep the top half; NaN quieted.
- * (AVX512_BF16's vcvtneps2bf16 flushes subnormals: not used, as in the AVX2 set.) */
-static inline __m512i bf16_round(__m512 v)
-{
-    const __m512i u = _mm512_castps_si512(v), one = _mm512_set1_epi32(1);
-    const __m512i top = _mm512_srli_epi32(u, 16);
-    const __m512i bias = _mm512_add_epi32(_mm512_set1_epi32(0x7fff), _mm512_and_si512(top, one));
-    const __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, bias), 16);
-    const __m512i q = _mm512_or_si512(top, _mm512_set1_epi32(0x40));
-    return _mm512_mask_blend_epi32(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), r, q);
-}
-
 static void store_bf16_avx512(const float *in, uint16_t *out, int64_t n)
 {
 #define BF16_OUT(x, l, masked)                                                                     \
@@ -388,6 +455,7 @@ const lumen_row_kernels lumen_row_kernels_avx512 = {
     .isa = "avx512",
     .direct_rows = direct_rows_avx512,
     .direct_rows_max = 4,
+    .direct_rows_half = direct_rows_half_avx512,
     .hfilter = hfilter_avx512,
     .vfilter = vfilter_avx512,
     .vfilter4 = vfilter4_avx512,
