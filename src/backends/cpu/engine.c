@@ -95,9 +95,13 @@ static void hpass(const engine *e, scratch *sc, int64_t b, int64_t ch, int64_t y
         hpass_copied(e, sc, b, ch, yy, xs, 0, n, slot);
         return;
     }
-    const float *row = (const float *)lumen_px_addr(job->src, b, ch, yy, xs + lo);
-    e->rk->hfilter(row, job->kx, job->kw, (int)e->cp, e->sym_x, slot + lo * e->cp,
-                   (hi - lo) * e->cp);
+    const char *row = lumen_px_addr(job->src, b, ch, yy, xs + lo);
+    if (e->hin == LUMEN_ROW_F32)
+        e->rk->hfilter((const float *)row, job->kx, job->kw, (int)e->cp, e->sym_x,
+                       slot + lo * e->cp, (hi - lo) * e->cp);
+    else
+        e->rk->hfilter_half((const uint16_t *)row, e->hin, job->kx, job->kw, (int)e->cp, e->sym_x,
+                            slot + lo * e->cp, (hi - lo) * e->cp);
     hpass_copied(e, sc, b, ch, yy, xs, 0, lo, slot);
     hpass_copied(e, sc, b, ch, yy, xs, hi, n, slot);
 }
@@ -230,9 +234,12 @@ static bool process_tile(const engine *e, scratch *sc, int64_t b, int64_t ch, in
     for (; e->four_rows && y + 4 <= y1; y += 4) {
         if (stop_at(e, y, y0)) return false;
         ring_rows(e, sc, b, ch, &next, y - job->ay, kh + 3, x0, n);
-        float *o[4];
+        void *o[4];
         for (int j = 0; j < 4; j++) o[j] = out_row(e, sc->out + j * e->slot, b, ch, y + j, x0);
-        e->rk->vfilter4(sc->rows, job->ky, (int)kh, job->scale, o, ne);
+        if (e->hout == LUMEN_ROW_F32)
+            e->rk->vfilter4(sc->rows, job->ky, (int)kh, job->scale, (float *const *)o, ne);
+        else
+            e->rk->vfilter4_half(sc->rows, job->ky, (int)kh, job->scale, o, e->hout, ne);
         for (int j = 0; j < 4; j++) finish_row(e, o[j], b, ch, y + j, x0, ne);
     }
     /* Direct: the row kernels' step of rows shares its source loads (kh + step - 1 rows in
@@ -249,10 +256,14 @@ static bool process_tile(const engine *e, scratch *sc, int64_t b, int64_t ch, in
     for (; y < y1; y++) {
         if (stop_at(e, y, y0)) return false;
         ring_rows(e, sc, b, ch, &next, y - job->ay, kh, x0, n);
-        float *out = out_row(e, sc->out, b, ch, y, x0);
+        void *out = out_row(e, sc->out, b, ch, y, x0);
         /* A band's last rows sum taps in vfilter4's order, or results would depend on
          * where bands end, i.e. on the thread count. */
-        e->rk->vfilter(sc->rows, job->ky, kh, e->sym_y && !e->four_rows, job->scale, out, ne);
+        const bool sym = e->sym_y && !e->four_rows;
+        if (e->hout == LUMEN_ROW_F32)
+            e->rk->vfilter(sc->rows, job->ky, kh, sym, job->scale, out, ne);
+        else
+            e->rk->vfilter_half(sc->rows, job->ky, kh, sym, job->scale, out, e->hout, ne);
         finish_row(e, out, b, ch, y, x0, ne);
     }
     return true;
@@ -347,20 +358,26 @@ static bool rows_contiguous(const lumen_image *im, int64_t cp)
 
 /*
  * Which rows the kernels read and write themselves (the rest goes through rows.c's
- * conversions): contiguous f32 always; contiguous f16/bf16 when direct_rows_half takes them
- * (direct filters; the separable passes convert halves through their buffers).
+ * conversions): contiguous f32 always; contiguous f16/bf16 where the kernel set has the half
+ * variants (direct_rows_half; hfilter_half for the row pass, vfilter*_half for the column
+ * pass; the generic set has none).
  */
 static void choose_formats(engine *e)
 {
+    const lumen_row_kernels *rk = e->rk;
     const lumen_image *s = e->job->src, *d = e->job->dst;
     const bool half_src = s->dtype == LUMEN_F16 || s->dtype == LUMEN_BF16;
     const bool half_dst = d->dtype == LUMEN_F16 || d->dtype == LUMEN_BF16;
-    const bool fusable = !e->separable && e->rk->direct_rows_half;
-    e->in_place = rows_contiguous(s, e->cp) && (s->dtype == LUMEN_F32 || (half_src && fusable));
+    const bool half_in = e->separable ? rk->hfilter_half && e->job->kw <= LUMEN_HFILTER_HALF_MAX
+                                      : rk->direct_rows_half != NULL;
+    const bool half_out =
+        e->separable ? rk->vfilter4_half && rk->vfilter_half : rk->direct_rows_half != NULL;
+    e->in_place = rows_contiguous(s, e->cp) && (s->dtype == LUMEN_F32 || (half_src && half_in));
     e->hin = e->in_place ? row_fmt(s->dtype) : LUMEN_ROW_F32;
-    e->out_direct = rows_contiguous(d, e->cp) && (d->dtype == LUMEN_F32 || (half_dst && fusable));
+    e->out_direct = rows_contiguous(d, e->cp) && (d->dtype == LUMEN_F32 || (half_dst && half_out));
     e->hout = e->out_direct ? row_fmt(d->dtype) : LUMEN_ROW_F32;
-    e->fused = fusable && (e->hin != LUMEN_ROW_F32 || e->hout != LUMEN_ROW_F32);
+    e->fused = !e->separable && rk->direct_rows_half &&
+               (e->hin != LUMEN_ROW_F32 || e->hout != LUMEN_ROW_F32);
 }
 
 static lumen_status run_engine(const lumen_context *ctx, const lumen_filter_job *job, bool separable)

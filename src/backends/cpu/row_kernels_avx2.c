@@ -13,15 +13,6 @@
 /* Row-pass taps handled with a pointer table on the stack; longer kernels use the generic loop. */
 #define LUMEN_HTAPS_MAX 4096
 
-/* Sum of one tap group for 32 outputs starting at r (load + FMA per vector). */
-#define FMA4(kv, r)                                                                                \
-    do {                                                                                           \
-        a0 = _mm256_fmadd_ps(kv, _mm256_loadu_ps((r)), a0);                                       \
-        a1 = _mm256_fmadd_ps(kv, _mm256_loadu_ps((r) + 8), a1);                                   \
-        a2 = _mm256_fmadd_ps(kv, _mm256_loadu_ps((r) + 16), a2);                                  \
-        a3 = _mm256_fmadd_ps(kv, _mm256_loadu_ps((r) + 24), a3);                                  \
-    } while (0)
-
 /* Writes the first m (< 8) floats of v. */
 static inline void store_partial(float *out, __m256 v, int64_t m)
 {
@@ -216,83 +207,113 @@ static void direct_rows_half_avx2(const float *const *rows, const uint16_t *cons
 }
 #undef DIRECT_HALF_CASE
 
-/* Pair sum of two taps for 32 outputs, then one FMA per vector (symmetric kernels). */
-#define FMA4_PAIR(kv, p, q)                                                                        \
-    do {                                                                                           \
-        a0 = _mm256_fmadd_ps(kv, _mm256_add_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(q)), a0);       \
-        a1 = _mm256_fmadd_ps(kv, _mm256_add_ps(_mm256_loadu_ps((p) + 8), _mm256_loadu_ps((q) + 8)), a1); \
-        a2 = _mm256_fmadd_ps(kv, _mm256_add_ps(_mm256_loadu_ps((p) + 16), _mm256_loadu_ps((q) + 16)), a2); \
-        a3 = _mm256_fmadd_ps(kv, _mm256_add_ps(_mm256_loadu_ps((p) + 24), _mm256_loadu_ps((q) + 24)), a3); \
-    } while (0)
+/* Eight values at element off of a row of format fmt (f32, or halves widened exactly). */
+static inline __attribute__((always_inline)) __m256 ldv(const void *p, int64_t off,
+                                                        lumen_row_fmt fmt)
+{
+    if (fmt == LUMEN_ROW_F32) return load8((const float *)p + off, NULL, fmt);
+    return load8(NULL, (const uint16_t *)p + off, fmt);
+}
 
 /*
- * 32 outputs of a 1-D filter whose taps are at base[t] + off, t < n.
- * Symmetric kernels add the mirrored taps first, halving the multiplies.
- * Four independent accumulators hide the FMA latency.
+ * 8 * V outputs of a 1-D filter whose taps are at base[t] + off, t < n (format fin).
+ * Symmetric kernels add the mirrored taps first, halving the multiplies. V = 4 independent
+ * accumulators hide the FMA latency; V = 1 serves the tails, with the same order per lane.
  */
-static inline void taps32(const float *const *base, int64_t off, const float *k, int n, bool sym,
-                          __m256 *out)
+static inline __attribute__((always_inline)) void taps_v(const void *const *base, int64_t off,
+                                                         lumen_row_fmt fin, const float *k, int n,
+                                                         bool sym, const int V, __m256 *a)
 {
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    const int pairs = sym ? n / 2 : 0;
-    for (int t = 0; t < pairs; t++)
-        FMA4_PAIR(_mm256_broadcast_ss(k + t), base[t] + off, base[n - 1 - t] + off);
-    for (int t = pairs; t < (sym ? n - pairs : n); t++) FMA4(_mm256_broadcast_ss(k + t), base[t] + off);
-    out[0] = a0, out[1] = a1, out[2] = a2, out[3] = a3;
-}
-
-/* 8 outputs, same taps (the tails). */
-static inline __m256 taps8(const float *const *base, int64_t off, const float *k, int n, bool sym)
-{
-    __m256 a = _mm256_setzero_ps();
+    for (int v = 0; v < V; v++)
+        a[v] = _mm256_setzero_ps();
     const int pairs = sym ? n / 2 : 0;
     for (int t = 0; t < pairs; t++) {
-        __m256 s = _mm256_add_ps(_mm256_loadu_ps(base[t] + off), _mm256_loadu_ps(base[n - 1 - t] + off));
-        a = _mm256_fmadd_ps(_mm256_broadcast_ss(k + t), s, a);
+        const __m256 kv = _mm256_broadcast_ss(k + t);
+        for (int v = 0; v < V; v++)
+            a[v] = _mm256_fmadd_ps(kv,
+                                   _mm256_add_ps(ldv(base[t], off + 8 * v, fin),
+                                                 ldv(base[n - 1 - t], off + 8 * v, fin)),
+                                   a[v]);
     }
-    for (int t = pairs; t < (sym ? n - pairs : n); t++)
-        a = _mm256_fmadd_ps(_mm256_broadcast_ss(k + t), _mm256_loadu_ps(base[t] + off), a);
-    return a;
+    for (int t = pairs; t < (sym ? n - pairs : n); t++) {
+        const __m256 kv = _mm256_broadcast_ss(k + t);
+        for (int v = 0; v < V; v++)
+            a[v] = _mm256_fmadd_ps(kv, ldv(base[t], off + 8 * v, fin), a[v]);
+    }
 }
 
-/* Applies taps to x in [0, n) and scales; shared by the row and column passes. */
-static void taps_row(const float *const *base, const float *k, int nt, bool sym, float scale,
-                     float *out, int64_t n)
+/* Applies taps to x in [0, n) and scales; shared by the row and column passes. Rows are read
+ * as format fin and out written as fout (constants where this is inlined). */
+static inline __attribute__((always_inline)) void taps_row(const void *const *base,
+                                                           lumen_row_fmt fin, const float *k,
+                                                           int nt, bool sym, float scale, void *out,
+                                                           lumen_row_fmt fout, int64_t n)
 {
     const __m256 sc = _mm256_set1_ps(scale);
     const bool scaled = scale != 1.0f;
     int64_t x = 0;
     for (; x + 32 <= n; x += 32) {
         __m256 a[4];
-        taps32(base, x, k, nt, sym, a);
-        for (int v = 0; v < 4; v++) _mm256_storeu_ps(out + x + 8 * v, scaled ? _mm256_mul_ps(a[v], sc) : a[v]);
+        taps_v(base, x, fin, k, nt, sym, 4, a);
+        for (int v = 0; v < 4; v++)
+            store8(out, x + 8 * v, scaled ? _mm256_mul_ps(a[v], sc) : a[v], fout, 8);
     }
-    for (; x < n; x += 8) {
-        __m256 a = taps8(base, x, k, nt, sym);
-        if (scaled) a = _mm256_mul_ps(a, sc);
-        if (x + 8 <= n) _mm256_storeu_ps(out + x, a);
-        else store_partial(out + x, a, n - x);
+    for (; x < n; x += 8) { /* rows have slack, so the last vector may read past n */
+        __m256 a;
+        taps_v(base, x, fin, k, nt, sym, 1, &a);
+        store8(out, x, scaled ? _mm256_mul_ps(a, sc) : a, fout, n - x < 8 ? n - x : 8);
     }
 }
 
-/* The row pass: tap t of output x reads in[x + t*ts]. */
+/* The row pass: tap t of output x reads in[x + t*ts] (f32, or halves of format fin). */
+static inline __attribute__((always_inline)) void hfilter_fmt(const void *in, lumen_row_fmt fin,
+                                                              const float *k, int kw, int ts,
+                                                              bool sym, float *out, int64_t n)
+{
+    const void *base[LUMEN_HTAPS_MAX];
+    const int64_t es = fin == LUMEN_ROW_F32 ? 4 : 2;
+    for (int t = 0; t < kw; t++)
+        base[t] = (const char *)in + (int64_t)t * ts * es;
+    taps_row(base, fin, k, kw, sym, 1.0f, out, LUMEN_ROW_F32, n);
+}
+
 static void hfilter_avx2(const float *in, const float *k, int kw, int ts, bool sym, float *out,
                          int64_t n)
 {
-    const float *base[LUMEN_HTAPS_MAX];
     if (kw > LUMEN_HTAPS_MAX) {
         lumen_row_kernels_generic.hfilter(in, k, kw, ts, sym, out, n);
         return;
     }
-    for (int t = 0; t < kw; t++) base[t] = in + (int64_t)t * ts;
-    taps_row(base, k, kw, sym, 1.0f, out, n);
+    hfilter_fmt(in, LUMEN_ROW_F32, k, kw, ts, sym, out, n);
+}
+
+static void hfilter_half_avx2(const uint16_t *in, lumen_row_fmt fin, const float *k, int kw, int ts,
+                              bool sym, float *out, int64_t n)
+{
+    _Static_assert(LUMEN_HFILTER_HALF_MAX <= LUMEN_HTAPS_MAX, "tap table too short");
+    if (fin == LUMEN_ROW_F16)
+        hfilter_fmt(in, LUMEN_ROW_F16, k, kw, ts, sym, out, n);
+    else
+        hfilter_fmt(in, LUMEN_ROW_BF16, k, kw, ts, sym, out, n);
 }
 
 /* The column pass: tap t of output x reads rows[t][x]. */
 static void vfilter_avx2(const float *const *rows, const float *k, int kh, bool sym, float scale,
                          float *out, int64_t n)
 {
-    taps_row(rows, k, kh, sym, scale, out, n);
+    taps_row((const void *const *)rows, LUMEN_ROW_F32, k, kh, sym, scale, out, LUMEN_ROW_F32, n);
+}
+
+static void vfilter_half_avx2(const float *const *rows, const float *k, int kh, bool sym,
+                              float scale, void *out, lumen_row_fmt fout, int64_t n)
+{
+    const void *const *b = (const void *const *)rows;
+    if (fout == LUMEN_ROW_F16)
+        taps_row(b, LUMEN_ROW_F32, k, kh, sym, scale, out, LUMEN_ROW_F16, n);
+    else if (fout == LUMEN_ROW_BF16)
+        taps_row(b, LUMEN_ROW_F32, k, kh, sym, scale, out, LUMEN_ROW_BF16, n);
+    else
+        taps_row(b, LUMEN_ROW_F32, k, kh, sym, scale, out, LUMEN_ROW_F32, n);
 }
 
 /* acc[j] += k[t] * (v0, v1): one tap of output row j. */
@@ -326,8 +347,11 @@ static inline void vfilter4_at(const float *const *rows, const float *k, int kh,
     }
 }
 
-static void vfilter4_avx2(const float *const *rows, const float *k, int kh, float scale,
-                          float *const *out, int64_t n)
+/* Four column-pass rows written as format fout (a constant where this is inlined). */
+static inline __attribute__((always_inline)) void vfilter4_fmt(const float *const *rows,
+                                                               const float *k, int kh, float scale,
+                                                               void *const *out, lumen_row_fmt fout,
+                                                               int64_t n)
 {
     const __m256 sc = _mm256_set1_ps(scale);
     const bool scaled = scale != 1.0f;
@@ -337,17 +361,33 @@ static void vfilter4_avx2(const float *const *rows, const float *k, int kh, floa
         vfilter4_at(rows, k, kh, x, acc);
         for (int j = 0; j < 4; j++)
             for (int v = 0; v < 2; v++)
-                _mm256_storeu_ps(out[j] + x + 8 * v,
-                                 scaled ? _mm256_mul_ps(acc[j][v], sc) : acc[j][v]);
+                store8(out[j], x + 8 * v, scaled ? _mm256_mul_ps(acc[j][v], sc) : acc[j][v], fout,
+                       8);
     }
     /* The last < 16 columns: the same per-lane FMA order, eight columns at a time. */
     for (int j = 0; j < 4; j++)
         for (int64_t xt = x; xt < n; xt += 8) {
-            __m256 a = taps8(rows + j, xt, k, kh, false);
-            if (scaled) a = _mm256_mul_ps(a, sc);
-            if (xt + 8 <= n) _mm256_storeu_ps(out[j] + xt, a);
-            else store_partial(out[j] + xt, a, n - xt);
+            __m256 a;
+            taps_v((const void *const *)(rows + j), xt, LUMEN_ROW_F32, k, kh, false, 1, &a);
+            store8(out[j], xt, scaled ? _mm256_mul_ps(a, sc) : a, fout, n - xt < 8 ? n - xt : 8);
         }
+}
+
+static void vfilter4_avx2(const float *const *rows, const float *k, int kh, float scale,
+                          float *const *out, int64_t n)
+{
+    vfilter4_fmt(rows, k, kh, scale, (void *const *)out, LUMEN_ROW_F32, n);
+}
+
+static void vfilter4_half_avx2(const float *const *rows, const float *k, int kh, float scale,
+                               void *const *out, lumen_row_fmt fout, int64_t n)
+{
+    if (fout == LUMEN_ROW_F16)
+        vfilter4_fmt(rows, k, kh, scale, out, LUMEN_ROW_F16, n);
+    else if (fout == LUMEN_ROW_BF16)
+        vfilter4_fmt(rows, k, kh, scale, out, LUMEN_ROW_BF16, n);
+    else
+        vfilter4_fmt(rows, k, kh, scale, out, LUMEN_ROW_F32, n);
 }
 
 static float max_abs_avx2(const float *in, int64_t n)
@@ -480,6 +520,9 @@ const lumen_row_kernels lumen_row_kernels_avx2 = {
     .hfilter = hfilter_avx2,
     .vfilter = vfilter_avx2,
     .vfilter4 = vfilter4_avx2,
+    .hfilter_half = hfilter_half_avx2,
+    .vfilter_half = vfilter_half_avx2,
+    .vfilter4_half = vfilter4_half_avx2,
     .max_abs = max_abs_avx2,
     .complex_mul = complex_mul_avx2,
     .store_u8 = store_u8_avx2,

@@ -186,85 +186,130 @@ static void direct_rows_half_avx512(const float *const *rows, const uint16_t *co
 }
 #undef DIRECT_HALF_CASE
 
+/* 16 values at element off of a row of format fmt (f32, or halves widened exactly). */
+static inline __attribute__((always_inline)) __m512 ldv(const void *p, int64_t off,
+                                                        lumen_row_fmt fmt, __mmask16 m, bool masked)
+{
+    if (fmt == LUMEN_ROW_F32) return load_row16((const float *)p + off, NULL, fmt, m, masked);
+    return load_row16(NULL, (const uint16_t *)p + off, fmt, m, masked);
+}
+
 /* Sum of taps t < nt at base[t] + off for 16 lanes (masked): mirrored pairs added first when
  * sym, then one FMA per pair (the AVX2 kernels' order, lane for lane). */
-static inline __m512 taps16(const float *const *base, int64_t off, const float *k, int nt, bool sym,
-                            __mmask16 m)
+static inline __attribute__((always_inline)) __m512 taps16(const void *const *base, int64_t off,
+                                                           lumen_row_fmt fin, const float *k,
+                                                           int nt, bool sym, __mmask16 m)
 {
     __m512 a = _mm512_setzero_ps();
     const int pairs = sym ? nt / 2 : 0;
     for (int t = 0; t < pairs; t++) {
-        __m512 s = _mm512_add_ps(_mm512_maskz_loadu_ps(m, base[t] + off),
-                                 _mm512_maskz_loadu_ps(m, base[nt - 1 - t] + off));
+        __m512 s = _mm512_add_ps(ldv(base[t], off, fin, m, true),
+                                 ldv(base[nt - 1 - t], off, fin, m, true));
         a = _mm512_fmadd_ps(_mm512_set1_ps(k[t]), s, a);
     }
     for (int t = pairs; t < (sym ? nt - pairs : nt); t++)
-        a = _mm512_fmadd_ps(_mm512_set1_ps(k[t]), _mm512_maskz_loadu_ps(m, base[t] + off), a);
+        a = _mm512_fmadd_ps(_mm512_set1_ps(k[t]), ldv(base[t], off, fin, m, true), a);
     return a;
 }
 
 /* The same for 64 lanes: four independent accumulators hide the FMA latency. */
-static inline void taps64(const float *const *base, int64_t off, const float *k, int nt, bool sym,
-                          __m512 *acc)
+static inline __attribute__((always_inline)) void taps64(const void *const *base, int64_t off,
+                                                         lumen_row_fmt fin, const float *k, int nt,
+                                                         bool sym, __m512 *acc)
 {
     for (int u = 0; u < 4; u++)
         acc[u] = _mm512_setzero_ps();
     const int pairs = sym ? nt / 2 : 0;
     for (int t = 0; t < pairs; t++) {
-        const float *p = base[t] + off, *q = base[nt - 1 - t] + off;
+        const void *p = base[t], *q = base[nt - 1 - t];
         const __m512 kv = _mm512_set1_ps(k[t]);
         for (int u = 0; u < 4; u++)
-            acc[u] = _mm512_fmadd_ps(
-                kv, _mm512_add_ps(_mm512_loadu_ps(p + 16 * u), _mm512_loadu_ps(q + 16 * u)),
-                acc[u]);
+            acc[u] = _mm512_fmadd_ps(kv,
+                                     _mm512_add_ps(ldv(p, off + 16 * u, fin, 0xFFFF, false),
+                                                   ldv(q, off + 16 * u, fin, 0xFFFF, false)),
+                                     acc[u]);
     }
     for (int t = pairs; t < (sym ? nt - pairs : nt); t++) {
-        const float *p = base[t] + off;
+        const void *p = base[t];
         const __m512 kv = _mm512_set1_ps(k[t]);
         for (int u = 0; u < 4; u++)
-            acc[u] = _mm512_fmadd_ps(kv, _mm512_loadu_ps(p + 16 * u), acc[u]);
+            acc[u] = _mm512_fmadd_ps(kv, ldv(p, off + 16 * u, fin, 0xFFFF, false), acc[u]);
     }
 }
 
-/* Applies taps to x in [0, n) and scales; shared by the row and column passes. */
-static void taps_row(const float *const *base, const float *k, int nt, bool sym, float scale,
-                     float *out, int64_t n)
+/* Applies taps to x in [0, n) and scales; shared by the row and column passes. Rows are read
+ * as format fin and out written as fout (constants where this is inlined). */
+static inline __attribute__((always_inline)) void taps_row(const void *const *base,
+                                                           lumen_row_fmt fin, const float *k,
+                                                           int nt, bool sym, float scale, void *out,
+                                                           lumen_row_fmt fout, int64_t n)
 {
     const __m512 sc = _mm512_set1_ps(scale);
     const bool scaled = scale != 1.0f;
     int64_t x = 0;
     for (; x + 64 <= n; x += 64) {
         __m512 a[4];
-        taps64(base, x, k, nt, sym, a);
+        taps64(base, x, fin, k, nt, sym, a);
         for (int u = 0; u < 4; u++)
-            _mm512_storeu_ps(out + x + 16 * u, scaled ? _mm512_mul_ps(a[u], sc) : a[u]);
+            store_row16(out, x + 16 * u, scaled ? _mm512_mul_ps(a[u], sc) : a[u], fout, 0xFFFF,
+                        false);
     }
     for (; x < n; x += 16) {
         const __mmask16 m = lanes(n - x < 16 ? n - x : 16);
-        __m512 a = taps16(base, x, k, nt, sym, m);
-        _mm512_mask_storeu_ps(out + x, m, scaled ? _mm512_mul_ps(a, sc) : a);
+        __m512 a = taps16(base, x, fin, k, nt, sym, m);
+        store_row16(out, x, scaled ? _mm512_mul_ps(a, sc) : a, fout, m, true);
     }
 }
 
-/* The row pass: tap t of output x reads in[x + t*ts]. */
+/* The row pass: tap t of output x reads in[x + t*ts] (f32, or halves of format fin). */
+static inline __attribute__((always_inline)) void hfilter_fmt(const void *in, lumen_row_fmt fin,
+                                                              const float *k, int kw, int ts,
+                                                              bool sym, float *out, int64_t n)
+{
+    const void *base[LUMEN_HTAPS_MAX];
+    const int64_t es = fin == LUMEN_ROW_F32 ? 4 : 2;
+    for (int t = 0; t < kw; t++)
+        base[t] = (const char *)in + (int64_t)t * ts * es;
+    taps_row(base, fin, k, kw, sym, 1.0f, out, LUMEN_ROW_F32, n);
+}
+
 static void hfilter_avx512(const float *in, const float *k, int kw, int ts, bool sym, float *out,
                            int64_t n)
 {
-    const float *base[LUMEN_HTAPS_MAX];
     if (kw > LUMEN_HTAPS_MAX) {
         lumen_row_kernels_generic.hfilter(in, k, kw, ts, sym, out, n);
         return;
     }
-    for (int t = 0; t < kw; t++)
-        base[t] = in + (int64_t)t * ts;
-    taps_row(base, k, kw, sym, 1.0f, out, n);
+    hfilter_fmt(in, LUMEN_ROW_F32, k, kw, ts, sym, out, n);
+}
+
+static void hfilter_half_avx512(const uint16_t *in, lumen_row_fmt fin, const float *k, int kw,
+                                int ts, bool sym, float *out, int64_t n)
+{
+    _Static_assert(LUMEN_HFILTER_HALF_MAX <= LUMEN_HTAPS_MAX, "tap table too short");
+    if (fin == LUMEN_ROW_F16)
+        hfilter_fmt(in, LUMEN_ROW_F16, k, kw, ts, sym, out, n);
+    else
+        hfilter_fmt(in, LUMEN_ROW_BF16, k, kw, ts, sym, out, n);
 }
 
 /* The column pass: tap t of output x reads rows[t][x]. */
 static void vfilter_avx512(const float *const *rows, const float *k, int kh, bool sym, float scale,
                            float *out, int64_t n)
 {
-    taps_row(rows, k, kh, sym, scale, out, n);
+    taps_row((const void *const *)rows, LUMEN_ROW_F32, k, kh, sym, scale, out, LUMEN_ROW_F32, n);
+}
+
+static void vfilter_half_avx512(const float *const *rows, const float *k, int kh, bool sym,
+                                float scale, void *out, lumen_row_fmt fout, int64_t n)
+{
+    const void *const *b = (const void *const *)rows;
+    if (fout == LUMEN_ROW_F16)
+        taps_row(b, LUMEN_ROW_F32, k, kh, sym, scale, out, LUMEN_ROW_F16, n);
+    else if (fout == LUMEN_ROW_BF16)
+        taps_row(b, LUMEN_ROW_F32, k, kh, sym, scale, out, LUMEN_ROW_BF16, n);
+    else
+        taps_row(b, LUMEN_ROW_F32, k, kh, sym, scale, out, LUMEN_ROW_F32, n);
 }
 
 /*
@@ -287,8 +332,11 @@ static inline void vfilter4_at(const float *const *rows, const float *k, int kh,
     }
 }
 
-static void vfilter4_avx512(const float *const *rows, const float *k, int kh, float scale,
-                            float *const *out, int64_t n)
+/* Four column-pass rows written as format fout (a constant where this is inlined). */
+static inline __attribute__((always_inline)) void vfilter4_fmt(const float *const *rows,
+                                                               const float *k, int kh, float scale,
+                                                               void *const *out, lumen_row_fmt fout,
+                                                               int64_t n)
 {
     const __m512 sc = _mm512_set1_ps(scale);
     const bool scaled = scale != 1.0f;
@@ -298,16 +346,34 @@ static void vfilter4_avx512(const float *const *rows, const float *k, int kh, fl
         vfilter4_at(rows, k, kh, x, acc);
         for (int j = 0; j < 4; j++)
             for (int v = 0; v < 2; v++)
-                _mm512_storeu_ps(out[j] + x + 16 * v,
-                                 scaled ? _mm512_mul_ps(acc[j][v], sc) : acc[j][v]);
+                store_row16(out[j], x + 16 * v, scaled ? _mm512_mul_ps(acc[j][v], sc) : acc[j][v],
+                            fout, 0xFFFF, false);
     }
     /* The last < 32 columns: the same per-lane FMA order, 16 columns at a time. */
     for (int j = 0; j < 4; j++)
         for (int64_t xt = x; xt < n; xt += 16) {
             const __mmask16 m = lanes(n - xt < 16 ? n - xt : 16);
-            const __m512 a = taps16(rows + j, xt, k, kh, false, m);
-            _mm512_mask_storeu_ps(out[j] + xt, m, scaled ? _mm512_mul_ps(a, sc) : a);
+            const __m512 a =
+                taps16((const void *const *)(rows + j), xt, LUMEN_ROW_F32, k, kh, false, m);
+            store_row16(out[j], xt, scaled ? _mm512_mul_ps(a, sc) : a, fout, m, true);
         }
+}
+
+static void vfilter4_avx512(const float *const *rows, const float *k, int kh, float scale,
+                            float *const *out, int64_t n)
+{
+    vfilter4_fmt(rows, k, kh, scale, (void *const *)out, LUMEN_ROW_F32, n);
+}
+
+static void vfilter4_half_avx512(const float *const *rows, const float *k, int kh, float scale,
+                                 void *const *out, lumen_row_fmt fout, int64_t n)
+{
+    if (fout == LUMEN_ROW_F16)
+        vfilter4_fmt(rows, k, kh, scale, out, LUMEN_ROW_F16, n);
+    else if (fout == LUMEN_ROW_BF16)
+        vfilter4_fmt(rows, k, kh, scale, out, LUMEN_ROW_BF16, n);
+    else
+        vfilter4_fmt(rows, k, kh, scale, out, LUMEN_ROW_F32, n);
 }
 
 static float max_abs_avx512(const float *in, int64_t n)
@@ -459,6 +525,9 @@ const lumen_row_kernels lumen_row_kernels_avx512 = {
     .hfilter = hfilter_avx512,
     .vfilter = vfilter_avx512,
     .vfilter4 = vfilter4_avx512,
+    .hfilter_half = hfilter_half_avx512,
+    .vfilter_half = vfilter_half_avx512,
+    .vfilter4_half = vfilter4_half_avx512,
     .max_abs = max_abs_avx512,
     .complex_mul = complex_mul_avx512,
     .store_u8 = store_u8_avx512,
