@@ -131,12 +131,34 @@ static void load_ring_row(const engine *e, scratch *sc, int64_t b, int64_t ch, i
     sc->srcp[slot_i] = lumen_px_addr(job->src, b, ch, yy, xs + lo);
 }
 
+/*
+ * Rows [from, to) are about to enter the ring: their edge runs' first touches would each wait
+ * for DRAM in turn (the middle runs stream, and the hardware prefetches them), so all of them
+ * are started at once. Only rows read in place have edges apart from their middle.
+ */
+static void prefetch_edges(const engine *e, int64_t b, int64_t ch, int64_t from, int64_t to,
+                           int64_t x0, int64_t n)
+{
+    const lumen_image *s = e->job->src;
+    const int64_t xs = x0 - e->job->ax, last = xs + n + e->job->kw - 2;
+    int64_t lo, hi;
+    if (!inner_run(e, xs, n, &lo, &hi)) return;
+    for (int64_t r = from; r < to; r++) {
+        const int64_t yy = lumen_border_index(r, s->h, e->job->border);
+        if (yy < 0) continue;
+        __builtin_prefetch(lumen_px_addr(s, b, ch, yy, xs > 0 ? xs : 0));
+        __builtin_prefetch(lumen_px_addr(s, b, ch, yy, xs + hi));
+        __builtin_prefetch(lumen_px_addr(s, b, ch, yy, last < s->w ? last : s->w - 1));
+    }
+}
+
 /* ---- tiles ------------------------------------------------------------- */
 
 /* Makes logical rows up to `last` resident and points rows[i] at row first + i. */
 static void ring_rows(const engine *e, scratch *sc, int64_t b, int64_t ch, int64_t *next,
                       int64_t first, int64_t count, int64_t x0, int64_t n)
 {
+    prefetch_edges(e, b, ch, *next, first + count, x0, n);
     for (; *next < first + count; (*next)++) load_ring_row(e, sc, b, ch, *next, x0, n);
     int64_t slot = lumen_mod(first, e->ring_len); /* then step without dividing */
     for (int64_t i = 0; i < count; i++, slot = slot + 1 == e->ring_len ? 0 : slot + 1) {
