@@ -7,10 +7,11 @@
  * Interleaved images (HWC) are filtered with all channels in one row, taps
  * c floats apart, so their loads and stores stay contiguous. f32 source rows
  * are read in place (only the edges, where the border rule applies, are
- * copied), and so are f16/bf16 rows by the direct kernels that widen halves
- * in registers (direct_rows_half), which also round and store half outputs
- * themselves: a half image then moves half the bytes of an f32 one, with no
- * conversion pass through a buffer.
+ * copied), and so are f16/bf16 rows by the kernels that widen halves in
+ * registers (direct_rows_half, the row pass's hfilter_half); the direct and
+ * column-pass kernels round and store half outputs themselves. A half image
+ * then moves half the bytes of an f32 one, with no conversion pass through a
+ * buffer (those passes cost as much as the filter, and could not overlap it).
  */
 #include "semantics.h"
 #include "cpu.h"
@@ -41,7 +42,7 @@ typedef struct engine {
     bool in_place;    /* source rows contiguous (channels packed) and read in place: f32,
                          or halves when fused */
     bool fused;       /* direct rows through direct_rows_half (half source or destination) */
-    lumen_row_fmt hin;  /* format of the source rows read in place when fused */
+    lumen_row_fmt hin;  /* format of the source rows read in place (f32 unless halves are) */
     lumen_row_fmt hout; /* what the kernels write: dst's format when out_direct, else f32 */
     bool out_direct;    /* the kernels write dst rows themselves, with no buffer */
 } engine;
@@ -51,7 +52,7 @@ typedef struct scratch {
     const float **rows; /* ring_len pointers */
     const void **srcp;  /* per slot: the source row read in place (direct), or NULL */
     const float **mid;  /* ring_len pointers: the rows of the in-place run */
-    const uint16_t **hmid; /* the same for half sources: the in-place row, or NULL (mid's) */
+    const uint16_t **hmid; /* half sources: the in-place row, or NULL (then mid's f32 copy) */
     const float **edge; /* ring_len pointers: the rows of the right edge run */
     float *seg;        /* padded source segment (separable) */
     float *out;        /* one output row segment */
