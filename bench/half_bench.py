@@ -6,7 +6,9 @@
         [--channels 1] [--device cpu]
 
 Each op runs src -> dst in one dtype (f32, f16, bf16) on the same values, into a preallocated
-out= (so allocation is not timed); min of --repeat runs after one warm-up. Prints the times,
+out= (so allocation is not timed); after one warm-up each, the three dtypes take turns, one
+call each per round, and each keeps its min of --repeat rounds (interleaved, so a slow spell on
+a shared machine hits all three alike). Prints the times,
 the ratios half / f32 and the bytes each run moves (input + output). A benchmark, not a test.
 """
 
@@ -29,6 +31,7 @@ OPS = {
     "sep_filter2d 7x7": lambda s, o, c: lumen.sep_filter2d(s, KX7, KX7, out=o, context=c),
     "gaussian_blur 7x7 (sigma 1.2)": lambda s, o, c: lumen.gaussian_blur(s, 1.2, ksize=7, out=o,
                                                                         context=c),
+    "box_blur 3x3": lambda s, o, c: lumen.box_blur(s, 3, out=o, context=c),
     "box_blur 5x5": lambda s, o, c: lumen.box_blur(s, 5, out=o, context=c),
 }
 
@@ -43,14 +46,17 @@ def empty_like(a):
     return torch.empty_like(a) if isinstance(a, torch.Tensor) else np.empty_like(a)
 
 
-def best(fn, repeat):
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
+def best(fns, repeat):
+    """{name: min seconds} of the calls fns[name](), taking turns round by round."""
+    for fn in fns.values():
         fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+    t = {name: float("inf") for name in fns}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            t[name] = min(t[name], time.perf_counter() - t0)
+    return t
 
 
 def main():
@@ -71,10 +77,8 @@ def main():
     print(f"{'op':32s} {'f32 ms':>8s} {'f16 ms':>8s} {'bf16 ms':>8s} {'f16/f32':>8s} "
           f"{'bf16/f32':>8s}")
     for name, op in OPS.items():
-        t = {}
-        for d, s in srcs.items():
-            o = empty_like(s)
-            t[d] = best(lambda: op(s, o, ctx), a.repeat)
+        outs = {d: empty_like(s) for d, s in srcs.items()}
+        t = best({d: (lambda s=s, o=outs[d]: op(s, o, ctx)) for d, s in srcs.items()}, a.repeat)
         print(f"{name:32s} {t['float32'] * 1e3:8.2f} {t['float16'] * 1e3:8.2f} "
               f"{t['bfloat16'] * 1e3:8.2f} {t['float16'] / t['float32']:8.2f} "
               f"{t['bfloat16'] / t['float32']:8.2f}")

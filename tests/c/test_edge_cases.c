@@ -454,7 +454,9 @@ static void test_same_bits_avx2_avx512(void **state)
     ops[5].opt.method = LUMEN_METHOD_FFT;
     const int64_t widths[] = {1, 15, 16, 17, 63, 64, 65, 130};
     const ts_layout layouts[] = {TS_PLANAR, TS_INTERLEAVED};
-    const lumen_dtype dtypes[] = {LUMEN_F32, LUMEN_U8};
+    /* f16/bf16: the kernels that widen and round halves in registers (direct_rows_half,
+     * hfilter_half, vfilter*_half) take the runs of 64 pixels and more (w 65, 130). */
+    const lumen_dtype dtypes[] = {LUMEN_F32, LUMEN_U8, LUMEN_F16, LUMEN_BF16};
     lumen_context *c2 = ts_context(TS_AVX2, 2), *c5 = ts_context(TS_AVX512, 2);
     for (int i = 0; c2 && c5 && i < TS_COUNT(ops); i++)
         for (int wi = 0; wi < TS_COUNT(widths); wi++)
@@ -477,6 +479,80 @@ static void test_same_bits_avx2_avx512(void **state)
                 }
     lumen_context_destroy(c2);
     lumen_context_destroy(c5);
+}
+
+/* ts_set's image of src with every value of dtype t (exact for halves, which f32 holds). */
+static void copy_values(const ts_image *from, ts_image *to)
+{
+    const lumen_image *v = &from->v;
+    for (int64_t b = 0; b < v->n; b++)
+        for (int64_t c = 0; c < v->c; c++)
+            for (int64_t y = 0; y < v->h; y++)
+                for (int64_t x = 0; x < v->w; x++)
+                    ts_set(&to->v, b, c, y, x, ts_get(v, b, c, y, x));
+}
+
+/*
+ * The f16/bf16 promise: a half image filters to the bits of its f32 widening filtered in f32
+ * and rounded to nearest even (what the engine did through conversion passes before its
+ * kernels read and wrote halves themselves), on every ISA, for the fused runs (w >= 65) and the
+ * copied edges alike, with half-to-f32 and f32-to-half outputs too. The comparison is exact;
+ * mutation check: rounding a fused f16 store toward zero, or widening one row's taps with a
+ * wrong shift, fails it.
+ */
+static void test_half_same_bits_as_f32_path(void **state)
+{
+    (void)state;
+    float k7[49];
+    ts_random_kernel(k7, 49, 23);
+    const float kx[5] = {0.1f, -0.7f, 1.3f, 0.4f, 0.2f}, ky[3] = {0.5f, 1.5f, -0.25f};
+    const ts_op ops[] = {ts_op_filter2d(k3x3, 3, 3),
+                         ts_op_filter2d(k7, 7, 7),
+                         ts_with_border(ts_op_filter2d(k3x3, 3, 3), LUMEN_BORDER_CONSTANT, 0.1f),
+                         ts_op_sep(kx, 5, ky, 3),
+                         ts_op_gaussian(7, 7, 1.2, 1.2),
+                         ts_op_box(5, 5, 1)};
+    const ts_engine engines[] = {TS_GENERIC, TS_AVX2, TS_AVX512};
+    const ts_layout layouts[] = {TS_PLANAR, TS_INTERLEAVED};
+    const lumen_dtype halves[] = {LUMEN_F16, LUMEN_BF16};
+    const int64_t widths[] = {17, 65, 130};
+    for (int ei = 0; ei < TS_COUNT(engines); ei++) {
+        lumen_context *ctx = ts_context(engines[ei], 2);
+        for (int i = 0; ctx && i < TS_COUNT(ops); i++)
+            for (int li = 0; li < TS_COUNT(layouts); li++)
+                for (int hi = 0; hi < TS_COUNT(halves); hi++)
+                    for (int wi = 0; wi < TS_COUNT(widths); wi++) {
+                        const lumen_dtype t = halves[hi];
+                        const ts_layout l = layouts[li];
+                        const int64_t w = widths[wi];
+                        ts_image h, f, hh, hf, fh, ff, want;
+                        ts_image_alloc(&h, l, t, 1, 3, 29, w);
+                        ts_image_alloc(&f, l, LUMEN_F32, 1, 3, 29, w);
+                        ts_image_alloc(&hh, l, t, 1, 3, 29, w);
+                        ts_image_alloc(&hf, l, LUMEN_F32, 1, 3, 29, w);
+                        ts_image_alloc(&fh, l, t, 1, 3, 29, w);
+                        ts_image_alloc(&ff, l, LUMEN_F32, 1, 3, 29, w);
+                        ts_image_alloc(&want, l, t, 1, 3, 29, w);
+                        ts_image_fill_random(&h, 31 + wi);
+                        copy_values(&h, &f);
+                        assert_int_equal(ts_op_run(ctx, &ops[i], &f.v, &ff.v, NULL), LUMEN_OK);
+                        assert_int_equal(ts_op_run(ctx, &ops[i], &h.v, &hh.v, NULL), LUMEN_OK);
+                        assert_int_equal(ts_op_run(ctx, &ops[i], &h.v, &hf.v, NULL), LUMEN_OK);
+                        assert_int_equal(ts_op_run(ctx, &ops[i], &f.v, &fh.v, NULL), LUMEN_OK);
+                        copy_values(&ff, &want); /* rounds to nearest even */
+                        char label[200], d[96];
+                        snprintf(label, sizeof label, "%s: %s, w %lld, %s, %s",
+                                 ts_engine_name(engines[ei]), ts_op_describe(&ops[i], d, sizeof d),
+                                 (long long)w, ts_layout_name(l), lumen_dtype_name(t));
+                        ts_assert_equal_images(&hh.v, &want.v, label);
+                        ts_assert_equal_images(&hf.v, &ff.v, label);
+                        ts_assert_equal_images(&fh.v, &want.v, label);
+                        ts_image_free(&h), ts_image_free(&f), ts_image_free(&hh);
+                        ts_image_free(&hf), ts_image_free(&fh), ts_image_free(&ff);
+                        ts_image_free(&want);
+                    }
+        lumen_context_destroy(ctx);
+    }
 }
 
 /* A kernel of zeros gives zeros (auto cannot factor it). */
@@ -505,6 +581,7 @@ int main(void)
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_same_bits_any_thread_count),
         cmocka_unit_test(test_same_bits_avx2_avx512),
+        cmocka_unit_test(test_half_same_bits_as_f32_path),
         cmocka_unit_test(test_zero_kernel),
     };
     return cmocka_run_group_tests(tests, setup_kernels, NULL);

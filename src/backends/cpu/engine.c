@@ -5,7 +5,13 @@
  * enters the ring, so u8/u16 data is never converted whole-image and the
  * image is never copied with padding. The strip width keeps the ring in L2.
  * Interleaved images (HWC) are filtered with all channels in one row, taps
- * c floats apart, so their loads and stores stay contiguous.
+ * c floats apart, so their loads and stores stay contiguous. f32 source rows
+ * are read in place (only the edges, where the border rule applies, are
+ * copied), and so are f16/bf16 rows by the kernels that widen halves in
+ * registers (direct_rows_half, the row pass's hfilter_half); the direct and
+ * column-pass kernels round and store half outputs themselves. A half image
+ * then moves half the bytes of an f32 one, with no conversion pass through a
+ * buffer (those passes cost as much as the filter, and could not overlap it).
  */
 #include "semantics.h"
 #include "cpu.h"
@@ -33,14 +39,20 @@ typedef struct engine {
     int64_t slot;    /* floats per ring slot */
     int64_t ring_len; /* slots: kh + the direct step - 1, or kh + 3 for four-row columns */
     bool four_rows;   /* column pass four rows at a time */
-    bool in_place;    /* f32 source rows contiguous (channels packed): row pass reads them */
+    bool in_place;    /* source rows contiguous (channels packed) and read in place: f32,
+                         or halves when fused */
+    bool fused;       /* direct rows through direct_rows_half (half source or destination) */
+    lumen_row_fmt hin;  /* format of the source rows read in place (f32 unless halves are) */
+    lumen_row_fmt hout; /* what the kernels write: dst's format when out_direct, else f32 */
+    bool out_direct;    /* the kernels write dst rows themselves, with no buffer */
 } engine;
 
 typedef struct scratch {
     float *ring;       /* kh slots */
     const float **rows; /* ring_len pointers */
-    const float **srcp; /* per slot: the source row read in place (direct), or NULL */
+    const void **srcp;  /* per slot: the source row read in place (direct), or NULL */
     const float **mid;  /* ring_len pointers: the rows of the in-place run */
+    const uint16_t **hmid; /* half sources: the in-place row, or NULL (then mid's f32 copy) */
     const float **edge; /* ring_len pointers: the rows of the right edge run */
     float *seg;        /* padded source segment (separable) */
     float *out;        /* one output row segment */
@@ -84,9 +96,13 @@ static void hpass(const engine *e, scratch *sc, int64_t b, int64_t ch, int64_t y
         hpass_copied(e, sc, b, ch, yy, xs, 0, n, slot);
         return;
     }
-    const float *row = (const float *)lumen_px_addr(job->src, b, ch, yy, xs + lo);
-    e->rk->hfilter(row, job->kx, job->kw, (int)e->cp, e->sym_x, slot + lo * e->cp,
-                   (hi - lo) * e->cp);
+    const char *row = lumen_px_addr(job->src, b, ch, yy, xs + lo);
+    if (e->hin == LUMEN_ROW_F32)
+        e->rk->hfilter((const float *)row, job->kx, job->kw, (int)e->cp, e->sym_x,
+                       slot + lo * e->cp, (hi - lo) * e->cp);
+    else
+        e->rk->hfilter_half((const uint16_t *)row, e->hin, job->kx, job->kw, (int)e->cp, e->sym_x,
+                            slot + lo * e->cp, (hi - lo) * e->cp);
     hpass_copied(e, sc, b, ch, yy, xs, 0, lo, slot);
     hpass_copied(e, sc, b, ch, yy, xs, hi, n, slot);
 }
@@ -113,7 +129,28 @@ static void load_ring_row(const engine *e, scratch *sc, int64_t b, int64_t ch, i
     /* Only the edge runs' pixels are copied; the middle is read from the row itself. */
     lumen_rows_load(e->rk, job, e->cp, b, ch, yy, xs, lo + job->kw - 1, slot);
     lumen_rows_load(e->rk, job, e->cp, b, ch, yy, xs + hi, padded - hi, slot + hi * e->cp);
-    sc->srcp[slot_i] = (const float *)lumen_px_addr(job->src, b, ch, yy, xs + lo);
+    sc->srcp[slot_i] = lumen_px_addr(job->src, b, ch, yy, xs + lo);
+}
+
+/*
+ * Rows [from, to) are about to enter the ring: their edge runs' first touches would each wait
+ * for DRAM in turn (the middle runs stream, and the hardware prefetches them), so all of them
+ * are started at once. Only rows read in place have edges apart from their middle.
+ */
+static void prefetch_edges(const engine *e, int64_t b, int64_t ch, int64_t from, int64_t to,
+                           int64_t x0, int64_t n)
+{
+    const lumen_image *s = e->job->src;
+    const int64_t xs = x0 - e->job->ax, last = xs + n + e->job->kw - 2;
+    int64_t lo, hi;
+    if (!inner_run(e, xs, n, &lo, &hi)) return;
+    for (int64_t r = from; r < to; r++) {
+        const int64_t yy = lumen_border_index(r, s->h, e->job->border);
+        if (yy < 0) continue;
+        __builtin_prefetch(lumen_px_addr(s, b, ch, yy, xs > 0 ? xs : 0));
+        __builtin_prefetch(lumen_px_addr(s, b, ch, yy, xs + hi));
+        __builtin_prefetch(lumen_px_addr(s, b, ch, yy, last < s->w ? last : s->w - 1));
+    }
 }
 
 /* ---- tiles ------------------------------------------------------------- */
@@ -122,12 +159,40 @@ static void load_ring_row(const engine *e, scratch *sc, int64_t b, int64_t ch, i
 static void ring_rows(const engine *e, scratch *sc, int64_t b, int64_t ch, int64_t *next,
                       int64_t first, int64_t count, int64_t x0, int64_t n)
 {
+    prefetch_edges(e, b, ch, *next, first + count, x0, n);
     for (; *next < first + count; (*next)++) load_ring_row(e, sc, b, ch, *next, x0, n);
     int64_t slot = lumen_mod(first, e->ring_len); /* then step without dividing */
     for (int64_t i = 0; i < count; i++, slot = slot + 1 == e->ring_len ? 0 : slot + 1) {
         sc->rows[i] = sc->ring + slot * e->slot;
-        if (sc->srcp) sc->mid[i] = sc->srcp[slot];
+        if (!sc->srcp) continue;
+        if (e->hin == LUMEN_ROW_F32) {
+            sc->mid[i] = sc->srcp[slot];
+        } else {
+            sc->hmid[i] = sc->srcp[slot];
+            sc->mid[i] = NULL;
+        }
     }
+}
+
+/* One direct kernel call: f32 rows in and out, or the fused half kernel. */
+static void direct_call(const engine *e, const float *const *rows, const uint16_t *const *half,
+                        void *const *o, int step, int64_t n)
+{
+    const lumen_filter_job *job = e->job;
+    if (e->fused)
+        e->rk->direct_rows_half(rows, half, e->hin, job->kernel, job->kw, job->kh, (int)e->cp, o,
+                                e->hout, step, n);
+    else
+        e->rk->direct_rows(rows, job->kernel, job->kw, job->kh, (int)e->cp, (float *const *)o, step,
+                           n);
+}
+
+/* Output rows o advanced by `pixels` pixels (of the kernels' output format). */
+static void out_at(const engine *e, void *const *o, int step, int64_t pixels, void **oo)
+{
+    const int64_t bytes = pixels * e->cp * (e->hout == LUMEN_ROW_F32 ? 4 : 2);
+    for (int j = 0; j < step; j++)
+        oo[j] = (char *)o[j] + bytes;
 }
 
 /*
@@ -135,41 +200,36 @@ static void ring_rows(const engine *e, scratch *sc, int64_t b, int64_t ch, int64
  * padded copies, the middle run (inner_run) from the source rows in place (rows of the
  * constant border have none: their slots hold the whole padded row).
  */
-static void direct_step(const engine *e, scratch *sc, int64_t xs, int64_t n, float *const *o,
+static void direct_step(const engine *e, scratch *sc, int64_t xs, int64_t n, void *const *o,
                         int step)
 {
-    const lumen_filter_job *job = e->job;
-    const int kh = job->kh, ts = (int)e->cp, nrows = kh + step - 1;
+    const int nrows = e->job->kh + step - 1;
     const int64_t cp = e->cp;
     int64_t lo, hi;
     if (!inner_run(e, xs, n, &lo, &hi)) { /* load_ring_row copied whole rows */
-        e->rk->direct_rows(sc->rows, job->kernel, job->kw, kh, ts, o, step, n * cp);
+        direct_call(e, sc->rows, NULL, o, step, n * cp);
         return;
     }
     for (int i = 0; i < nrows; i++)
         if (!sc->mid[i]) sc->mid[i] = sc->rows[i] + lo * cp;
-    float *oo[4];
-    for (int j = 0; j < step; j++)
-        oo[j] = o[j] + lo * cp;
-    e->rk->direct_rows(sc->mid, job->kernel, job->kw, kh, ts, oo, step, (hi - lo) * cp);
-    if (lo > 0) e->rk->direct_rows(sc->rows, job->kernel, job->kw, kh, ts, o, step, lo * cp);
+    void *oo[4];
+    out_at(e, o, step, lo, oo);
+    direct_call(e, sc->mid, e->hin == LUMEN_ROW_F32 ? NULL : sc->hmid, oo, step, (hi - lo) * cp);
+    if (lo > 0) direct_call(e, sc->rows, NULL, o, step, lo * cp);
     for (int i = 0; i < nrows; i++)
         sc->edge[i] = sc->rows[i] + hi * cp;
-    for (int j = 0; j < step; j++)
-        oo[j] = o[j] + hi * cp;
-    if (hi < n) e->rk->direct_rows(sc->edge, job->kernel, job->kw, kh, ts, oo, step, (n - hi) * cp);
+    out_at(e, o, step, hi, oo);
+    if (hi < n) direct_call(e, sc->edge, NULL, oo, step, (n - hi) * cp);
 }
 
-/* Where output row y's segment goes: straight into dst when it is contiguous f32. */
-static float *out_row(const engine *e, float *buf, int64_t b, int64_t ch, int64_t y, int64_t x0)
+/* Where output row y's segment goes: straight into dst when the kernels write it (out_direct),
+ * else into the f32 buffer buf. */
+static void *out_row(const engine *e, float *buf, int64_t b, int64_t ch, int64_t y, int64_t x0)
 {
-    const lumen_image *d = e->job->dst;
-    if (d->dtype == LUMEN_F32 && (e->cp > 1 || d->stride_w == 1))
-        return (float *)lumen_px_addr(d, b, ch, y, x0);
-    return buf;
+    return e->out_direct ? (void *)lumen_px_addr(e->job->dst, b, ch, y, x0) : (void *)buf;
 }
 
-static void finish_row(const engine *e, const float *out, int64_t b, int64_t ch, int64_t y,
+static void finish_row(const engine *e, const void *out, int64_t b, int64_t ch, int64_t y,
                        int64_t x0, int64_t n)
 {
     char *dp = lumen_px_addr(e->job->dst, b, ch, y, x0);
@@ -197,9 +257,12 @@ static bool process_tile(const engine *e, scratch *sc, int64_t b, int64_t ch, in
     for (; e->four_rows && y + 4 <= y1; y += 4) {
         if (stop_at(e, y, y0)) return false;
         ring_rows(e, sc, b, ch, &next, y - job->ay, kh + 3, x0, n);
-        float *o[4];
+        void *o[4];
         for (int j = 0; j < 4; j++) o[j] = out_row(e, sc->out + j * e->slot, b, ch, y + j, x0);
-        e->rk->vfilter4(sc->rows, job->ky, (int)kh, job->scale, o, ne);
+        if (e->hout == LUMEN_ROW_F32)
+            e->rk->vfilter4(sc->rows, job->ky, (int)kh, job->scale, (float *const *)o, ne);
+        else
+            e->rk->vfilter4_half(sc->rows, job->ky, (int)kh, job->scale, o, e->hout, ne);
         for (int j = 0; j < 4; j++) finish_row(e, o[j], b, ch, y + j, x0, ne);
     }
     /* Direct: the row kernels' step of rows shares its source loads (kh + step - 1 rows in
@@ -208,7 +271,7 @@ static bool process_tile(const engine *e, scratch *sc, int64_t b, int64_t ch, in
         if (stop_at(e, y, y0)) return false;
         if (step > y1 - y) step = (int)(y1 - y);
         ring_rows(e, sc, b, ch, &next, y - job->ay, kh + step - 1, x0, n);
-        float *o[4];
+        void *o[4];
         for (int j = 0; j < step; j++) o[j] = out_row(e, sc->out + j * e->slot, b, ch, y + j, x0);
         direct_step(e, sc, x0 - job->ax, n, o, step);
         for (int j = 0; j < step; j++) finish_row(e, o[j], b, ch, y + j, x0, ne);
@@ -216,10 +279,14 @@ static bool process_tile(const engine *e, scratch *sc, int64_t b, int64_t ch, in
     for (; y < y1; y++) {
         if (stop_at(e, y, y0)) return false;
         ring_rows(e, sc, b, ch, &next, y - job->ay, kh, x0, n);
-        float *out = out_row(e, sc->out, b, ch, y, x0);
+        void *out = out_row(e, sc->out, b, ch, y, x0);
         /* A band's last rows sum taps in vfilter4's order, or results would depend on
          * where bands end, i.e. on the thread count. */
-        e->rk->vfilter(sc->rows, job->ky, kh, e->sym_y && !e->four_rows, job->scale, out, ne);
+        const bool sym = e->sym_y && !e->four_rows;
+        if (e->hout == LUMEN_ROW_F32)
+            e->rk->vfilter(sc->rows, job->ky, kh, sym, job->scale, out, ne);
+        else
+            e->rk->vfilter_half(sc->rows, job->ky, kh, sym, job->scale, out, e->hout, ne);
         finish_row(e, out, b, ch, y, x0, ne);
     }
     return true;
@@ -249,15 +316,16 @@ static bool scratch_alloc(const engine *e, scratch *sc)
     sc->out = calloc((size_t)(4 * e->slot), sizeof(float)); /* up to four output rows */
     sc->srcp = e->separable ? NULL : calloc((size_t)e->ring_len, sizeof(float *));
     sc->mid = e->separable ? NULL : calloc((size_t)e->ring_len, sizeof(float *));
+    sc->hmid = e->separable ? NULL : calloc((size_t)e->ring_len, sizeof(uint16_t *));
     sc->edge = e->separable ? NULL : calloc((size_t)e->ring_len, sizeof(float *));
     return sc->ring && sc->rows && sc->out && (sc->seg || !e->separable) &&
-           (e->separable || (sc->srcp && sc->mid && sc->edge));
+           (e->separable || (sc->srcp && sc->mid && sc->hmid && sc->edge));
 }
 
 static void scratch_free(scratch *sc)
 {
     free(sc->ring), free(sc->rows), free(sc->seg), free(sc->out);
-    free(sc->srcp), free(sc->mid), free(sc->edge);
+    free(sc->srcp), free(sc->mid), free(sc->hmid), free(sc->edge);
 }
 
 /* Interleaved src and dst (channel stride 1, pixel stride c) are filtered packed. */
@@ -300,15 +368,52 @@ static int64_t choose_bands(const lumen_context *ctx, int64_t planes, int64_t h,
     return bands < h ? bands : h;
 }
 
+static lumen_row_fmt row_fmt(lumen_dtype t)
+{
+    return t == LUMEN_F16 ? LUMEN_ROW_F16 : t == LUMEN_BF16 ? LUMEN_ROW_BF16 : LUMEN_ROW_F32;
+}
+
+/* Rows of im whose cp channels (cp > 1: interleaved) lie contiguous. */
+static bool rows_contiguous(const lumen_image *im, int64_t cp)
+{
+    return cp > 1 ? im->stride_c == 1 : im->stride_w == 1;
+}
+
+/*
+ * Which rows the kernels read and write themselves (the rest goes through rows.c's
+ * conversions): contiguous f32 always; contiguous f16/bf16 where the kernel set has the half
+ * variants (direct_rows_half; hfilter_half for the row pass, vfilter*_half for the column
+ * pass; the generic set has none).
+ */
+static void choose_formats(engine *e)
+{
+    const lumen_row_kernels *rk = e->rk;
+    const lumen_image *s = e->job->src, *d = e->job->dst;
+    const bool half_src = s->dtype == LUMEN_F16 || s->dtype == LUMEN_BF16;
+    const bool half_dst = d->dtype == LUMEN_F16 || d->dtype == LUMEN_BF16;
+    const bool half_in = e->separable ? rk->hfilter_half && e->job->kw <= LUMEN_HFILTER_HALF_MAX
+                                      : rk->direct_rows_half != NULL;
+    const bool half_out =
+        e->separable ? rk->vfilter4_half && rk->vfilter_half : rk->direct_rows_half != NULL;
+    e->in_place = rows_contiguous(s, e->cp) && (s->dtype == LUMEN_F32 || (half_src && half_in));
+    e->hin = e->in_place ? row_fmt(s->dtype) : LUMEN_ROW_F32;
+    e->out_direct = rows_contiguous(d, e->cp) && (d->dtype == LUMEN_F32 || (half_dst && half_out));
+    e->hout = e->out_direct ? row_fmt(d->dtype) : LUMEN_ROW_F32;
+    e->fused = !e->separable && rk->direct_rows_half &&
+               (e->hin != LUMEN_ROW_F32 || e->hout != LUMEN_ROW_F32);
+}
+
 static lumen_status run_engine(const lumen_context *ctx, const lumen_filter_job *job, bool separable)
 {
     lumen_cpu_stop stop = lumen_cpu_stop_init(ctx);
-    engine e = {job,   &stop, lumen_cpu_row_kernels(ctx), separable, false, false, 1, 0, 0, 0, 0,
-                false, false};
+    engine e = {.job = job,
+                .stop = &stop,
+                .rk = lumen_cpu_row_kernels(ctx),
+                .separable = separable,
+                .cp = 1};
     if (separable) e.sym_x = lumen_kernel_is_symmetric(job->kx, job->kw), e.sym_y = lumen_kernel_is_symmetric(job->ky, job->kh);
     e.cp = choose_packing(job);
-    const lumen_image *s = job->src;
-    e.in_place = s->dtype == LUMEN_F32 && (e.cp > 1 ? s->stride_c == 1 : s->stride_w == 1);
+    choose_formats(&e);
     e.strip = choose_strip(job, separable, e.cp);
     const int64_t planes = job->src->n * (job->src->c / e.cp);
     e.nbands = choose_bands(ctx, planes, job->src->h, job->kh);

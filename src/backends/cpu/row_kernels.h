@@ -12,6 +12,11 @@
 
 #define LUMEN_ROW_SLACK 64
 
+/* How a row's values are stored, for the kernels that read or write half rows directly. */
+typedef enum lumen_row_fmt { LUMEN_ROW_F32, LUMEN_ROW_F16, LUMEN_ROW_BF16 } lumen_row_fmt;
+/* Longest row kernel hfilter_half takes (its tap table lives on the stack). */
+#define LUMEN_HFILTER_HALF_MAX 4096
+
 typedef struct lumen_row_kernels {
     const char *isa;
     /*
@@ -24,6 +29,17 @@ typedef struct lumen_row_kernels {
     void (*direct_rows)(const float *const *rows, const float *k, int kw, int kh, int ts,
                         float *const *out, int nout, int64_t n);
     int direct_rows_max; /* rows per step the engine should ask for */
+    /*
+     * direct_rows with f16/bf16 storage fused into its loads and stores, so that half images
+     * take no conversion pass through a buffer (those passes cost as much as the filter):
+     * row r is read from half[r] (format hin, converted exactly) where half is non-NULL and
+     * half[r] is, else from rows[r] (f32); out[o] gets format hout (halves rounded to nearest
+     * even, as store_f16/store_bf16). The sums are direct_rows', so the bits are those of
+     * converting in, direct_rows, converting out. NULL in the generic set.
+     */
+    void (*direct_rows_half)(const float *const *rows, const uint16_t *const *half,
+                             lumen_row_fmt hin, const float *k, int kw, int kh, int ts,
+                             void *const *out, lumen_row_fmt hout, int nout, int64_t n);
     /* out[x] = sum_j k[j] * in[x + j*ts]; symmetric: k[j] == k[kw-1-j] */
     void (*hfilter)(const float *in, const float *k, int kw, int ts, bool symmetric, float *out,
                     int64_t n);
@@ -37,6 +53,19 @@ typedef struct lumen_row_kernels {
      */
     void (*vfilter4)(const float *const *rows, const float *k, int kh, float scale,
                      float *const *out, int64_t n);
+    /*
+     * The separable passes with f16/bf16 storage fused in (NULL in the generic set): the row
+     * pass reading a half row in place (format hin, widened exactly), the column passes
+     * writing format hout (halves rounded to nearest even). The sums are hfilter's, vfilter's
+     * and vfilter4's, so the bits are those of converting in, filtering, converting out.
+     * hfilter_half takes kw <= LUMEN_HFILTER_HALF_MAX.
+     */
+    void (*hfilter_half)(const uint16_t *in, lumen_row_fmt hin, const float *k, int kw, int ts,
+                         bool symmetric, float *out, int64_t n);
+    void (*vfilter_half)(const float *const *rows, const float *k, int kh, bool symmetric,
+                         float scale, void *out, lumen_row_fmt hout, int64_t n);
+    void (*vfilter4_half)(const float *const *rows, const float *k, int kh, float scale,
+                          void *const *out, lumen_row_fmt hout, int64_t n);
     /* Largest |in[i]|, or NaN when any value is NaN or infinite. */
     float (*max_abs)(const float *in, int64_t n);
     /* f[i] *= s[i] for n complex numbers stored (re, im) interleaved. */

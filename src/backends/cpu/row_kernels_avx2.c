@@ -13,15 +13,6 @@
 /* Row-pass taps handled with a pointer table on the stack; longer kernels use the generic loop. */
 #define LUMEN_HTAPS_MAX 4096
 
-/* Sum of one tap group for 32 outputs starting at r (load + FMA per vector). */
-#define FMA4(kv, r)                                                                                \
-    do {                                                                                           \
-        a0 = _mm256_fmadd_ps(kv, _mm256_loadu_ps((r)), a0);                                       \
-        a1 = _mm256_fmadd_ps(kv, _mm256_loadu_ps((r) + 8), a1);                                   \
-        a2 = _mm256_fmadd_ps(kv, _mm256_loadu_ps((r) + 16), a2);                                  \
-        a3 = _mm256_fmadd_ps(kv, _mm256_loadu_ps((r) + 24), a3);                                  \
-    } while (0)
-
 /* Writes the first m (< 8) floats of v. */
 static inline void store_partial(float *out, __m256 v, int64_t m)
 {
@@ -30,29 +21,97 @@ static inline void store_partial(float *out, __m256 v, int64_t m)
     memcpy(out, tmp, (size_t)m * sizeof(float));
 }
 
+/* lumen_f32_to_bf16 on 8 lanes: add 0x7fff + the kept lsb, keep the top half; NaN quieted. */
+static inline __m256i bf16_round(__m256 v)
+{
+    const __m256i u = _mm256_castps_si256(v), one = _mm256_set1_epi32(1);
+    const __m256i top = _mm256_srli_epi32(u, 16);
+    const __m256i bias = _mm256_add_epi32(_mm256_set1_epi32(0x7fff), _mm256_and_si256(top, one));
+    const __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, bias), 16);
+    const __m256i q = _mm256_or_si256(top, _mm256_set1_epi32(0x40));
+    const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+    return _mm256_blendv_epi8(r, q, _mm256_castps_si256(nan));
+}
+
+/* Eight values of a row as f32: from the half row h (format fmt, widened exactly) when there
+ * is one, else from the f32 row p. */
+static inline __attribute__((always_inline)) __m256 load8(const float *p, const uint16_t *h,
+                                                          lumen_row_fmt fmt)
+{
+    if (fmt == LUMEN_ROW_F32 || !h) return _mm256_loadu_ps(p);
+    const __m128i v = _mm_loadu_si128((const __m128i *)h);
+    if (fmt == LUMEN_ROW_F16) return _mm256_cvtph_ps(v);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16));
+}
+
+/* The first m (<= 8) of eight values at element x of an output row of format fmt (halves
+ * rounded to nearest even whatever MXCSR says, as store_f16/store_bf16 do). */
+static inline __attribute__((always_inline)) void store8(void *out, int64_t x, __m256 v,
+                                                         lumen_row_fmt fmt, int64_t m)
+{
+    if (fmt == LUMEN_ROW_F32) {
+        if (m == 8)
+            _mm256_storeu_ps((float *)out + x, v);
+        else
+            store_partial((float *)out + x, v, m);
+        return;
+    }
+    __m128i h;
+    if (fmt == LUMEN_ROW_F16)
+        h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
+    else {
+        const __m256i r = bf16_round(v); /* eight 16-bit results in 32-bit lanes */
+        h = _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+    }
+    if (m == 8)
+        _mm_storeu_si128((__m128i *)((uint16_t *)out + x), h);
+    else {
+        uint16_t tmp[8];
+        _mm_storeu_si128((__m128i *)tmp, h);
+        memcpy((uint16_t *)out + x, tmp, (size_t)m * sizeof(uint16_t));
+    }
+}
+
+/* Row r's pointer at column x: the half row where there is one (see load8). */
+#define HALF_AT(half, hin, r, x)                                                                   \
+    ((hin) != LUMEN_ROW_F32 && (half) && (half)[r] ? (half)[r] + (x) : NULL)
+
 /* Outputs x0 <= x < n of one row. */
-static void direct_from(const float *const *rows, const float *k, int kw, int kh, int ts,
-                        float *out, int64_t x0, int64_t n)
+static inline __attribute__((always_inline)) void
+direct_from(const float *const *rows, const uint16_t *const *half, lumen_row_fmt hin,
+            const float *k, int kw, int kh, int ts, void *out, lumen_row_fmt hout, int64_t x0,
+            int64_t n)
 {
     int64_t x = x0;
     for (; x + 32 <= n; x += 32) {
-        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        __m256 a[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                       _mm256_setzero_ps()};
         for (int i = 0; i < kh; i++) {
             const float *r = rows[i] + x, *ki = k + (int64_t)i * kw;
-            for (int j = 0; j < kw; j++) FMA4(_mm256_broadcast_ss(ki + j), r + (int64_t)j * ts);
+            const uint16_t *h = HALF_AT(half, hin, i, x);
+            for (int j = 0; j < kw; j++) {
+                const __m256 kv = _mm256_broadcast_ss(ki + j);
+                const int64_t o = (int64_t)j * ts;
+                for (int v = 0; v < 4; v++)
+                    a[v] = _mm256_fmadd_ps(kv, load8(r + o + 8 * v, h ? h + o + 8 * v : NULL, hin),
+                                           a[v]);
+            }
         }
-        _mm256_storeu_ps(out + x, a0), _mm256_storeu_ps(out + x + 8, a1);
-        _mm256_storeu_ps(out + x + 16, a2), _mm256_storeu_ps(out + x + 24, a3);
+        for (int v = 0; v < 4; v++)
+            store8(out, x + 8 * v, a[v], hout, 8);
     }
     for (; x < n; x += 8) { /* rows have slack, so the last vector may read past n */
         __m256 a = _mm256_setzero_ps();
         for (int i = 0; i < kh; i++) {
             const float *r = rows[i] + x, *ki = k + (int64_t)i * kw;
-            for (int j = 0; j < kw; j++)
-                a = _mm256_fmadd_ps(_mm256_broadcast_ss(ki + j), _mm256_loadu_ps(r + (int64_t)j * ts), a);
+            const uint16_t *h = HALF_AT(half, hin, i, x);
+            for (int j = 0; j < kw; j++) {
+                const int64_t o = (int64_t)j * ts;
+                a = _mm256_fmadd_ps(_mm256_broadcast_ss(ki + j),
+                                    load8(r + o, h ? h + o : NULL, hin), a);
+            }
         }
-        if (x + 8 <= n) _mm256_storeu_ps(out + x, a);
-        else store_partial(out + x, a, n - x);
+        store8(out, x, a, hout, n - x < 8 ? n - x : 8);
     }
 }
 
@@ -61,127 +120,200 @@ static void direct_from(const float *const *rows, const float *k, int kw, int kh
  * kernel row r-1, so each load serves two FMAs (the single-row loop is bound
  * by loads, this one by FMAs).
  */
-static void direct2_avx2(const float *const *rows, const float *k, int kw, int kh, int ts,
-                         float *out0, float *out1, int64_t n)
+static inline __attribute__((always_inline)) void
+direct2_avx2(const float *const *rows, const uint16_t *const *half, lumen_row_fmt hin,
+             const float *k, int kw, int kh, int ts, void *out0, void *out1, lumen_row_fmt hout,
+             int64_t n)
 {
     int64_t x = 0;
     for (; x + 32 <= n; x += 32) {
-        __m256 p0 = _mm256_setzero_ps(), p1 = p0, p2 = p0, p3 = p0;
-        __m256 q0 = p0, q1 = p0, q2 = p0, q3 = p0;
+        __m256 p[4], q[4];
+        for (int v = 0; v < 4; v++)
+            p[v] = q[v] = _mm256_setzero_ps();
         for (int r = 0; r <= kh; r++) {
             const float *src = rows[r] + x;
+            const uint16_t *hs = HALF_AT(half, hin, r, x);
             const float *kt = r < kh ? k + (int64_t)r * kw : NULL;
             const float *kb = r > 0 ? k + (int64_t)(r - 1) * kw : NULL;
             for (int j = 0; j < kw; j++) {
-                const float *t = src + (int64_t)j * ts;
-                __m256 v0 = _mm256_loadu_ps(t), v1 = _mm256_loadu_ps(t + 8);
-                __m256 v2 = _mm256_loadu_ps(t + 16), v3 = _mm256_loadu_ps(t + 24);
+                const int64_t o = (int64_t)j * ts;
+                __m256 v[4];
+                for (int u = 0; u < 4; u++)
+                    v[u] = load8(src + o + 8 * u, hs ? hs + o + 8 * u : NULL, hin);
                 if (kt) {
                     __m256 kv = _mm256_broadcast_ss(kt + j);
-                    p0 = _mm256_fmadd_ps(kv, v0, p0), p1 = _mm256_fmadd_ps(kv, v1, p1);
-                    p2 = _mm256_fmadd_ps(kv, v2, p2), p3 = _mm256_fmadd_ps(kv, v3, p3);
+                    for (int u = 0; u < 4; u++)
+                        p[u] = _mm256_fmadd_ps(kv, v[u], p[u]);
                 }
                 if (kb) {
                     __m256 kv = _mm256_broadcast_ss(kb + j);
-                    q0 = _mm256_fmadd_ps(kv, v0, q0), q1 = _mm256_fmadd_ps(kv, v1, q1);
-                    q2 = _mm256_fmadd_ps(kv, v2, q2), q3 = _mm256_fmadd_ps(kv, v3, q3);
+                    for (int u = 0; u < 4; u++)
+                        q[u] = _mm256_fmadd_ps(kv, v[u], q[u]);
                 }
             }
         }
-        _mm256_storeu_ps(out0 + x, p0), _mm256_storeu_ps(out0 + x + 8, p1);
-        _mm256_storeu_ps(out0 + x + 16, p2), _mm256_storeu_ps(out0 + x + 24, p3);
-        _mm256_storeu_ps(out1 + x, q0), _mm256_storeu_ps(out1 + x + 8, q1);
-        _mm256_storeu_ps(out1 + x + 16, q2), _mm256_storeu_ps(out1 + x + 24, q3);
+        for (int u = 0; u < 4; u++) {
+            store8(out0, x + 8 * u, p[u], hout, 8);
+            store8(out1, x + 8 * u, q[u], hout, 8);
+        }
     }
-    direct_from(rows, k, kw, kh, ts, out0, x, n);
-    direct_from(rows + 1, k, kw, kh, ts, out1, x, n);
+    direct_from(rows, half, hin, k, kw, kh, ts, out0, hout, x, n);
+    direct_from(rows + 1, half ? half + 1 : NULL, hin, k, kw, kh, ts, out1, hout, x, n);
+}
+
+/* nout rows, two at a time; hin and hout are constants where this is inlined, so each format
+ * pair gets its own loops with no format tests in them. */
+static inline __attribute__((always_inline)) void
+direct_rows_fmt(const float *const *rows, const uint16_t *const *half, lumen_row_fmt hin,
+                const float *k, int kw, int kh, int ts, void *const *out, lumen_row_fmt hout,
+                int nout, int64_t n)
+{
+    int o = 0;
+    for (; o + 2 <= nout; o += 2)
+        direct2_avx2(rows + o, half ? half + o : NULL, hin, k, kw, kh, ts, out[o], out[o + 1], hout,
+                     n);
+    if (o < nout)
+        direct_from(rows + o, half ? half + o : NULL, hin, k, kw, kh, ts, out[o], hout, 0, n);
 }
 
 static void direct_rows_avx2(const float *const *rows, const float *k, int kw, int kh, int ts,
                              float *const *out, int nout, int64_t n)
 {
-    int o = 0;
-    for (; o + 2 <= nout; o += 2) direct2_avx2(rows + o, k, kw, kh, ts, out[o], out[o + 1], n);
-    if (o < nout) direct_from(rows + o, k, kw, kh, ts, out[o], 0, n);
+    direct_rows_fmt(rows, NULL, LUMEN_ROW_F32, k, kw, kh, ts, (void *const *)out, LUMEN_ROW_F32,
+                    nout, n);
 }
 
-/* Pair sum of two taps for 32 outputs, then one FMA per vector (symmetric kernels). */
-#define FMA4_PAIR(kv, p, q)                                                                        \
-    do {                                                                                           \
-        a0 = _mm256_fmadd_ps(kv, _mm256_add_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(q)), a0);       \
-        a1 = _mm256_fmadd_ps(kv, _mm256_add_ps(_mm256_loadu_ps((p) + 8), _mm256_loadu_ps((q) + 8)), a1); \
-        a2 = _mm256_fmadd_ps(kv, _mm256_add_ps(_mm256_loadu_ps((p) + 16), _mm256_loadu_ps((q) + 16)), a2); \
-        a3 = _mm256_fmadd_ps(kv, _mm256_add_ps(_mm256_loadu_ps((p) + 24), _mm256_loadu_ps((q) + 24)), a3); \
-    } while (0)
+/* One instance per (input, output) format pair. */
+#define DIRECT_HALF_CASE(I, O)                                                                     \
+    if (hin == (I) && hout == (O)) {                                                               \
+        direct_rows_fmt(rows, half, I, k, kw, kh, ts, out, O, nout, n);                            \
+        return;                                                                                    \
+    }
+
+static void direct_rows_half_avx2(const float *const *rows, const uint16_t *const *half,
+                                  lumen_row_fmt hin, const float *k, int kw, int kh, int ts,
+                                  void *const *out, lumen_row_fmt hout, int nout, int64_t n)
+{
+    if (!half) hin = LUMEN_ROW_F32; /* f32 rows only: one instance per output format */
+    DIRECT_HALF_CASE(LUMEN_ROW_F16, LUMEN_ROW_F16)
+    DIRECT_HALF_CASE(LUMEN_ROW_BF16, LUMEN_ROW_BF16)
+    DIRECT_HALF_CASE(LUMEN_ROW_F32, LUMEN_ROW_F16)
+    DIRECT_HALF_CASE(LUMEN_ROW_F32, LUMEN_ROW_BF16)
+    DIRECT_HALF_CASE(LUMEN_ROW_F16, LUMEN_ROW_F32)
+    DIRECT_HALF_CASE(LUMEN_ROW_BF16, LUMEN_ROW_F32)
+    DIRECT_HALF_CASE(LUMEN_ROW_F16, LUMEN_ROW_BF16)
+    DIRECT_HALF_CASE(LUMEN_ROW_BF16, LUMEN_ROW_F16)
+    direct_rows_fmt(rows, NULL, LUMEN_ROW_F32, k, kw, kh, ts, out, LUMEN_ROW_F32, nout, n);
+}
+#undef DIRECT_HALF_CASE
+
+/* Eight values at element off of a row of format fmt (f32, or halves widened exactly). */
+static inline __attribute__((always_inline)) __m256 ldv(const void *p, int64_t off,
+                                                        lumen_row_fmt fmt)
+{
+    if (fmt == LUMEN_ROW_F32) return load8((const float *)p + off, NULL, fmt);
+    return load8(NULL, (const uint16_t *)p + off, fmt);
+}
 
 /*
- * 32 outputs of a 1-D filter whose taps are at base[t] + off, t < n.
- * Symmetric kernels add the mirrored taps first, halving the multiplies.
- * Four independent accumulators hide the FMA latency.
+ * 8 * V outputs of a 1-D filter whose taps are at base[t] + off, t < n (format fin).
+ * Symmetric kernels add the mirrored taps first, halving the multiplies. V = 4 independent
+ * accumulators hide the FMA latency; V = 1 serves the tails, with the same order per lane.
  */
-static inline void taps32(const float *const *base, int64_t off, const float *k, int n, bool sym,
-                          __m256 *out)
+static inline __attribute__((always_inline)) void taps_v(const void *const *base, int64_t off,
+                                                         lumen_row_fmt fin, const float *k, int n,
+                                                         bool sym, const int V, __m256 *a)
 {
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    const int pairs = sym ? n / 2 : 0;
-    for (int t = 0; t < pairs; t++)
-        FMA4_PAIR(_mm256_broadcast_ss(k + t), base[t] + off, base[n - 1 - t] + off);
-    for (int t = pairs; t < (sym ? n - pairs : n); t++) FMA4(_mm256_broadcast_ss(k + t), base[t] + off);
-    out[0] = a0, out[1] = a1, out[2] = a2, out[3] = a3;
-}
-
-/* 8 outputs, same taps (the tails). */
-static inline __m256 taps8(const float *const *base, int64_t off, const float *k, int n, bool sym)
-{
-    __m256 a = _mm256_setzero_ps();
+    for (int v = 0; v < V; v++)
+        a[v] = _mm256_setzero_ps();
     const int pairs = sym ? n / 2 : 0;
     for (int t = 0; t < pairs; t++) {
-        __m256 s = _mm256_add_ps(_mm256_loadu_ps(base[t] + off), _mm256_loadu_ps(base[n - 1 - t] + off));
-        a = _mm256_fmadd_ps(_mm256_broadcast_ss(k + t), s, a);
+        const __m256 kv = _mm256_broadcast_ss(k + t);
+        for (int v = 0; v < V; v++)
+            a[v] = _mm256_fmadd_ps(kv,
+                                   _mm256_add_ps(ldv(base[t], off + 8 * v, fin),
+                                                 ldv(base[n - 1 - t], off + 8 * v, fin)),
+                                   a[v]);
     }
-    for (int t = pairs; t < (sym ? n - pairs : n); t++)
-        a = _mm256_fmadd_ps(_mm256_broadcast_ss(k + t), _mm256_loadu_ps(base[t] + off), a);
-    return a;
+    for (int t = pairs; t < (sym ? n - pairs : n); t++) {
+        const __m256 kv = _mm256_broadcast_ss(k + t);
+        for (int v = 0; v < V; v++)
+            a[v] = _mm256_fmadd_ps(kv, ldv(base[t], off + 8 * v, fin), a[v]);
+    }
 }
 
-/* Applies taps to x in [0, n) and scales; shared by the row and column passes. */
-static void taps_row(const float *const *base, const float *k, int nt, bool sym, float scale,
-                     float *out, int64_t n)
+/* Applies taps to x in [0, n) and scales; shared by the row and column passes. Rows are read
+ * as format fin and out written as fout (constants where this is inlined). */
+static inline __attribute__((always_inline)) void taps_row(const void *const *base,
+                                                           lumen_row_fmt fin, const float *k,
+                                                           int nt, bool sym, float scale, void *out,
+                                                           lumen_row_fmt fout, int64_t n)
 {
     const __m256 sc = _mm256_set1_ps(scale);
     const bool scaled = scale != 1.0f;
     int64_t x = 0;
     for (; x + 32 <= n; x += 32) {
         __m256 a[4];
-        taps32(base, x, k, nt, sym, a);
-        for (int v = 0; v < 4; v++) _mm256_storeu_ps(out + x + 8 * v, scaled ? _mm256_mul_ps(a[v], sc) : a[v]);
+        taps_v(base, x, fin, k, nt, sym, 4, a);
+        for (int v = 0; v < 4; v++)
+            store8(out, x + 8 * v, scaled ? _mm256_mul_ps(a[v], sc) : a[v], fout, 8);
     }
-    for (; x < n; x += 8) {
-        __m256 a = taps8(base, x, k, nt, sym);
-        if (scaled) a = _mm256_mul_ps(a, sc);
-        if (x + 8 <= n) _mm256_storeu_ps(out + x, a);
-        else store_partial(out + x, a, n - x);
+    for (; x < n; x += 8) { /* rows have slack, so the last vector may read past n */
+        __m256 a;
+        taps_v(base, x, fin, k, nt, sym, 1, &a);
+        store8(out, x, scaled ? _mm256_mul_ps(a, sc) : a, fout, n - x < 8 ? n - x : 8);
     }
 }
 
-/* The row pass: tap t of output x reads in[x + t*ts]. */
+/* The row pass: tap t of output x reads in[x + t*ts] (f32, or halves of format fin). */
+static inline __attribute__((always_inline)) void hfilter_fmt(const void *in, lumen_row_fmt fin,
+                                                              const float *k, int kw, int ts,
+                                                              bool sym, float *out, int64_t n)
+{
+    const void *base[LUMEN_HTAPS_MAX];
+    const int64_t es = fin == LUMEN_ROW_F32 ? 4 : 2;
+    for (int t = 0; t < kw; t++)
+        base[t] = (const char *)in + (int64_t)t * ts * es;
+    taps_row(base, fin, k, kw, sym, 1.0f, out, LUMEN_ROW_F32, n);
+}
+
 static void hfilter_avx2(const float *in, const float *k, int kw, int ts, bool sym, float *out,
                          int64_t n)
 {
-    const float *base[LUMEN_HTAPS_MAX];
     if (kw > LUMEN_HTAPS_MAX) {
         lumen_row_kernels_generic.hfilter(in, k, kw, ts, sym, out, n);
         return;
     }
-    for (int t = 0; t < kw; t++) base[t] = in + (int64_t)t * ts;
-    taps_row(base, k, kw, sym, 1.0f, out, n);
+    hfilter_fmt(in, LUMEN_ROW_F32, k, kw, ts, sym, out, n);
+}
+
+static void hfilter_half_avx2(const uint16_t *in, lumen_row_fmt fin, const float *k, int kw, int ts,
+                              bool sym, float *out, int64_t n)
+{
+    _Static_assert(LUMEN_HFILTER_HALF_MAX <= LUMEN_HTAPS_MAX, "tap table too short");
+    if (fin == LUMEN_ROW_F16)
+        hfilter_fmt(in, LUMEN_ROW_F16, k, kw, ts, sym, out, n);
+    else
+        hfilter_fmt(in, LUMEN_ROW_BF16, k, kw, ts, sym, out, n);
 }
 
 /* The column pass: tap t of output x reads rows[t][x]. */
 static void vfilter_avx2(const float *const *rows, const float *k, int kh, bool sym, float scale,
                          float *out, int64_t n)
 {
-    taps_row(rows, k, kh, sym, scale, out, n);
+    taps_row((const void *const *)rows, LUMEN_ROW_F32, k, kh, sym, scale, out, LUMEN_ROW_F32, n);
+}
+
+static void vfilter_half_avx2(const float *const *rows, const float *k, int kh, bool sym,
+                              float scale, void *out, lumen_row_fmt fout, int64_t n)
+{
+    const void *const *b = (const void *const *)rows;
+    if (fout == LUMEN_ROW_F16)
+        taps_row(b, LUMEN_ROW_F32, k, kh, sym, scale, out, LUMEN_ROW_F16, n);
+    else if (fout == LUMEN_ROW_BF16)
+        taps_row(b, LUMEN_ROW_F32, k, kh, sym, scale, out, LUMEN_ROW_BF16, n);
+    else
+        taps_row(b, LUMEN_ROW_F32, k, kh, sym, scale, out, LUMEN_ROW_F32, n);
 }
 
 /* acc[j] += k[t] * (v0, v1): one tap of output row j. */
@@ -215,8 +347,11 @@ static inline void vfilter4_at(const float *const *rows, const float *k, int kh,
     }
 }
 
-static void vfilter4_avx2(const float *const *rows, const float *k, int kh, float scale,
-                          float *const *out, int64_t n)
+/* Four column-pass rows written as format fout (a constant where this is inlined). */
+static inline __attribute__((always_inline)) void vfilter4_fmt(const float *const *rows,
+                                                               const float *k, int kh, float scale,
+                                                               void *const *out, lumen_row_fmt fout,
+                                                               int64_t n)
 {
     const __m256 sc = _mm256_set1_ps(scale);
     const bool scaled = scale != 1.0f;
@@ -226,17 +361,33 @@ static void vfilter4_avx2(const float *const *rows, const float *k, int kh, floa
         vfilter4_at(rows, k, kh, x, acc);
         for (int j = 0; j < 4; j++)
             for (int v = 0; v < 2; v++)
-                _mm256_storeu_ps(out[j] + x + 8 * v,
-                                 scaled ? _mm256_mul_ps(acc[j][v], sc) : acc[j][v]);
+                store8(out[j], x + 8 * v, scaled ? _mm256_mul_ps(acc[j][v], sc) : acc[j][v], fout,
+                       8);
     }
     /* The last < 16 columns: the same per-lane FMA order, eight columns at a time. */
     for (int j = 0; j < 4; j++)
         for (int64_t xt = x; xt < n; xt += 8) {
-            __m256 a = taps8(rows + j, xt, k, kh, false);
-            if (scaled) a = _mm256_mul_ps(a, sc);
-            if (xt + 8 <= n) _mm256_storeu_ps(out[j] + xt, a);
-            else store_partial(out[j] + xt, a, n - xt);
+            __m256 a;
+            taps_v((const void *const *)(rows + j), xt, LUMEN_ROW_F32, k, kh, false, 1, &a);
+            store8(out[j], xt, scaled ? _mm256_mul_ps(a, sc) : a, fout, n - xt < 8 ? n - xt : 8);
         }
+}
+
+static void vfilter4_avx2(const float *const *rows, const float *k, int kh, float scale,
+                          float *const *out, int64_t n)
+{
+    vfilter4_fmt(rows, k, kh, scale, (void *const *)out, LUMEN_ROW_F32, n);
+}
+
+static void vfilter4_half_avx2(const float *const *rows, const float *k, int kh, float scale,
+                               void *const *out, lumen_row_fmt fout, int64_t n)
+{
+    if (fout == LUMEN_ROW_F16)
+        vfilter4_fmt(rows, k, kh, scale, out, LUMEN_ROW_F16, n);
+    else if (fout == LUMEN_ROW_BF16)
+        vfilter4_fmt(rows, k, kh, scale, out, LUMEN_ROW_BF16, n);
+    else
+        vfilter4_fmt(rows, k, kh, scale, out, LUMEN_ROW_F32, n);
 }
 
 static float max_abs_avx2(const float *in, int64_t n)
@@ -344,18 +495,6 @@ static void store_f16_avx2(const float *in, uint16_t *out, int64_t n)
     lumen_row_kernels_generic.store_f16(in + x, out + x, n - x);
 }
 
-/* lumen_f32_to_bf16 on 8 lanes: add 0x7fff + the kept lsb, keep the top half; NaN quieted. */
-static inline __m256i bf16_round(__m256 v)
-{
-    const __m256i u = _mm256_castps_si256(v), one = _mm256_set1_epi32(1);
-    const __m256i top = _mm256_srli_epi32(u, 16);
-    const __m256i bias = _mm256_add_epi32(_mm256_set1_epi32(0x7fff), _mm256_and_si256(top, one));
-    const __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, bias), 16);
-    const __m256i q = _mm256_or_si256(top, _mm256_set1_epi32(0x40));
-    const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
-    return _mm256_blendv_epi8(r, q, _mm256_castps_si256(nan));
-}
-
 /*
  * AVX512_BF16's vcvtneps2bf16 is not used: it flushes f32 subnormals to zero, so its results
  * would differ from the portable definition (and from other CPUs) below 1.2e-38; these integer
@@ -377,9 +516,13 @@ const lumen_row_kernels lumen_row_kernels_avx2 = {
     .isa = "avx2+fma",
     .direct_rows = direct_rows_avx2,
     .direct_rows_max = 2,
+    .direct_rows_half = direct_rows_half_avx2,
     .hfilter = hfilter_avx2,
     .vfilter = vfilter_avx2,
     .vfilter4 = vfilter4_avx2,
+    .hfilter_half = hfilter_half_avx2,
+    .vfilter_half = vfilter_half_avx2,
+    .vfilter4_half = vfilter4_half_avx2,
     .max_abs = max_abs_avx2,
     .complex_mul = complex_mul_avx2,
     .store_u8 = store_u8_avx2,

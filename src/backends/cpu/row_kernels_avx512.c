@@ -20,12 +20,63 @@ static inline __mmask16 lanes(int64_t m)
     return (__mmask16)((1u << m) - 1u);
 }
 
-/* Loads 64 floats at p, lanes beyond the masks' reach as zeros (never read). */
-static inline __attribute__((always_inline)) void load4(const float *p, const __mmask16 *m,
+static inline __m512 bf16_widen(__m256i h)
+{
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* lumen_f32_to_bf16 on 16 lanes: add 0x7fff + the kept lsb, keep the top half; NaN quieted.
+ * (AVX512_BF16's vcvtneps2bf16 flushes subnormals: not used, as in the AVX2 set.) */
+static inline __m512i bf16_round(__m512 v)
+{
+    const __m512i u = _mm512_castps_si512(v), one = _mm512_set1_epi32(1);
+    const __m512i top = _mm512_srli_epi32(u, 16);
+    const __m512i bias = _mm512_add_epi32(_mm512_set1_epi32(0x7fff), _mm512_and_si512(top, one));
+    const __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, bias), 16);
+    const __m512i q = _mm512_or_si512(top, _mm512_set1_epi32(0x40));
+    return _mm512_mask_blend_epi32(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), r, q);
+}
+
+/* 16 values of a row as f32: from the half row h (format fmt, widened exactly) when there is
+ * one, else from the f32 row p. */
+static inline __attribute__((always_inline)) __m512
+load_row16(const float *p, const uint16_t *h, lumen_row_fmt fmt, __mmask16 m, bool masked)
+{
+    if (fmt == LUMEN_ROW_F32 || !h)
+        return masked ? _mm512_maskz_loadu_ps(m, p) : _mm512_loadu_ps(p);
+    const __m256i v =
+        masked ? _mm256_maskz_loadu_epi16(m, h) : _mm256_loadu_si256((const __m256i *)h);
+    return fmt == LUMEN_ROW_F16 ? _mm512_cvtph_ps(v) : bf16_widen(v);
+}
+
+/* 16 values at element x of an output row of format fmt (halves rounded to nearest even
+ * whatever MXCSR says, as store_f16/store_bf16 do). */
+static inline __attribute__((always_inline)) void
+store_row16(void *out, int64_t x, __m512 v, lumen_row_fmt fmt, __mmask16 m, bool masked)
+{
+    if (fmt == LUMEN_ROW_F32) {
+        if (masked)
+            _mm512_mask_storeu_ps((float *)out + x, m, v);
+        else
+            _mm512_storeu_ps((float *)out + x, v);
+        return;
+    }
+    const __m256i h = fmt == LUMEN_ROW_F16 ? _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)
+                                           : _mm512_cvtepi32_epi16(bf16_round(v));
+    if (masked)
+        _mm256_mask_storeu_epi16((uint16_t *)out + x, m, h);
+    else
+        _mm256_storeu_si256((__m256i *)((uint16_t *)out + x), h);
+}
+
+/* Loads 64 values at p (or h, see load_row16), lanes beyond the masks' reach as zeros (never
+ * read). */
+static inline __attribute__((always_inline)) void load4(const float *p, const uint16_t *h,
+                                                        lumen_row_fmt fmt, const __mmask16 *m,
                                                         bool masked, __m512 *v)
 {
     for (int u = 0; u < 4; u++)
-        v[u] = masked ? _mm512_maskz_loadu_ps(m[u], p + 16 * u) : _mm512_loadu_ps(p + 16 * u);
+        v[u] = load_row16(p + 16 * u, h ? h + 16 * u : NULL, fmt, m[u], masked);
 }
 
 /*
@@ -33,10 +84,11 @@ static inline __attribute__((always_inline)) void load4(const float *p, const __
  * feeds output row o with kernel row r - o, so each load serves up to R rows' FMAs (one row
  * alone is bound by loads; four rows are bound by FMAs). Every lane sums kernel rows in
  * ascending order and taps in ascending order within a row, as the AVX2 and generic kernels
- * do, whatever R and the masks are.
+ * do, whatever R, the masks and the row formats are.
  */
 static inline __attribute__((always_inline)) void
-direct_block(const float *const *rows, const float *k, int kw, int kh, int ts, float *const *out,
+direct_block(const float *const *rows, const uint16_t *const *half, lumen_row_fmt hin,
+             const float *k, int kw, int kh, int ts, void *const *out, lumen_row_fmt hout,
              const int R, int64_t x, const __mmask16 *m, bool masked)
 {
     __m512 acc[4][4];
@@ -46,9 +98,10 @@ direct_block(const float *const *rows, const float *k, int kw, int kh, int ts, f
             acc[o][u] = _mm512_setzero_ps();
     for (int r = 0; r < kh + R - 1; r++) {
         const float *src = rows[r] + x;
+        const uint16_t *hsrc = hin != LUMEN_ROW_F32 && half && half[r] ? half[r] + x : NULL;
         for (int j = 0; j < kw; j++) {
             __m512 v[4];
-            load4(src + (int64_t)j * ts, m, masked, v);
+            load4(src + (int64_t)j * ts, hsrc ? hsrc + (int64_t)j * ts : NULL, hin, m, masked, v);
 #pragma GCC unroll 4
             for (int o = 0; o < R; o++) {
                 if (r - o < 0 || r - o >= kh) continue;
@@ -60,127 +113,203 @@ direct_block(const float *const *rows, const float *k, int kw, int kh, int ts, f
     }
 #pragma GCC unroll 4
     for (int o = 0; o < R; o++)
-        for (int u = 0; u < 4; u++) {
-            if (masked)
-                _mm512_mask_storeu_ps(out[o] + x + 16 * u, m[u], acc[o][u]);
-            else
-                _mm512_storeu_ps(out[o] + x + 16 * u, acc[o][u]);
-        }
+        for (int u = 0; u < 4; u++)
+            store_row16(out[o], x + 16 * u, acc[o][u], hout, m[u], masked);
 }
 
 /* R output rows over [0, n): whole 64-column blocks, then one masked block. */
-static inline __attribute__((always_inline)) void direct_rows_r(const float *const *rows,
-                                                                const float *k, int kw, int kh,
-                                                                int ts, float *const *out,
-                                                                const int R, int64_t n)
+static inline __attribute__((always_inline)) void
+direct_rows_r(const float *const *rows, const uint16_t *const *half, lumen_row_fmt hin,
+              const float *k, int kw, int kh, int ts, void *const *out, lumen_row_fmt hout,
+              const int R, int64_t n)
 {
     const __mmask16 all[4] = {0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF};
     int64_t x = 0;
     for (; x + 64 <= n; x += 64)
-        direct_block(rows, k, kw, kh, ts, out, R, x, all, false);
+        direct_block(rows, half, hin, k, kw, kh, ts, out, hout, R, x, all, false);
     if (x < n) {
         __mmask16 m[4];
         for (int u = 0; u < 4; u++) {
             const int64_t left = n - x - 16 * u;
             m[u] = lanes(left <= 0 ? 0 : left < 16 ? left : 16);
         }
-        direct_block(rows, k, kw, kh, ts, out, R, x, m, true);
+        direct_block(rows, half, hin, k, kw, kh, ts, out, hout, R, x, m, true);
+    }
+}
+
+/* nout rows (1 to 4) in steps of four, two and one; hin and hout are constants where this is
+ * inlined, so each format pair gets its own loop with no format tests in it. */
+static inline __attribute__((always_inline)) void
+direct_rows_fmt(const float *const *rows, const uint16_t *const *half, lumen_row_fmt hin,
+                const float *k, int kw, int kh, int ts, void *const *out, lumen_row_fmt hout,
+                int nout, int64_t n)
+{
+    switch (nout) {
+    case 4: direct_rows_r(rows, half, hin, k, kw, kh, ts, out, hout, 4, n); break;
+    case 3:
+        direct_rows_r(rows, half, hin, k, kw, kh, ts, out, hout, 2, n);
+        direct_rows_r(rows + 2, half ? half + 2 : NULL, hin, k, kw, kh, ts, out + 2, hout, 1, n);
+        break;
+    case 2: direct_rows_r(rows, half, hin, k, kw, kh, ts, out, hout, 2, n); break;
+    default: direct_rows_r(rows, half, hin, k, kw, kh, ts, out, hout, 1, n); break;
     }
 }
 
 static void direct_rows_avx512(const float *const *rows, const float *k, int kw, int kh, int ts,
                                float *const *out, int nout, int64_t n)
 {
-    switch (nout) {
-    case 4: direct_rows_r(rows, k, kw, kh, ts, out, 4, n); break;
-    case 3:
-        direct_rows_r(rows, k, kw, kh, ts, out, 2, n);
-        direct_rows_r(rows + 2, k, kw, kh, ts, out + 2, 1, n);
-        break;
-    case 2: direct_rows_r(rows, k, kw, kh, ts, out, 2, n); break;
-    default: direct_rows_r(rows, k, kw, kh, ts, out, 1, n); break;
+    direct_rows_fmt(rows, NULL, LUMEN_ROW_F32, k, kw, kh, ts, (void *const *)out, LUMEN_ROW_F32,
+                    nout, n);
+}
+
+/* One instance per (input, output) format pair. */
+#define DIRECT_HALF_CASE(I, O)                                                                     \
+    if (hin == (I) && hout == (O)) {                                                               \
+        direct_rows_fmt(rows, half, I, k, kw, kh, ts, out, O, nout, n);                            \
+        return;                                                                                    \
     }
+
+static void direct_rows_half_avx512(const float *const *rows, const uint16_t *const *half,
+                                    lumen_row_fmt hin, const float *k, int kw, int kh, int ts,
+                                    void *const *out, lumen_row_fmt hout, int nout, int64_t n)
+{
+    if (!half) hin = LUMEN_ROW_F32; /* f32 rows only: one instance per output format */
+    DIRECT_HALF_CASE(LUMEN_ROW_F16, LUMEN_ROW_F16)
+    DIRECT_HALF_CASE(LUMEN_ROW_BF16, LUMEN_ROW_BF16)
+    DIRECT_HALF_CASE(LUMEN_ROW_F32, LUMEN_ROW_F16)
+    DIRECT_HALF_CASE(LUMEN_ROW_F32, LUMEN_ROW_BF16)
+    DIRECT_HALF_CASE(LUMEN_ROW_F16, LUMEN_ROW_F32)
+    DIRECT_HALF_CASE(LUMEN_ROW_BF16, LUMEN_ROW_F32)
+    DIRECT_HALF_CASE(LUMEN_ROW_F16, LUMEN_ROW_BF16)
+    DIRECT_HALF_CASE(LUMEN_ROW_BF16, LUMEN_ROW_F16)
+    direct_rows_fmt(rows, NULL, LUMEN_ROW_F32, k, kw, kh, ts, out, LUMEN_ROW_F32, nout, n);
+}
+#undef DIRECT_HALF_CASE
+
+/* 16 values at element off of a row of format fmt (f32, or halves widened exactly). */
+static inline __attribute__((always_inline)) __m512 ldv(const void *p, int64_t off,
+                                                        lumen_row_fmt fmt, __mmask16 m, bool masked)
+{
+    if (fmt == LUMEN_ROW_F32) return load_row16((const float *)p + off, NULL, fmt, m, masked);
+    return load_row16(NULL, (const uint16_t *)p + off, fmt, m, masked);
 }
 
 /* Sum of taps t < nt at base[t] + off for 16 lanes (masked): mirrored pairs added first when
  * sym, then one FMA per pair (the AVX2 kernels' order, lane for lane). */
-static inline __m512 taps16(const float *const *base, int64_t off, const float *k, int nt, bool sym,
-                            __mmask16 m)
+static inline __attribute__((always_inline)) __m512 taps16(const void *const *base, int64_t off,
+                                                           lumen_row_fmt fin, const float *k,
+                                                           int nt, bool sym, __mmask16 m)
 {
     __m512 a = _mm512_setzero_ps();
     const int pairs = sym ? nt / 2 : 0;
     for (int t = 0; t < pairs; t++) {
-        __m512 s = _mm512_add_ps(_mm512_maskz_loadu_ps(m, base[t] + off),
-                                 _mm512_maskz_loadu_ps(m, base[nt - 1 - t] + off));
+        __m512 s = _mm512_add_ps(ldv(base[t], off, fin, m, true),
+                                 ldv(base[nt - 1 - t], off, fin, m, true));
         a = _mm512_fmadd_ps(_mm512_set1_ps(k[t]), s, a);
     }
     for (int t = pairs; t < (sym ? nt - pairs : nt); t++)
-        a = _mm512_fmadd_ps(_mm512_set1_ps(k[t]), _mm512_maskz_loadu_ps(m, base[t] + off), a);
+        a = _mm512_fmadd_ps(_mm512_set1_ps(k[t]), ldv(base[t], off, fin, m, true), a);
     return a;
 }
 
 /* The same for 64 lanes: four independent accumulators hide the FMA latency. */
-static inline void taps64(const float *const *base, int64_t off, const float *k, int nt, bool sym,
-                          __m512 *acc)
+static inline __attribute__((always_inline)) void taps64(const void *const *base, int64_t off,
+                                                         lumen_row_fmt fin, const float *k, int nt,
+                                                         bool sym, __m512 *acc)
 {
     for (int u = 0; u < 4; u++)
         acc[u] = _mm512_setzero_ps();
     const int pairs = sym ? nt / 2 : 0;
     for (int t = 0; t < pairs; t++) {
-        const float *p = base[t] + off, *q = base[nt - 1 - t] + off;
+        const void *p = base[t], *q = base[nt - 1 - t];
         const __m512 kv = _mm512_set1_ps(k[t]);
         for (int u = 0; u < 4; u++)
-            acc[u] = _mm512_fmadd_ps(
-                kv, _mm512_add_ps(_mm512_loadu_ps(p + 16 * u), _mm512_loadu_ps(q + 16 * u)),
-                acc[u]);
+            acc[u] = _mm512_fmadd_ps(kv,
+                                     _mm512_add_ps(ldv(p, off + 16 * u, fin, 0xFFFF, false),
+                                                   ldv(q, off + 16 * u, fin, 0xFFFF, false)),
+                                     acc[u]);
     }
     for (int t = pairs; t < (sym ? nt - pairs : nt); t++) {
-        const float *p = base[t] + off;
+        const void *p = base[t];
         const __m512 kv = _mm512_set1_ps(k[t]);
         for (int u = 0; u < 4; u++)
-            acc[u] = _mm512_fmadd_ps(kv, _mm512_loadu_ps(p + 16 * u), acc[u]);
+            acc[u] = _mm512_fmadd_ps(kv, ldv(p, off + 16 * u, fin, 0xFFFF, false), acc[u]);
     }
 }
 
-/* Applies taps to x in [0, n) and scales; shared by the row and column passes. */
-static void taps_row(const float *const *base, const float *k, int nt, bool sym, float scale,
-                     float *out, int64_t n)
+/* Applies taps to x in [0, n) and scales; shared by the row and column passes. Rows are read
+ * as format fin and out written as fout (constants where this is inlined). */
+static inline __attribute__((always_inline)) void taps_row(const void *const *base,
+                                                           lumen_row_fmt fin, const float *k,
+                                                           int nt, bool sym, float scale, void *out,
+                                                           lumen_row_fmt fout, int64_t n)
 {
     const __m512 sc = _mm512_set1_ps(scale);
     const bool scaled = scale != 1.0f;
     int64_t x = 0;
     for (; x + 64 <= n; x += 64) {
         __m512 a[4];
-        taps64(base, x, k, nt, sym, a);
+        taps64(base, x, fin, k, nt, sym, a);
         for (int u = 0; u < 4; u++)
-            _mm512_storeu_ps(out + x + 16 * u, scaled ? _mm512_mul_ps(a[u], sc) : a[u]);
+            store_row16(out, x + 16 * u, scaled ? _mm512_mul_ps(a[u], sc) : a[u], fout, 0xFFFF,
+                        false);
     }
     for (; x < n; x += 16) {
         const __mmask16 m = lanes(n - x < 16 ? n - x : 16);
-        __m512 a = taps16(base, x, k, nt, sym, m);
-        _mm512_mask_storeu_ps(out + x, m, scaled ? _mm512_mul_ps(a, sc) : a);
+        __m512 a = taps16(base, x, fin, k, nt, sym, m);
+        store_row16(out, x, scaled ? _mm512_mul_ps(a, sc) : a, fout, m, true);
     }
 }
 
-/* The row pass: tap t of output x reads in[x + t*ts]. */
+/* The row pass: tap t of output x reads in[x + t*ts] (f32, or halves of format fin). */
+static inline __attribute__((always_inline)) void hfilter_fmt(const void *in, lumen_row_fmt fin,
+                                                              const float *k, int kw, int ts,
+                                                              bool sym, float *out, int64_t n)
+{
+    const void *base[LUMEN_HTAPS_MAX];
+    const int64_t es = fin == LUMEN_ROW_F32 ? 4 : 2;
+    for (int t = 0; t < kw; t++)
+        base[t] = (const char *)in + (int64_t)t * ts * es;
+    taps_row(base, fin, k, kw, sym, 1.0f, out, LUMEN_ROW_F32, n);
+}
+
 static void hfilter_avx512(const float *in, const float *k, int kw, int ts, bool sym, float *out,
                            int64_t n)
 {
-    const float *base[LUMEN_HTAPS_MAX];
     if (kw > LUMEN_HTAPS_MAX) {
         lumen_row_kernels_generic.hfilter(in, k, kw, ts, sym, out, n);
         return;
     }
-    for (int t = 0; t < kw; t++)
-        base[t] = in + (int64_t)t * ts;
-    taps_row(base, k, kw, sym, 1.0f, out, n);
+    hfilter_fmt(in, LUMEN_ROW_F32, k, kw, ts, sym, out, n);
+}
+
+static void hfilter_half_avx512(const uint16_t *in, lumen_row_fmt fin, const float *k, int kw,
+                                int ts, bool sym, float *out, int64_t n)
+{
+    _Static_assert(LUMEN_HFILTER_HALF_MAX <= LUMEN_HTAPS_MAX, "tap table too short");
+    if (fin == LUMEN_ROW_F16)
+        hfilter_fmt(in, LUMEN_ROW_F16, k, kw, ts, sym, out, n);
+    else
+        hfilter_fmt(in, LUMEN_ROW_BF16, k, kw, ts, sym, out, n);
 }
 
 /* The column pass: tap t of output x reads rows[t][x]. */
 static void vfilter_avx512(const float *const *rows, const float *k, int kh, bool sym, float scale,
                            float *out, int64_t n)
 {
-    taps_row(rows, k, kh, sym, scale, out, n);
+    taps_row((const void *const *)rows, LUMEN_ROW_F32, k, kh, sym, scale, out, LUMEN_ROW_F32, n);
+}
+
+static void vfilter_half_avx512(const float *const *rows, const float *k, int kh, bool sym,
+                                float scale, void *out, lumen_row_fmt fout, int64_t n)
+{
+    const void *const *b = (const void *const *)rows;
+    if (fout == LUMEN_ROW_F16)
+        taps_row(b, LUMEN_ROW_F32, k, kh, sym, scale, out, LUMEN_ROW_F16, n);
+    else if (fout == LUMEN_ROW_BF16)
+        taps_row(b, LUMEN_ROW_F32, k, kh, sym, scale, out, LUMEN_ROW_BF16, n);
+    else
+        taps_row(b, LUMEN_ROW_F32, k, kh, sym, scale, out, LUMEN_ROW_F32, n);
 }
 
 /*
@@ -203,8 +332,11 @@ static inline void vfilter4_at(const float *const *rows, const float *k, int kh,
     }
 }
 
-static void vfilter4_avx512(const float *const *rows, const float *k, int kh, float scale,
-                            float *const *out, int64_t n)
+/* Four column-pass rows written as format fout (a constant where this is inlined). */
+static inline __attribute__((always_inline)) void vfilter4_fmt(const float *const *rows,
+                                                               const float *k, int kh, float scale,
+                                                               void *const *out, lumen_row_fmt fout,
+                                                               int64_t n)
 {
     const __m512 sc = _mm512_set1_ps(scale);
     const bool scaled = scale != 1.0f;
@@ -214,16 +346,34 @@ static void vfilter4_avx512(const float *const *rows, const float *k, int kh, fl
         vfilter4_at(rows, k, kh, x, acc);
         for (int j = 0; j < 4; j++)
             for (int v = 0; v < 2; v++)
-                _mm512_storeu_ps(out[j] + x + 16 * v,
-                                 scaled ? _mm512_mul_ps(acc[j][v], sc) : acc[j][v]);
+                store_row16(out[j], x + 16 * v, scaled ? _mm512_mul_ps(acc[j][v], sc) : acc[j][v],
+                            fout, 0xFFFF, false);
     }
     /* The last < 32 columns: the same per-lane FMA order, 16 columns at a time. */
     for (int j = 0; j < 4; j++)
         for (int64_t xt = x; xt < n; xt += 16) {
             const __mmask16 m = lanes(n - xt < 16 ? n - xt : 16);
-            const __m512 a = taps16(rows + j, xt, k, kh, false, m);
-            _mm512_mask_storeu_ps(out[j] + xt, m, scaled ? _mm512_mul_ps(a, sc) : a);
+            const __m512 a =
+                taps16((const void *const *)(rows + j), xt, LUMEN_ROW_F32, k, kh, false, m);
+            store_row16(out[j], xt, scaled ? _mm512_mul_ps(a, sc) : a, fout, m, true);
         }
+}
+
+static void vfilter4_avx512(const float *const *rows, const float *k, int kh, float scale,
+                            float *const *out, int64_t n)
+{
+    vfilter4_fmt(rows, k, kh, scale, (void *const *)out, LUMEN_ROW_F32, n);
+}
+
+static void vfilter4_half_avx512(const float *const *rows, const float *k, int kh, float scale,
+                                 void *const *out, lumen_row_fmt fout, int64_t n)
+{
+    if (fout == LUMEN_ROW_F16)
+        vfilter4_fmt(rows, k, kh, scale, out, LUMEN_ROW_F16, n);
+    else if (fout == LUMEN_ROW_BF16)
+        vfilter4_fmt(rows, k, kh, scale, out, LUMEN_ROW_BF16, n);
+    else
+        vfilter4_fmt(rows, k, kh, scale, out, LUMEN_ROW_F32, n);
 }
 
 static float max_abs_avx512(const float *in, int64_t n)
@@ -338,11 +488,6 @@ static void load_f16_avx512(const uint16_t *in, float *out, int64_t n)
 #undef F16_IN
 }
 
-static inline __m512 bf16_widen(__m256i h)
-{
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
-
 static void load_bf16_avx512(const uint16_t *in, float *out, int64_t n)
 {
 #define BF16_IN(x, l, masked)                                                                      \
@@ -363,18 +508,6 @@ static void store_f16_avx512(const float *in, uint16_t *out, int64_t n)
 #undef F16_OUT
 }
 
-/* lumen_f32_to_bf16 on 16 lanes: add 0x7fff + the kept lsb, keep the top half; NaN quieted.
- * (AVX512_BF16's vcvtneps2bf16 flushes subnormals: not used, as in the AVX2 set.) */
-static inline __m512i bf16_round(__m512 v)
-{
-    const __m512i u = _mm512_castps_si512(v), one = _mm512_set1_epi32(1);
-    const __m512i top = _mm512_srli_epi32(u, 16);
-    const __m512i bias = _mm512_add_epi32(_mm512_set1_epi32(0x7fff), _mm512_and_si512(top, one));
-    const __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, bias), 16);
-    const __m512i q = _mm512_or_si512(top, _mm512_set1_epi32(0x40));
-    return _mm512_mask_blend_epi32(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), r, q);
-}
-
 static void store_bf16_avx512(const float *in, uint16_t *out, int64_t n)
 {
 #define BF16_OUT(x, l, masked)                                                                     \
@@ -388,9 +521,13 @@ const lumen_row_kernels lumen_row_kernels_avx512 = {
     .isa = "avx512",
     .direct_rows = direct_rows_avx512,
     .direct_rows_max = 4,
+    .direct_rows_half = direct_rows_half_avx512,
     .hfilter = hfilter_avx512,
     .vfilter = vfilter_avx512,
     .vfilter4 = vfilter4_avx512,
+    .hfilter_half = hfilter_half_avx512,
+    .vfilter_half = vfilter_half_avx512,
+    .vfilter4_half = vfilter4_half_avx512,
     .max_abs = max_abs_avx512,
     .complex_mul = complex_mul_avx512,
     .store_u8 = store_u8_avx512,
