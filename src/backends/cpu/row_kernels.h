@@ -14,6 +14,17 @@
 
 /* How a row's values are stored, for the kernels that read or write half rows directly. */
 typedef enum lumen_row_fmt { LUMEN_ROW_F32, LUMEN_ROW_F16, LUMEN_ROW_BF16 } lumen_row_fmt;
+/* The (input, output) format pairs the SIMD sets instantiate direct_rows_half for: each set's
+ * dispatcher expands this one list, so they cannot disagree on which pairs are fused. */
+#define LUMEN_ROW_HALF_PAIRS(X)                                                                    \
+    X(LUMEN_ROW_F16, LUMEN_ROW_F16)                                                                \
+    X(LUMEN_ROW_BF16, LUMEN_ROW_BF16)                                                              \
+    X(LUMEN_ROW_F32, LUMEN_ROW_F16)                                                                \
+    X(LUMEN_ROW_F32, LUMEN_ROW_BF16)                                                               \
+    X(LUMEN_ROW_F16, LUMEN_ROW_F32)                                                                \
+    X(LUMEN_ROW_BF16, LUMEN_ROW_F32)                                                               \
+    X(LUMEN_ROW_F16, LUMEN_ROW_BF16)                                                               \
+    X(LUMEN_ROW_BF16, LUMEN_ROW_F16)
 /* Longest row kernel hfilter_half takes (its tap table lives on the stack). */
 #define LUMEN_HFILTER_HALF_MAX 4096
 

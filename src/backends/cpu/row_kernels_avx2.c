@@ -183,7 +183,7 @@ static void direct_rows_avx2(const float *const *rows, const float *k, int kw, i
                     nout, n);
 }
 
-/* One instance per (input, output) format pair. */
+/* One instance per (input, output) format pair of LUMEN_ROW_HALF_PAIRS. */
 #define DIRECT_HALF_CASE(I, O)                                                                     \
     if (hin == (I) && hout == (O)) {                                                               \
         direct_rows_fmt(rows, half, I, k, kw, kh, ts, out, O, nout, n);                            \
@@ -195,14 +195,7 @@ static void direct_rows_half_avx2(const float *const *rows, const uint16_t *cons
                                   void *const *out, lumen_row_fmt hout, int nout, int64_t n)
 {
     if (!half) hin = LUMEN_ROW_F32; /* f32 rows only: one instance per output format */
-    DIRECT_HALF_CASE(LUMEN_ROW_F16, LUMEN_ROW_F16)
-    DIRECT_HALF_CASE(LUMEN_ROW_BF16, LUMEN_ROW_BF16)
-    DIRECT_HALF_CASE(LUMEN_ROW_F32, LUMEN_ROW_F16)
-    DIRECT_HALF_CASE(LUMEN_ROW_F32, LUMEN_ROW_BF16)
-    DIRECT_HALF_CASE(LUMEN_ROW_F16, LUMEN_ROW_F32)
-    DIRECT_HALF_CASE(LUMEN_ROW_BF16, LUMEN_ROW_F32)
-    DIRECT_HALF_CASE(LUMEN_ROW_F16, LUMEN_ROW_BF16)
-    DIRECT_HALF_CASE(LUMEN_ROW_BF16, LUMEN_ROW_F16)
+    LUMEN_ROW_HALF_PAIRS(DIRECT_HALF_CASE)
     direct_rows_fmt(rows, NULL, LUMEN_ROW_F32, k, kw, kh, ts, out, LUMEN_ROW_F32, nout, n);
 }
 #undef DIRECT_HALF_CASE
