@@ -13,7 +13,7 @@ int main(void)
                 pixels[y][x][c] = x < W / 2 ? 0 : 200;
 
     lumen_context *ctx;
-    if (lumen_context_create(&ctx)) { /* threads: $LUMEN_NUM_THREADS or all cores */
+    if (lumen_context_create(&ctx)) { /* threads: lumen_default_threads() */
         fprintf(stderr, "context: %s\n", lumen_last_error());
         return 1;
     }
