@@ -111,6 +111,20 @@ RESIZE_INLINE resize_v4f load4(const char *p, lumen_dtype t)
         return v;
     }
 #endif
+#if defined(__F16C__)
+    if (t == LUMEN_F16) {
+        int64_t u64;
+        memcpy(&u64, p, sizeof u64);
+        __m128 f = _mm_cvtph_ps(_mm_cvtsi64_si128(u64));
+        memcpy(&v, &f, sizeof v);
+        return v;
+    }
+#endif
+    if (t == LUMEN_F16 || t == LUMEN_BF16) {
+        for (int l = 0; l < 4; l++)
+            v[l] = lumen_load_px(p + 2 * l, t);
+        return v;
+    }
     if (t == LUMEN_U8) {
         resize_v4u8 u;
         memcpy(&u, p, sizeof u);
@@ -143,6 +157,14 @@ RESIZE_INLINE __m512 load4x4(const char *const s[4], lumen_dtype t)
         const __m256i b = _mm256_set_epi64x(u[3], u[2], u[1], u[0]);
         return _mm512_cvtepi32_ps(_mm512_cvtepu16_epi32(b));
     }
+    if (t == LUMEN_F16 || t == LUMEN_BF16) {
+        int64_t u[4];
+        for (int p = 0; p < 4; p++)
+            memcpy(&u[p], s[p], 8);
+        const __m256i b = _mm256_set_epi64x(u[3], u[2], u[1], u[0]);
+        if (t == LUMEN_F16) return _mm512_cvtph_ps(b);
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(b), 16));
+    }
     __m512 v = _mm512_castps128_ps512(_mm_loadu_ps((const float *)s[0]));
     v = _mm512_insertf32x4(v, _mm_loadu_ps((const float *)s[1]), 1);
     v = _mm512_insertf32x4(v, _mm_loadu_ps((const float *)s[2]), 2);
@@ -152,8 +174,8 @@ RESIZE_INLINE __m512 load4x4(const char *const s[4], lumen_dtype t)
 /* Four output pixels per 512-bit step (hpass_c34's arithmetic, lane for lane: products then
  * sums in tap order, no fusing, so that every layout gives the same bits). The weights of
  * four consecutive outputs are 4K consecutive floats: one or two registers (K <= 8) spread to
- * the pixel lanes by a permute, or a gather (wider kernels). Returns the first output not
- * done. */
+ * the pixel lanes by a permute, or (wider kernels) 4 taps of each pixel per lane. Returns the
+ * first output not done. */
 RESIZE_INLINE int64_t hpass_c34_x4(const void *in, lumen_dtype t, int C, const lumen_resize_axis *x,
                                    int K, int64_t end, float *out)
 {
@@ -177,11 +199,31 @@ RESIZE_INLINE int64_t hpass_c34_x4(const void *in, lumen_dtype t, int C, const l
             K > 4 && K <= 8 ? _mm512_maskz_loadu_ps((__mmask16)((1u << (4 * K - 16)) - 1), w + 16)
                             : _mm512_setzero_ps();
         __m512 a = _mm512_setzero_ps();
+        if (K > 8) {
+            /* 4 taps of the 4 pixels per 128-bit lane (masked loads: never past the weights),
+             * each tap's weight spread over its lane by an in-lane permute: no gather (16
+             * single loads on Zen 4) */
+            for (int k0 = 0; k0 < K; k0 += 4) {
+                const int nk = K - k0 < 4 ? K - k0 : 4;
+                const __mmask8 m = (__mmask8)((1u << nk) - 1);
+                __m512 w4 = _mm512_castps128_ps512(_mm_maskz_loadu_ps(m, w + k0));
+                w4 = _mm512_insertf32x4(w4, _mm_maskz_loadu_ps(m, w + K + k0), 1);
+                w4 = _mm512_insertf32x4(w4, _mm_maskz_loadu_ps(m, w + 2 * K + k0), 2);
+                w4 = _mm512_insertf32x4(w4, _mm_maskz_loadu_ps(m, w + 3 * K + k0), 3);
+                for (int q = 0; q < nk; q++) {
+                    const __m512 wk = _mm512_permutevar_ps(w4, _mm512_set1_epi32(q));
+                    const int64_t off = (int64_t)(k0 + q) * C * es;
+                    const char *sk[4] = {s[0] + off, s[1] + off, s[2] + off, s[3] + off};
+                    a = _mm512_add_ps(a, _mm512_mul_ps(wk, load4x4(sk, t)));
+                }
+            }
+            _mm512_mask_storeu_ps(out + o * C, lanes, _mm512_maskz_compress_ps(keep, a));
+            continue;
+        }
         for (int k = 0; k < K; k++) {
             const __m512i idx = _mm512_add_epi32(stride, _mm512_set1_epi32(k));
-            const __m512 wk = K <= 4   ? _mm512_permutexvar_ps(idx, wv)
-                              : K <= 8 ? _mm512_permutex2var_ps(wv, idx, wv2)
-                                       : _mm512_i32gather_ps(idx, w, 4);
+            const __m512 wk =
+                K <= 4 ? _mm512_permutexvar_ps(idx, wv) : _mm512_permutex2var_ps(wv, idx, wv2);
             const char *sk[4] = {s[0] + k * C * es, s[1] + k * C * es, s[2] + k * C * es,
                                  s[3] + k * C * es};
             a = _mm512_add_ps(a, _mm512_mul_ps(wk, load4x4(sk, t)));
@@ -288,6 +330,8 @@ void RESIZE_NAME(hpass)(const void *in, lumen_dtype t, int C, const lumen_resize
     case LUMEN_U8: hpass_t(in, LUMEN_U8, C, x, out); break;
     case LUMEN_U16: hpass_t(in, LUMEN_U16, C, x, out); break;
     case LUMEN_F32: hpass_t(in, LUMEN_F32, C, x, out); break;
+    case LUMEN_F16: hpass_t(in, LUMEN_F16, C, x, out); break;
+    case LUMEN_BF16: hpass_t(in, LUMEN_BF16, C, x, out); break;
     default: hpass_cn(in, t, C, x, out); break;
     }
 }
