@@ -199,6 +199,16 @@ static void store(const lumen_resize_job *j, const lumen_resize_kernels *k, cons
                            acc[x * g->C + c]);
 }
 
+/* Where a pass's f32 sums of output row oy go: straight into dst when it is a contiguous f32
+ * row (no copy), else the thread's buffer for store(). */
+static float *sums_to(const lumen_resize_job *j, const plane_geom *g, thread_bufs *t, int64_t b,
+                      int64_t grp, int64_t oy)
+{
+    if (g->dst_contig && j->dst->dtype == LUMEN_F32)
+        return (float *)lumen_px_addr(j->dst, b, grp * g->C, oy, 0);
+    return t->acc;
+}
+
 /* Output rows [y0, y1) of one plane, with the ring starting empty. */
 static void chunk(const lumen_resize_job *j, const lumen_resize_kernels *k, const plane_geom *g,
                   thread_bufs *t, int64_t b, int64_t grp, int64_t y0, int64_t y1)
@@ -213,8 +223,9 @@ static void chunk(const lumen_resize_job *j, const lumen_resize_kernels *k, cons
         have_lo = lo, have_hi = hi;
         for (int i = 0; i < K; i++)
             t->rows[i] = t->ring + ((lo + i) % K) * t->ring_row;
-        k->vpass(t->rows, LUMEN_F32, j->y.weights + oy * K, K, j->x.out * g->C, t->acc);
-        store(j, k, g, t->acc, b, grp, oy);
+        float *sums = sums_to(j, g, t, b, grp, oy);
+        k->vpass(t->rows, LUMEN_F32, j->y.weights + oy * K, K, j->x.out * g->C, sums);
+        if (sums == t->acc) store(j, k, g, t->acc, b, grp, oy);
     }
 }
 
@@ -230,8 +241,9 @@ static void chunk_vfirst(const lumen_resize_job *j, const lumen_resize_kernels *
         for (int i = 0; i < K; i++)
             t->rows[i] = lumen_px_addr(j->src, b, grp * g->C, j->y.first[oy] + i, 0);
         k->vpass(t->rows, j->src->dtype, j->y.weights + oy * K, K, j->x.in * g->C, t->srow);
-        k->hpass(t->srow, LUMEN_F32, g->C, &j->x, t->acc);
-        store(j, k, g, t->acc, b, grp, oy);
+        float *sums = sums_to(j, g, t, b, grp, oy);
+        k->hpass(t->srow, LUMEN_F32, g->C, &j->x, sums);
+        if (sums == t->acc) store(j, k, g, t->acc, b, grp, oy);
     }
 }
 

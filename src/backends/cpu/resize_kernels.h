@@ -58,12 +58,47 @@ RESIZE_INLINE void store_int_t(const float *v, int64_t n, float hi, int u16, voi
     }
 }
 
+/* lumen_f32_to_f16 (semantics.h: the same bits as F16C's conversion, rounding to nearest
+ * even), 16 or 8 at a time where the ISA has F16C. */
+RESIZE_INLINE void store_f16(const float *v, int64_t n, void *dst)
+{
+    uint16_t *d = dst;
+    int64_t i = 0;
+#if defined(__AVX512F__)
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256(
+            (__m256i *)(d + i),
+            _mm512_cvtps_ph(_mm512_loadu_ps(v + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#elif defined(__F16C__)
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128(
+            (__m128i *)(d + i),
+            _mm256_cvtps_ph(_mm256_loadu_ps(v + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#endif
+    for (; i < n; i++)
+        d[i] = lumen_f32_to_f16(v[i]);
+}
+
+/* lumen_f32_to_bf16 without branches, so that the compiler vectorises it. */
+RESIZE_INLINE void store_bf16(const float *v, int64_t n, void *dst)
+{
+    uint16_t *d = dst;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, v + i, sizeof u);
+        const uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, q = (u >> 16) | 0x40u;
+        d[i] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? q : r);
+    }
+}
+
 void RESIZE_NAME(store_row)(const float *v, int64_t n, lumen_dtype t, void *dst)
 {
     switch (t) {
     case LUMEN_U8: store_int_t(v, n, 255.0f, 0, dst); break;
     case LUMEN_U16: store_int_t(v, n, 65535.0f, 1, dst); break;
     case LUMEN_F32: memcpy(dst, v, (size_t)n * sizeof(float)); break;
+    case LUMEN_F16: store_f16(v, n, dst); break;
+    case LUMEN_BF16: store_bf16(v, n, dst); break;
     default: /* any other storage type, through the shared rule */
         for (int64_t i = 0; i < n; i++)
             lumen_store_px((char *)dst + i * (int64_t)lumen_dtype_bytes(t), t, v[i]);
@@ -256,7 +291,7 @@ RESIZE_INLINE void hpass_cn_range(const void *in, lumen_dtype t, int C, const lu
 
 /* Three or four channels: a pixel is one 4-lane vector. Three channels read one element past
  * the pixel (never past the row: the outputs whose window ends at the row's last pixel take
- * the plain loop) and write one float that the next pixel overwrites (out has 4 of padding). */
+ * the plain loop) and write exactly their C floats (out may be the dst row). */
 RESIZE_INLINE void hpass_c34(const void *in, lumen_dtype t, int C, const lumen_resize_axis *x,
                              int K, float *out)
 {
@@ -275,7 +310,7 @@ RESIZE_INLINE void hpass_c34(const void *in, lumen_dtype t, int C, const lumen_r
         resize_v4f a = {0, 0, 0, 0};
         for (int k = 0; k < K; k++)
             a += w[k] * load4(s + k * C * es, t);
-        memcpy(out + o * C, &a, sizeof a);
+        memcpy(out + o * C, &a, (size_t)C * sizeof(float)); /* out may be dst: nothing past */
     }
     hpass_cn_range(in, t, C, x, end, x->out, out);
 }
