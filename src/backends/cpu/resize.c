@@ -223,9 +223,13 @@ static void chunk(const lumen_resize_job *j, const lumen_resize_kernels *k, cons
         have_lo = lo, have_hi = hi;
         for (int i = 0; i < K; i++)
             t->rows[i] = t->ring + ((lo + i) % K) * t->ring_row;
-        float *sums = sums_to(j, g, t, b, grp, oy);
-        k->vpass(t->rows, LUMEN_F32, j->y.weights + oy * K, K, j->x.out * g->C, sums);
-        if (sums == t->acc) store(j, k, g, t->acc, b, grp, oy);
+        const float *w = j->y.weights + oy * K;
+        const int64_t n = j->x.out * g->C;
+        if (g->dst_contig && k->vpass_to((const float *const *)t->rows, w, K, n, j->dst->dtype,
+                                         lumen_px_addr(j->dst, b, grp * g->C, oy, 0)))
+            continue; /* stored in dst's dtype by the pass itself */
+        k->vpass(t->rows, LUMEN_F32, w, K, n, t->acc);
+        store(j, k, g, t->acc, b, grp, oy);
     }
 }
 
@@ -386,7 +390,8 @@ static lumen_status pillow_u8(lumen_context *ctx, const lumen_resize_job *j,
         .store_row = lumen_resize_store_row_##sfx, .hpass = lumen_resize_hpass_##sfx,              \
         .pillow_hrow = lumen_resize_pillow_hrow_##sfx,                                             \
         .pillow_vrow = lumen_resize_pillow_vrow_##sfx, .vpass = lumen_resize_vpass_##sfx,          \
-        .box2_u8 = lumen_resize_box2_u8_##sfx, .pillow_dp_ok = lumen_resize_pillow_dp_ok_##sfx,    \
+        .vpass_to = lumen_resize_vpass_to_##sfx, .box2_u8 = lumen_resize_box2_u8_##sfx,            \
+        .pillow_dp_ok = lumen_resize_pillow_dp_ok_##sfx,                                           \
         .pillow_dp_table = lumen_resize_pillow_dp_table_##sfx,                                     \
         .pillow_dp_entry = lumen_resize_pillow_dp_entry_##sfx,                                     \
         .pillow_hrow_dp = lumen_resize_pillow_hrow_dp_##sfx                                        \

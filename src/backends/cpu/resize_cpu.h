@@ -16,6 +16,9 @@ typedef struct lumen_resize_kernels {
                         int32_t *acc, uint8_t *out);
     void (*vpass)(const void *const *rows, lumen_dtype t, const float *w, int K, int64_t n,
                   float *acc);
+    /* vpass of f32 rows stored as dtype td into a contiguous dst row; 0: not for this td */
+    int (*vpass_to)(const float *const *rows, const float *w, int K, int64_t n, lumen_dtype td,
+                    void *dst);
     /* u8, both axes an exact 2:1 box (weights 1/2, 1/2): n output bytes of C interleaved
      * channels from rows r0, r1 (2n bytes each), the 2x2 sum rounded to nearest, ties to even */
     void (*box2_u8)(const uint8_t *r0, const uint8_t *r1, int C, int64_t n, uint8_t *out);
@@ -41,6 +44,8 @@ typedef struct lumen_resize_kernels {
                                         int64_t n, int32_t *acc, uint8_t *out);                    \
     void lumen_resize_vpass_##sfx(const void *const *rows, lumen_dtype t, const float *w, int K,   \
                                   int64_t n, float *acc);                                          \
+    int lumen_resize_vpass_to_##sfx(const float *const *rows, const float *w, int K, int64_t n,    \
+                                    lumen_dtype td, void *dst);                                    \
     int lumen_resize_pillow_dp_ok_##sfx(int C);                                                    \
     int64_t lumen_resize_pillow_dp_entry_##sfx(int K);                                             \
     int lumen_resize_pillow_dp_table_##sfx(int C, const lumen_resize_axis *x, int8_t *tab);        \

@@ -562,8 +562,52 @@ RESIZE_INLINE vp_vec vp_load(const char *p, lumen_dtype t)
 }
 #endif
 
-RESIZE_INLINE void vpass_reg(const void *const *rows, lumen_dtype t, const float *w, int K,
-                             int64_t n, float *acc)
+/* VP_W sums stored as dtype td at dst + i elements: f32, or f16 rounded by F16C (the same
+ * bits as lumen_f32_to_f16), or bf16 rounded on the bits as lumen_f32_to_bf16 (AVX-512). */
+RESIZE_INLINE void vp_store(void *dst, int64_t i, lumen_dtype td, vp_vec v)
+{
+    if (td == LUMEN_F16) {
+#if defined(__AVX512F__)
+        _mm256_storeu_si256((__m256i *)((uint16_t *)dst + i),
+                            _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#else
+        _mm_storeu_si128((__m128i *)((uint16_t *)dst + i),
+                         _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#endif
+        return;
+    }
+#if defined(__AVX512F__)
+    if (td == LUMEN_BF16) {
+        const __m512i u = _mm512_castps_si512(v), hi = _mm512_srli_epi32(u, 16);
+        const __m512i r =
+            _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)),
+                                               _mm512_and_si512(hi, _mm512_set1_epi32(1))),
+                              16);
+        const __mmask16 nan = _mm512_cmpgt_epi32_mask(
+            _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+        const __m512i q = _mm512_or_si512(hi, _mm512_set1_epi32(0x40));
+        _mm256_storeu_si256((__m256i *)((uint16_t *)dst + i),
+                            _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(nan, r, q)));
+        return;
+    }
+#endif
+    VP_STORE((float *)dst + i, v);
+}
+
+/* The dst dtypes vp_store writes. */
+static inline int vp_stores(lumen_dtype td)
+{
+#if defined(__AVX512F__)
+    return td == LUMEN_F32 || td == LUMEN_F16 || td == LUMEN_BF16;
+#else
+    return td == LUMEN_F32 || td == LUMEN_F16;
+#endif
+}
+
+/* vpass_t's sums of n elements, stored as dtype td (vp_stores) at dst: a half-precision dst row
+ * is written once, with no f32 row and no conversion pass between. */
+RESIZE_INLINE void vpass_reg_to(const void *const *rows, lumen_dtype t, const float *w, int K,
+                                int64_t n, lumen_dtype td, void *dst)
 {
     const int64_t es = (int64_t)lumen_dtype_bytes(t), B = 4 * VP_W;
     int64_t i = 0;
@@ -581,21 +625,27 @@ RESIZE_INLINE void vpass_reg(const void *const *rows, lumen_dtype t, const float
             a2 = VP_FMA(wk, vp_load(r + 2 * VP_W * es, t), a2);
             a3 = VP_FMA(wk, vp_load(r + 3 * VP_W * es, t), a3);
         }
-        VP_STORE(acc + i, a0), VP_STORE(acc + i + VP_W, a1);
-        VP_STORE(acc + i + 2 * VP_W, a2), VP_STORE(acc + i + 3 * VP_W, a3);
+        vp_store(dst, i, td, a0), vp_store(dst, i + VP_W, td, a1);
+        vp_store(dst, i + 2 * VP_W, td, a2), vp_store(dst, i + 3 * VP_W, td, a3);
     }
     for (; i + VP_W <= n; i += VP_W) {
         vp_vec a = VP_MUL(VP_SET1(w[0]), vp_load((const char *)rows[0] + i * es, t));
         for (int k = 1; k < K; k++)
             a = VP_FMA(VP_SET1(w[k]), vp_load((const char *)rows[k] + i * es, t), a);
-        VP_STORE(acc + i, a);
+        vp_store(dst, i, td, a);
     }
     for (; i < n; i++) { /* the tail: fmaf is the vector FMA's rounding */
         float a = w[0] * lumen_load_px((const char *)rows[0] + i * es, t);
         for (int k = 1; k < K; k++)
             a = fmaf(w[k], lumen_load_px((const char *)rows[k] + i * es, t), a);
-        acc[i] = a;
+        lumen_store_px((char *)dst + i * (int64_t)lumen_dtype_bytes(td), td, a);
     }
+}
+
+RESIZE_INLINE void vpass_reg(const void *const *rows, lumen_dtype t, const float *w, int K,
+                             int64_t n, float *acc)
+{
+    vpass_reg_to(rows, t, w, K, n, LUMEN_F32, acc);
 }
 #define RESIZE_VPASS_REG 1
 #endif
@@ -619,6 +669,32 @@ void RESIZE_NAME(vpass)(const void *const *rows, lumen_dtype t, const float *w, 
     case LUMEN_F32: vpass_t(rows, LUMEN_F32, w, K, n, acc); break;
     default: vpass_t(rows, t, w, K, n, acc); break;
     }
+#endif
+}
+
+/* vpass of f32 rows stored straight into a dst row of dtype td; 0 where this build does not
+ * store td so (the caller then sums into f32 and stores). */
+int RESIZE_NAME(vpass_to)(const float *const *rows, const float *w, int K, int64_t n,
+                          lumen_dtype td, void *dst)
+{
+#if defined(RESIZE_VPASS_REG)
+    const void *const *r = (const void *const *)rows;
+    switch (td) {
+    case LUMEN_F32: vpass_reg_to(r, LUMEN_F32, w, K, n, LUMEN_F32, dst); return 1;
+    case LUMEN_F16:
+        if (!vp_stores(LUMEN_F16)) return 0;
+        vpass_reg_to(r, LUMEN_F32, w, K, n, LUMEN_F16, dst);
+        return 1;
+    case LUMEN_BF16:
+        if (!vp_stores(LUMEN_BF16)) return 0;
+        vpass_reg_to(r, LUMEN_F32, w, K, n, LUMEN_BF16, dst);
+        return 1;
+    default: return 0;
+    }
+#else
+    if (td != LUMEN_F32) return 0;
+    RESIZE_NAME(vpass)((const void *const *)rows, LUMEN_F32, w, K, n, dst);
+    return 1;
 #endif
 }
 
