@@ -753,6 +753,45 @@ void RESIZE_NAME(box2_u8)(const uint8_t *r0, const uint8_t *r1, int C, int64_t n
     }
 }
 
+/* f32, both axes an exact 2:1 box of 2 taps: the separable path's operations fused into one
+ * pass with no row between. Per output, as vpass (v = fma(1/2, r1, 1/2 r0)) then hpass
+ * (0 + 1/2 v_2o, + 1/2 v_2o+1, products then sums): the same bits. 16 - 16 % C outputs per
+ * step from 2 vectors of each row, each output's two neighbours picked by permutes (C up to
+ * 16). Returns 0 where this build has no such path. */
+int RESIZE_NAME(box2_f32)(const float *r0, const float *r1, int C, int64_t n, float *out)
+{
+#if defined(__AVX512F__)
+    if (C > 16) return 0;
+    const int step = (16 / C) * C;
+    int32_t ie[16], io[16];
+    for (int i = 0; i < 16; i++) {
+        const int e = 2 * (i / C) * C + i % C;
+        ie[i] = i < step ? e : 0, io[i] = i < step ? e + C : 0;
+    }
+    const __m512i idx_e = _mm512_loadu_si512(ie), idx_o = _mm512_loadu_si512(io);
+    const __m512 h = _mm512_set1_ps(0.5f), zero = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; i += step) {
+        const int64_t m = n - i < step ? n - i : step, m2 = 2 * m;
+        const __mmask16 l0 = m2 >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << m2) - 1);
+        const __mmask16 l1 = m2 <= 16 ? 0 : (__mmask16)((1u << (m2 - 16)) - 1);
+        const float *a = r0 + 2 * i, *b = r1 + 2 * i;
+        const __m512 lo = _mm512_fmadd_ps(h, _mm512_maskz_loadu_ps(l0, b),
+                                          _mm512_mul_ps(h, _mm512_maskz_loadu_ps(l0, a)));
+        const __m512 hi = _mm512_fmadd_ps(h, _mm512_maskz_loadu_ps(l1, b + 16),
+                                          _mm512_mul_ps(h, _mm512_maskz_loadu_ps(l1, a + 16)));
+        const __m512 e = _mm512_permutex2var_ps(lo, idx_e, hi);
+        const __m512 o = _mm512_permutex2var_ps(lo, idx_o, hi);
+        const __m512 r =
+            _mm512_add_ps(_mm512_add_ps(zero, _mm512_mul_ps(h, e)), _mm512_mul_ps(h, o));
+        _mm512_mask_storeu_ps(out + i, (__mmask16)((1u << m) - 1), r);
+    }
+    return 1;
+#else
+    (void)r0, (void)r1, (void)C, (void)n, (void)out;
+    return 0;
+#endif
+}
+
 /* ---- Pillow's 8-bit horizontal pass as byte dot products (AVX-512 VNNI + VBMI) ----
  *
  * The same integers as pillow_hrow. A step fills one 64-byte vector of 16 int32 lanes: lane
