@@ -606,6 +606,7 @@ static inline int vp_stores(lumen_dtype td)
 
 /* vpass_t's sums of n elements, stored as dtype td (vp_stores) at dst: a half-precision dst row
  * is written once, with no f32 row and no conversion pass between. */
+#define VP_PF 4 /* blocks ahead that vpass_reg_to prefetches */
 RESIZE_INLINE void vpass_reg_to(const void *const *rows, lumen_dtype t, const float *w, int K,
                                 int64_t n, lumen_dtype td, void *dst)
 {
@@ -619,6 +620,10 @@ RESIZE_INLINE void vpass_reg_to(const void *const *rows, lumen_dtype t, const fl
                a3 = VP_MUL(w0, vp_load(r + 3 * VP_W * es, t));
         for (int k = 1; k < K; k++) {
             r = (const char *)rows[k] + i * es;
+            /* many rows at once outrun the hardware prefetcher (a 28-row window stalls on
+             * every load): each row's next lines, a few blocks ahead */
+            for (int64_t l = 0; l < B * es; l += 64)
+                _mm_prefetch(r + VP_PF * B * es + l, _MM_HINT_T0);
             const vp_vec wk = VP_SET1(w[k]);
             a0 = VP_FMA(wk, vp_load(r, t), a0);
             a1 = VP_FMA(wk, vp_load(r + VP_W * es, t), a1);
