@@ -302,7 +302,7 @@ static void test_half_size_u8_box(void **state)
 }
 
 /* f32 at exactly half the size with 2-tap tables (OpenCV's linear and area, torch's linear):
- * the fused pass (box2-f32, AVX-512) gives the separable path's bits, which the AVX2 cap runs
+ * the fused pass (box2-float, AVX-512) gives the separable path's bits, which the AVX2 cap runs
  * (AVX2 and AVX-512 give the same bits), for 1 to 17 interleaved channels (17: past the
  * permutes' 16, the separable path), one output row or column, a batch, -0, Inf and NaN
  * pixels; within 1e-6 of the reference; on buffers of the exact size (masked loads: the
@@ -310,12 +310,12 @@ static void test_half_size_u8_box(void **state)
 static void test_half_size_f32_box(void **state)
 {
     (void)state;
-    static const int channels[] = {1, 2, 3, 4, 5, 16, 17};
+    static const int channels[] = {1, 2, 3, 4, 5, 6, 7, 16, 17};
     static const int shapes[][3] = {{46, 62, 1}, {2, 130, 1}, {66, 2, 1}, {10, 22, 3}}; /* h w n */
     lumen_context *ref;
     assert_int_equal(lumen_context_create(&ref), LUMEN_OK);
     assert_int_equal(lumen_context_set_simd(ref, 0), LUMEN_OK);
-    for (int ci = 0; ci < 7; ci++)
+    for (int ci = 0; ci < 9; ci++)
         for (int z = 0; z < 4; z++) {
             const int C = channels[ci], sh = shapes[z][0], sw = shapes[z][1];
             const int n = shapes[z][2], h = sh / 2, w = sw / 2;
@@ -344,8 +344,8 @@ static void test_half_size_f32_box(void **state)
                         assert_int_equal(lumen_resize(fast, &src, &d, &o, &info), LUMEN_OK);
                         lumen_context_destroy(fast);
                         if (strcmp(info.isa, "avx512") == 0)
-                            assert_string_equal(info.algo,
-                                                C <= 16 ? "box2-f32" : "separable:vertical-first");
+                            assert_string_equal(info.algo, C <= 16 ? "box2-float"
+                                                                   : "separable:vertical-first");
                     } else {
                         assert_int_equal(lumen_resize(ref, &src, &d, &o, NULL), LUMEN_OK);
                     }

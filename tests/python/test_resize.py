@@ -396,6 +396,16 @@ def test_half_storage_is_f32_rounded_on_every_path(monkeypatch, isa, half):
                                    context=ctx)
                 np.testing.assert_array_equal(as_f32(got), as_f32(to_half(ref)),
                                               err_msg=f"{c} {rule} {interp} {size}")
+    for c in (1, 3, 6):  # exactly half the size: the fused box2 pass (AVX-512), masked tails
+        src = to_half(make((40, 66, c), np.float32, seed=c))
+        full = src.to(torch.float32).numpy()
+        for rule, interp in [("opencv", "linear"), ("opencv", "area"), ("torch", "linear")]:
+            got = lumen.resize(src, size=(33, 20), interpolation=interp, rule=rule, context=ctx,
+                               layout="hwc")
+            ref = lumen.resize(full, size=(33, 20), interpolation=interp, rule=rule, context=ctx,
+                               layout="hwc")
+            np.testing.assert_array_equal(as_f32(got), as_f32(to_half(ref)),
+                                          err_msg=f"half size {c} {rule} {interp}")
     src = to_half(make((3, 41, 67), np.float32, seed=9))
     got = lumen.resize(src, size=(150, 90), interpolation="cubic", layout="chw", context=ctx)
     ref = lumen.resize(src.to(torch.float32).numpy(), size=(150, 90), interpolation="cubic",

@@ -391,7 +391,8 @@ static lumen_status pillow_u8(lumen_context *ctx, const lumen_resize_job *j,
         .pillow_hrow = lumen_resize_pillow_hrow_##sfx,                                             \
         .pillow_vrow = lumen_resize_pillow_vrow_##sfx, .vpass = lumen_resize_vpass_##sfx,          \
         .vpass_to = lumen_resize_vpass_to_##sfx, .box2_u8 = lumen_resize_box2_u8_##sfx,            \
-        .box2_f32 = lumen_resize_box2_f32_##sfx, .pillow_dp_ok = lumen_resize_pillow_dp_ok_##sfx,  \
+        .box2_float = lumen_resize_box2_float_##sfx,                                               \
+        .pillow_dp_ok = lumen_resize_pillow_dp_ok_##sfx,                                           \
         .pillow_dp_table = lumen_resize_pillow_dp_table_##sfx,                                     \
         .pillow_dp_entry = lumen_resize_pillow_dp_entry_##sfx,                                     \
         .pillow_hrow_dp = lumen_resize_pillow_hrow_dp_##sfx                                        \
@@ -479,20 +480,19 @@ static lumen_status box2_u8(lumen_context *ctx, const lumen_resize_job *j,
     return lumen_cpu_stop_status(&st, LUMEN_OK);
 }
 
-/* f32 in and out, contiguous rows, both axes 2:1 boxes of exactly 2 taps, and the separable
- * path would go vertical first (it does for these tables): one fused pass (box2_f32) gives its
- * bits, where the kernels have one for C channels (asked with n = 0). */
-static bool box2_f32_applies(const lumen_resize_job *j, const plane_geom *g,
-                             const lumen_resize_kernels *k)
+/* f32, f16 or bf16 in and out, contiguous rows, both axes 2:1 boxes of exactly 2 taps, and
+ * the separable path would go vertical first (it does for these tables): one fused pass
+ * (box2_float) gives its bits, where the kernels have one for C channels (asked with n = 0). */
+static bool box2_float_applies(const lumen_resize_job *j, const plane_geom *g,
+                               const lumen_resize_kernels *k)
 {
-    return !j->pillow_rounding && j->src->dtype == LUMEN_F32 && j->dst->dtype == LUMEN_F32 &&
-           g->src_contig && g->dst_contig && j->x.taps == 2 && j->y.taps == 2 &&
-           axis_is_box2(&j->x) && axis_is_box2(&j->y) && vertical_first(j, g) &&
-           k->box2_f32(NULL, NULL, g->C, 0, NULL);
+    return !j->pillow_rounding && g->src_contig && g->dst_contig && j->x.taps == 2 &&
+           j->y.taps == 2 && axis_is_box2(&j->x) && axis_is_box2(&j->y) && vertical_first(j, g) &&
+           k->box2_float(NULL, NULL, j->src->dtype, g->C, 0, j->dst->dtype, NULL);
 }
 
-static lumen_status box2_f32(lumen_context *ctx, const lumen_resize_job *j,
-                             const lumen_resize_kernels *k, const plane_geom *g)
+static lumen_status box2_float(lumen_context *ctx, const lumen_resize_job *j,
+                               const lumen_resize_kernels *k, const plane_geom *g)
 {
     const int64_t planes = j->dst->n * g->groups, per = rows_per_chunk(ctx, j, false);
     const int64_t chunks = (j->y.out + per - 1) / per, items = planes * chunks;
@@ -504,9 +504,9 @@ static lumen_status box2_f32(lumen_context *ctx, const lumen_resize_job *j,
         const int64_t ch = (plane % g->groups) * g->C;
         const int64_t y0 = c * per, y1 = y0 + per < j->y.out ? y0 + per : j->y.out;
         for (int64_t oy = y0; oy < y1; oy++)
-            k->box2_f32((const float *)lumen_px_addr(j->src, b, ch, 2 * oy, 0),
-                        (const float *)lumen_px_addr(j->src, b, ch, 2 * oy + 1, 0), g->C,
-                        j->x.out * g->C, (float *)lumen_px_addr(j->dst, b, ch, oy, 0));
+            k->box2_float(lumen_px_addr(j->src, b, ch, 2 * oy, 0),
+                          lumen_px_addr(j->src, b, ch, 2 * oy + 1, 0), j->src->dtype, g->C,
+                          j->x.out * g->C, j->dst->dtype, lumen_px_addr(j->dst, b, ch, oy, 0));
     }
     return lumen_cpu_stop_status(&st, LUMEN_OK);
 }
@@ -531,9 +531,9 @@ lumen_status lumen_cpu_resize(lumen_context *ctx, const lumen_resize_job *j, lum
         info->isa = k->isa, info->algo = "box2-u8";
         return box2_u8(ctx, j, k, &g);
     }
-    if (box2_f32_applies(j, &g, k)) {
-        info->isa = k->isa, info->algo = "box2-f32";
-        return box2_f32(ctx, j, k, &g);
+    if (box2_float_applies(j, &g, k)) {
+        info->isa = k->isa, info->algo = "box2-float";
+        return box2_float(ctx, j, k, &g);
     }
     const bool vfirst = vertical_first(j, &g);
     info->isa = k->isa, info->algo = vfirst ? "separable:vertical-first" : "separable";

@@ -758,15 +758,27 @@ void RESIZE_NAME(box2_u8)(const uint8_t *r0, const uint8_t *r1, int C, int64_t n
     }
 }
 
-/* f32, both axes an exact 2:1 box of 2 taps: the separable path's operations fused into one
- * pass with no row between. Per output, as vpass (v = fma(1/2, r1, 1/2 r0)) then hpass
- * (0 + 1/2 v_2o, + 1/2 v_2o+1, products then sums): the same bits. 16 - 16 % C outputs per
- * step from 2 vectors of each row, each output's two neighbours picked by permutes (C up to
- * 16). Returns 0 where this build has no such path. */
-int RESIZE_NAME(box2_f32)(const float *r0, const float *r1, int C, int64_t n, float *out)
-{
+/* f32, f16 or bf16, both axes an exact 2:1 box of 2 taps: the separable path's operations
+ * fused into one pass with no row between. Per output, as vpass (v = fma(1/2, r1, 1/2 r0))
+ * then hpass (0 + 1/2 v_2o, + 1/2 v_2o+1, products then sums), stored as dtype td as
+ * store_row does: the same bits. Half-precision rows are widened in registers. 16 - 16 % C
+ * outputs per step from 2 vectors of each row, each output's two neighbours picked by permutes
+ * (C up to 16). Returns 0 where this build has no such path (n 0: asks). */
 #if defined(__AVX512F__)
-    if (C > 16) return 0;
+/* 16 elements of dtype t (f32, f16, bf16) at p as f32, those outside mask m not read. */
+RESIZE_INLINE __m512 box2_load(const char *p, lumen_dtype t, __mmask16 m)
+{
+    if (t == LUMEN_F16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+    if (t == LUMEN_BF16)
+        return _mm512_castsi512_ps(
+            _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
+    return _mm512_maskz_loadu_ps(m, p);
+}
+
+RESIZE_INLINE void box2_float_t(const char *r0, const char *r1, lumen_dtype ts, int C, int64_t n,
+                                lumen_dtype td, void *out)
+{
+    const int64_t es = (int64_t)lumen_dtype_bytes(ts), ed = (int64_t)lumen_dtype_bytes(td);
     const int step = (16 / C) * C;
     int32_t ie[16], io[16];
     for (int i = 0; i < 16; i++) {
@@ -777,37 +789,52 @@ int RESIZE_NAME(box2_f32)(const float *r0, const float *r1, int C, int64_t n, fl
     const __m512 h = _mm512_set1_ps(0.5f), zero = _mm512_setzero_ps();
     int64_t i = 0;
     /* whole steps, plain loads and stores while they stay inside the rows (Zen 4's masked
-     * stores are slow): 32 floats of each row read, 16 written (those past step: the next
+     * stores are slow): 32 elements of each row read, 16 written (those past step: the next
      * step's, rewritten by it) */
-    for (; i + step < n && 2 * i + 32 <= 2 * n; i += step) {
-        const float *a = r0 + 2 * i, *b = r1 + 2 * i;
-        const __m512 lo =
-            _mm512_fmadd_ps(h, _mm512_loadu_ps(b), _mm512_mul_ps(h, _mm512_loadu_ps(a)));
-        const __m512 hi =
-            _mm512_fmadd_ps(h, _mm512_loadu_ps(b + 16), _mm512_mul_ps(h, _mm512_loadu_ps(a + 16)));
+    for (; i + 16 <= n; i += step) {
+        const char *a = r0 + 2 * i * es, *b = r1 + 2 * i * es;
+        const __m512 lo = _mm512_fmadd_ps(h, vp_load(b, ts), _mm512_mul_ps(h, vp_load(a, ts)));
+        const __m512 hi = _mm512_fmadd_ps(h, vp_load(b + 16 * es, ts),
+                                          _mm512_mul_ps(h, vp_load(a + 16 * es, ts)));
         const __m512 e = _mm512_permutex2var_ps(lo, idx_e, hi);
         const __m512 o = _mm512_permutex2var_ps(lo, idx_o, hi);
-        _mm512_storeu_ps(
-            out + i, _mm512_add_ps(_mm512_add_ps(zero, _mm512_mul_ps(h, e)), _mm512_mul_ps(h, o)));
+        vp_store(out, i, td,
+                 _mm512_add_ps(_mm512_add_ps(zero, _mm512_mul_ps(h, e)), _mm512_mul_ps(h, o)));
     }
-    for (; i < n; i += step) {
+    for (; i < n; i += step) { /* the last step: masked, through a buffer for the store */
         const int64_t m = n - i < step ? n - i : step, m2 = 2 * m;
         const __mmask16 l0 = m2 >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << m2) - 1);
         const __mmask16 l1 = m2 <= 16 ? 0 : (__mmask16)((1u << (m2 - 16)) - 1);
-        const float *a = r0 + 2 * i, *b = r1 + 2 * i;
-        const __m512 lo = _mm512_fmadd_ps(h, _mm512_maskz_loadu_ps(l0, b),
-                                          _mm512_mul_ps(h, _mm512_maskz_loadu_ps(l0, a)));
-        const __m512 hi = _mm512_fmadd_ps(h, _mm512_maskz_loadu_ps(l1, b + 16),
-                                          _mm512_mul_ps(h, _mm512_maskz_loadu_ps(l1, a + 16)));
+        const char *a = r0 + 2 * i * es, *b = r1 + 2 * i * es;
+        const __m512 lo =
+            _mm512_fmadd_ps(h, box2_load(b, ts, l0), _mm512_mul_ps(h, box2_load(a, ts, l0)));
+        const __m512 hi = _mm512_fmadd_ps(h, box2_load(b + 16 * es, ts, l1),
+                                          _mm512_mul_ps(h, box2_load(a + 16 * es, ts, l1)));
         const __m512 e = _mm512_permutex2var_ps(lo, idx_e, hi);
         const __m512 o = _mm512_permutex2var_ps(lo, idx_o, hi);
-        const __m512 r =
-            _mm512_add_ps(_mm512_add_ps(zero, _mm512_mul_ps(h, e)), _mm512_mul_ps(h, o));
-        _mm512_mask_storeu_ps(out + i, (__mmask16)((1u << m) - 1), r);
+        uint32_t buf[16]; /* 16 results of at most 4 bytes each */
+        vp_store(buf, 0, td,
+                 _mm512_add_ps(_mm512_add_ps(zero, _mm512_mul_ps(h, e)), _mm512_mul_ps(h, o)));
+        memcpy((char *)out + i * ed, buf, (size_t)(m * ed));
+    }
+}
+#endif
+
+int RESIZE_NAME(box2_float)(const void *r0, const void *r1, lumen_dtype ts, int C, int64_t n,
+                            lumen_dtype td, void *out)
+{
+#if defined(__AVX512F__)
+    const int ok_s = ts == LUMEN_F32 || ts == LUMEN_F16 || ts == LUMEN_BF16;
+    const int ok_d = td == LUMEN_F32 || td == LUMEN_F16 || td == LUMEN_BF16;
+    if (C > 16 || !ok_s || !ok_d) return 0;
+    switch (ts) {
+    case LUMEN_F16: box2_float_t(r0, r1, LUMEN_F16, C, n, td, out); break;
+    case LUMEN_BF16: box2_float_t(r0, r1, LUMEN_BF16, C, n, td, out); break;
+    default: box2_float_t(r0, r1, LUMEN_F32, C, n, td, out); break;
     }
     return 1;
 #else
-    (void)r0, (void)r1, (void)C, (void)n, (void)out;
+    (void)r0, (void)r1, (void)ts, (void)C, (void)n, (void)td, (void)out;
     return 0;
 #endif
 }
