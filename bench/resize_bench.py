@@ -3,7 +3,7 @@
 by side in one run (issue 15's benchmark; docs/resize.md, "Speed").
 
     PYTHONPATH=build/python /usr/bin/python3 bench/resize_bench.py [--threads 2] [--repeat 3]
-        [--only u8|f32] [--no-batch] [--json]
+        [--only u8|f32] [--no-batch] [--no-half | --only-half] [--json]
 
 Cases: 3840x2160 RGB -> 1920x1080 and -> 7680x4320, 4000x3000 RGB -> 224x224, u8 and f32, per
 rule: opencv (linear, area, cubic, lanczos against cv2.resize), pillow (linear, cubic, lanczos,
@@ -11,7 +11,8 @@ box: antialiased, against Image.resize on an "RGB" image for u8 and three "F" im
 Pillow is single-threaded, so lumen's per-thread rate is printed beside it), torch (linear and
 cubic with antialias=True against F.interpolate on a contiguous NCHW float tensor; torch 1.13
 has no u8 here). Then a batch of 64 frames 1920x1080 u8 -> 640x360 in one lumen call against
-a cv2.resize loop, in frames/s. The images are smooth noise (a blurred random field), the
+a cv2.resize loop, in frames/s. Then f16 and bf16 storage against f32 for the same cases
+(lumen alone, the dtypes alternating call by call; target f16 <= 0.7x f32). The images are smooth noise (a blurred random field), the
 same arrays for every library; each result is compared with the peer's (max |difference|) so
 that the timings compare like with like. Times are the minimum of --repeat calls after one
 warm-up; ratios are lumen / peer. The issue's targets (2 threads): linear and area <= 1.0 x
@@ -121,6 +122,41 @@ def torch_rows(src, size, dt, ctx, repeat):
     return rows
 
 
+HALF = [("opencv", "linear", {}), ("opencv", "area", {}), ("opencv", "cubic", {}),
+        ("opencv", "lanczos", {}), ("pillow", "linear", {}), ("pillow", "lanczos", {}),
+        ("pillow", "box", {}), ("torch", "linear", {"antialias": True})]
+
+
+def half_rows(src, size, ctx, repeat):
+    """f16 and bf16 storage against f32 on the same values (issue 15: memory-bound resizes
+    <= 0.7x their f32 time): the three dtypes alternate call by call, minimum of each."""
+    import torch
+    srcs = {"f32": src, "f16": src.astype(np.float16),
+            "bf16": torch.from_numpy(src).to(torch.bfloat16)}
+    outs = {"f32": np.empty((size[1], size[0], 3), np.float32),
+            "f16": np.empty((size[1], size[0], 3), np.float16),
+            "bf16": torch.empty((size[1], size[0], 3), dtype=torch.bfloat16)}
+    rows = []
+    for rule, ip, kw in HALF:
+        def call(d):
+            lumen.resize(srcs[d], size=size, interpolation=ip, rule=rule, context=ctx,
+                         out=outs[d], **kw)
+        best = {}
+        for d in srcs:
+            call(d)
+            best[d] = float("inf")
+        for _ in range(repeat):
+            for d in srcs:
+                t0 = time.perf_counter()
+                call(d)
+                best[d] = min(best[d], time.perf_counter() - t0)
+        rows.append(dict(rule=rule, interp=ip + (" antialias" if kw else ""),
+                         f32_ms=best["f32"] * 1e3, f16_ms=best["f16"] * 1e3,
+                         bf16_ms=best["bf16"] * 1e3, f16_ratio=best["f16"] / best["f32"],
+                         bf16_ratio=best["bf16"] / best["f32"], target=0.7))
+    return rows
+
+
 def batch_row(ctx, repeat):
     frames = image(1920, 1080, "u8")[None].repeat(64, axis=0)
     out = np.empty((64, 360, 640, 3), np.uint8)
@@ -142,15 +178,17 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--only", choices=["u8", "f32"])
     ap.add_argument("--no-batch", action="store_true")
+    ap.add_argument("--no-half", action="store_true", help="skip the f16/bf16 against f32 rows")
+    ap.add_argument("--only-half", action="store_true", help="only the f16/bf16 rows")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     cv2.setNumThreads(a.threads)
     ctx = lumen.Context("cpu", threads=a.threads)
     report = dict(machine=platform.processor() or platform.machine(), cpus=os.cpu_count(),
                   threads=a.threads, cpu_features=ctx.cpu_features, cv2=cv2.__version__,
-                  cases=[], batch=[])
+                  cases=[], batch=[], half=[])
     for dt in ("u8", "f32"):
-        if a.only and dt != a.only:
+        if a.only and dt != a.only or a.only_half:
             continue
         for (sw, sh), size in CASES:
             src = image(sw, sh, dt)
@@ -168,7 +206,18 @@ def main():
                               f"{r['peer']:16s} {r['peer_ms']:8.2f} ms  ratio {r['ratio']:.2f} "
                               f"(target <= {r['target']})  max diff {r['max_diff']:.3g}{extra}",
                               flush=True)
-    if not a.no_batch:
+    if not a.no_half:
+        for (sw, sh), size in CASES:
+            src = image(sw, sh, "f32")
+            for r in half_rows(src, size, ctx, a.repeat):
+                r.update(src=f"{sw}x{sh}", dst=f"{size[0]}x{size[1]}")
+                report["half"].append(r)
+                if not a.json:
+                    print(f"half {r['src']:>9s} -> {r['dst']:<9s} {r['rule']:6s} "
+                          f"{r['interp']:17s} f32 {r['f32_ms']:8.2f} ms  f16 {r['f16_ms']:8.2f} "
+                          f"ms  bf16 {r['bf16_ms']:8.2f} ms  f16/f32 {r['f16_ratio']:.2f}  "
+                          f"bf16/f32 {r['bf16_ratio']:.2f} (target <= 0.7)", flush=True)
+    if not a.no_batch and not a.only_half:
         for r in batch_row(ctx, a.repeat):
             report["batch"].append(r)
             if not a.json:

@@ -301,6 +301,73 @@ static void test_half_size_u8_box(void **state)
     lumen_context_destroy(ref);
 }
 
+/* f32 at exactly half the size with 2-tap tables (OpenCV's linear and area, torch's linear):
+ * the fused pass (box2-float, AVX-512) gives the separable path's bits, which the AVX2 cap runs
+ * (AVX2 and AVX-512 give the same bits), for 1 to 17 interleaved channels (17: past the
+ * permutes' 16, the separable path), one output row or column, a batch, -0, Inf and NaN
+ * pixels; within 1e-6 of the reference; on buffers of the exact size (masked loads: the
+ * sanitizer build runs this). */
+static void test_half_size_f32_box(void **state)
+{
+    (void)state;
+    static const int channels[] = {1, 2, 3, 4, 5, 6, 7, 16, 17};
+    static const int shapes[][3] = {{46, 62, 1}, {2, 130, 1}, {66, 2, 1}, {10, 22, 3}}; /* h w n */
+    lumen_context *ref;
+    assert_int_equal(lumen_context_create(&ref), LUMEN_OK);
+    assert_int_equal(lumen_context_set_simd(ref, 0), LUMEN_OK);
+    for (int ci = 0; ci < 9; ci++)
+        for (int z = 0; z < 4; z++) {
+            const int C = channels[ci], sh = shapes[z][0], sw = shapes[z][1];
+            const int n = shapes[z][2], h = sh / 2, w = sw / 2;
+            const size_t n_src = (size_t)n * sh * sw * C, n_dst = (size_t)n * h * w * C;
+            float *s = malloc(n_src * 4), *out[3];
+            assert_non_null(s);
+            uint32_t r = 999u + (uint32_t)(ci * 13 + z);
+            for (size_t i = 0; i < n_src; i++)
+                r = r * 1664525u + 1013904223u, s[i] = (float)(r >> 8) / (float)(1u << 24) - .5f;
+            s[0] = s[(size_t)C] = -0.f, s[(size_t)sw * C] = s[(size_t)(sw + 1) * C] = -0.f;
+            s[n_src - 1] = INFINITY, s[n_src / 2] = NAN;
+            lumen_image src = lumen_image_nhwc(s, LUMEN_F32, n, sh, sw, C);
+            for (int ip = 0; ip < 2; ip++) {
+                lumen_resize_options o =
+                    opts(LUMEN_RESIZE_OPENCV, ip ? LUMEN_INTER_AREA : LUMEN_INTER_LINEAR);
+                static const char *isas[] = {"avx512", "avx2"};
+                for (int is = 0; is < 3; is++) {
+                    out[is] = malloc(n_dst * 4);
+                    assert_non_null(out[is]);
+                    lumen_image d = lumen_image_nhwc(out[is], LUMEN_F32, n, h, w, C);
+                    lumen_run_info info;
+                    if (is < 2) {
+                        setenv("LUMEN_CPU_ISA", isas[is], 1);
+                        lumen_context *fast;
+                        assert_int_equal(lumen_context_create(&fast), LUMEN_OK);
+                        assert_int_equal(lumen_resize(fast, &src, &d, &o, &info), LUMEN_OK);
+                        lumen_context_destroy(fast);
+                        if (strcmp(info.isa, "avx512") == 0)
+                            assert_string_equal(info.algo, C <= 16 ? "box2-float"
+                                                                   : "separable:vertical-first");
+                    } else {
+                        assert_int_equal(lumen_resize(ref, &src, &d, &o, NULL), LUMEN_OK);
+                    }
+                }
+                for (size_t i = 0; i < n_dst; i++) {
+                    if (memcmp(&out[0][i], &out[1][i], 4) != 0)
+                        fail_msg("c=%d %dx%d n=%d ip %d: element %zu is %a, avx2 cap %a", C, sh, sw,
+                                 n, ip, i, (double)out[0][i], (double)out[1][i]);
+                    const double x = out[0][i], y = out[2][i];
+                    if (!(fabs(x - y) <= 1e-6 || (isnan(x) && isnan(y)) || x == y))
+                        fail_msg("c=%d %dx%d n=%d ip %d: element %zu is %g, reference %g", C, sh,
+                                 sw, n, ip, i, x, y);
+                }
+                for (int is = 0; is < 3; is++)
+                    free(out[is]);
+            }
+            free(s);
+        }
+    unsetenv("LUMEN_CPU_ISA");
+    lumen_context_destroy(ref);
+}
+
 /* The descriptor carries the output's shape: from size, or from the factors by the rule. */
 static void test_descriptor_shape(void **state)
 {
@@ -362,6 +429,7 @@ int main(void)
         cmocka_unit_test(test_descriptor_shape),
         cmocka_unit_test(test_fast_paths_against_reference),
         cmocka_unit_test(test_half_size_u8_box),
+        cmocka_unit_test(test_half_size_f32_box),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

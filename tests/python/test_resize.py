@@ -366,6 +366,53 @@ def test_float16_is_f32_rounded(rule, interp):
         np.testing.assert_array_equal(half, full.astype(np.float16))
 
 
+@pytest.mark.parametrize("isa", ["avx512", "avx2", "generic"])
+@pytest.mark.parametrize("half", ["f16", "bf16"])
+def test_half_storage_is_f32_rounded_on_every_path(monkeypatch, isa, half):
+    """f16 and bf16 storage read and written inside the passes (widened in registers, the
+    vertical pass storing the dst row in its dtype): the f32 sums of the same values rounded
+    once to nearest even, for 1, 3 and 4 interleaved channels, rows long enough for the vector
+    loops and their tails, both pass orders (growing: horizontal first; shrinking: vertical
+    first), and planar data, under each ISA cap."""
+    monkeypatch.setenv("LUMEN_CPU_ISA", isa)
+    ctx = lumen.Context("cpu")
+
+    def to_half(a):
+        t = torch.from_numpy(np.ascontiguousarray(a))
+        return t.to(torch.float16 if half == "f16" else torch.bfloat16)
+
+    def as_f32(a):  # lumen returns f16 as numpy, bf16 as torch
+        assert str(a.dtype).endswith("float16" if half == "f16" else "bfloat16")
+        return torch.as_tensor(a).to(torch.float32).numpy()
+
+    for c in (1, 3, 4):
+        src = to_half(make((41, 67, c), np.float32, seed=c))
+        full = src.to(torch.float32).numpy()
+        for rule, interp in [("opencv", "linear"), ("opencv", "lanczos"), ("pillow", "cubic"),
+                             ("torch", "area"), ("pillow", "box")]:
+            for size in [(150, 90), (29, 17), (67, 100), (30, 41)]:
+                got = lumen.resize(src, size=size, interpolation=interp, rule=rule, context=ctx)
+                ref = lumen.resize(full, size=size, interpolation=interp, rule=rule,
+                                   context=ctx)
+                np.testing.assert_array_equal(as_f32(got), as_f32(to_half(ref)),
+                                              err_msg=f"{c} {rule} {interp} {size}")
+    for c in (1, 3, 6):  # exactly half the size: the fused box2 pass (AVX-512), masked tails
+        src = to_half(make((40, 66, c), np.float32, seed=c))
+        full = src.to(torch.float32).numpy()
+        for rule, interp in [("opencv", "linear"), ("opencv", "area"), ("torch", "linear")]:
+            got = lumen.resize(src, size=(33, 20), interpolation=interp, rule=rule, context=ctx,
+                               layout="hwc")
+            ref = lumen.resize(full, size=(33, 20), interpolation=interp, rule=rule, context=ctx,
+                               layout="hwc")
+            np.testing.assert_array_equal(as_f32(got), as_f32(to_half(ref)),
+                                          err_msg=f"half size {c} {rule} {interp}")
+    src = to_half(make((3, 41, 67), np.float32, seed=9))
+    got = lumen.resize(src, size=(150, 90), interpolation="cubic", layout="chw", context=ctx)
+    ref = lumen.resize(src.to(torch.float32).numpy(), size=(150, 90), interpolation="cubic",
+                       layout="chw", context=ctx)
+    np.testing.assert_array_equal(as_f32(got), as_f32(to_half(ref)))
+
+
 def test_same_size_copies():
     src = make((9, 11, 3), np.float32)
     for rule, interp in ALL:

@@ -199,6 +199,16 @@ static void store(const lumen_resize_job *j, const lumen_resize_kernels *k, cons
                            acc[x * g->C + c]);
 }
 
+/* Where a pass's f32 sums of output row oy go: straight into dst when it is a contiguous f32
+ * row (no copy), else the thread's buffer for store(). */
+static float *sums_to(const lumen_resize_job *j, const plane_geom *g, thread_bufs *t, int64_t b,
+                      int64_t grp, int64_t oy)
+{
+    if (g->dst_contig && j->dst->dtype == LUMEN_F32)
+        return (float *)lumen_px_addr(j->dst, b, grp * g->C, oy, 0);
+    return t->acc;
+}
+
 /* Output rows [y0, y1) of one plane, with the ring starting empty. */
 static void chunk(const lumen_resize_job *j, const lumen_resize_kernels *k, const plane_geom *g,
                   thread_bufs *t, int64_t b, int64_t grp, int64_t y0, int64_t y1)
@@ -213,7 +223,12 @@ static void chunk(const lumen_resize_job *j, const lumen_resize_kernels *k, cons
         have_lo = lo, have_hi = hi;
         for (int i = 0; i < K; i++)
             t->rows[i] = t->ring + ((lo + i) % K) * t->ring_row;
-        k->vpass(t->rows, LUMEN_F32, j->y.weights + oy * K, K, j->x.out * g->C, t->acc);
+        const float *w = j->y.weights + oy * K;
+        const int64_t n = j->x.out * g->C;
+        if (g->dst_contig && k->vpass_to((const float *const *)t->rows, w, K, n, j->dst->dtype,
+                                         lumen_px_addr(j->dst, b, grp * g->C, oy, 0)))
+            continue; /* stored in dst's dtype by the pass itself */
+        k->vpass(t->rows, LUMEN_F32, w, K, n, t->acc);
         store(j, k, g, t->acc, b, grp, oy);
     }
 }
@@ -230,8 +245,9 @@ static void chunk_vfirst(const lumen_resize_job *j, const lumen_resize_kernels *
         for (int i = 0; i < K; i++)
             t->rows[i] = lumen_px_addr(j->src, b, grp * g->C, j->y.first[oy] + i, 0);
         k->vpass(t->rows, j->src->dtype, j->y.weights + oy * K, K, j->x.in * g->C, t->srow);
-        k->hpass(t->srow, LUMEN_F32, g->C, &j->x, t->acc);
-        store(j, k, g, t->acc, b, grp, oy);
+        float *sums = sums_to(j, g, t, b, grp, oy);
+        k->hpass(t->srow, LUMEN_F32, g->C, &j->x, sums);
+        if (sums == t->acc) store(j, k, g, t->acc, b, grp, oy);
     }
 }
 
@@ -374,7 +390,9 @@ static lumen_status pillow_u8(lumen_context *ctx, const lumen_resize_job *j,
         .store_row = lumen_resize_store_row_##sfx, .hpass = lumen_resize_hpass_##sfx,              \
         .pillow_hrow = lumen_resize_pillow_hrow_##sfx,                                             \
         .pillow_vrow = lumen_resize_pillow_vrow_##sfx, .vpass = lumen_resize_vpass_##sfx,          \
-        .box2_u8 = lumen_resize_box2_u8_##sfx, .pillow_dp_ok = lumen_resize_pillow_dp_ok_##sfx,    \
+        .vpass_to = lumen_resize_vpass_to_##sfx, .box2_u8 = lumen_resize_box2_u8_##sfx,            \
+        .box2_float = lumen_resize_box2_float_##sfx,                                               \
+        .pillow_dp_ok = lumen_resize_pillow_dp_ok_##sfx,                                           \
         .pillow_dp_table = lumen_resize_pillow_dp_table_##sfx,                                     \
         .pillow_dp_entry = lumen_resize_pillow_dp_entry_##sfx,                                     \
         .pillow_hrow_dp = lumen_resize_pillow_hrow_dp_##sfx                                        \
@@ -462,6 +480,37 @@ static lumen_status box2_u8(lumen_context *ctx, const lumen_resize_job *j,
     return lumen_cpu_stop_status(&st, LUMEN_OK);
 }
 
+/* f32, f16 or bf16 in and out, contiguous rows, both axes 2:1 boxes of exactly 2 taps, and
+ * the separable path would go vertical first (it does for these tables): one fused pass
+ * (box2_float) gives its bits, where the kernels have one for C channels (asked with n = 0). */
+static bool box2_float_applies(const lumen_resize_job *j, const plane_geom *g,
+                               const lumen_resize_kernels *k)
+{
+    return !j->pillow_rounding && g->src_contig && g->dst_contig && j->x.taps == 2 &&
+           j->y.taps == 2 && axis_is_box2(&j->x) && axis_is_box2(&j->y) && vertical_first(j, g) &&
+           k->box2_float(NULL, NULL, j->src->dtype, g->C, 0, j->dst->dtype, NULL);
+}
+
+static lumen_status box2_float(lumen_context *ctx, const lumen_resize_job *j,
+                               const lumen_resize_kernels *k, const plane_geom *g)
+{
+    const int64_t planes = j->dst->n * g->groups, per = rows_per_chunk(ctx, j, false);
+    const int64_t chunks = (j->y.out + per - 1) / per, items = planes * chunks;
+    lumen_cpu_stop st = lumen_cpu_stop_init(ctx);
+#pragma omp parallel for num_threads(ctx->threads) schedule(dynamic, 1)
+    for (int64_t it = 0; it < items; it++) {
+        if (lumen_cpu_should_stop(&st)) continue;
+        const int64_t plane = it / chunks, c = it % chunks, b = plane / g->groups;
+        const int64_t ch = (plane % g->groups) * g->C;
+        const int64_t y0 = c * per, y1 = y0 + per < j->y.out ? y0 + per : j->y.out;
+        for (int64_t oy = y0; oy < y1; oy++)
+            k->box2_float(lumen_px_addr(j->src, b, ch, 2 * oy, 0),
+                          lumen_px_addr(j->src, b, ch, 2 * oy + 1, 0), j->src->dtype, g->C,
+                          j->x.out * g->C, j->dst->dtype, lumen_px_addr(j->dst, b, ch, oy, 0));
+    }
+    return lumen_cpu_stop_status(&st, LUMEN_OK);
+}
+
 lumen_status lumen_cpu_resize(lumen_context *ctx, const lumen_resize_job *j, lumen_run_info *info)
 {
     if (!ctx->simd) {
@@ -481,6 +530,10 @@ lumen_status lumen_cpu_resize(lumen_context *ctx, const lumen_resize_job *j, lum
     if (box2_applies(j, &g)) {
         info->isa = k->isa, info->algo = "box2-u8";
         return box2_u8(ctx, j, k, &g);
+    }
+    if (box2_float_applies(j, &g, k)) {
+        info->isa = k->isa, info->algo = "box2-float";
+        return box2_float(ctx, j, k, &g);
     }
     const bool vfirst = vertical_first(j, &g);
     info->isa = k->isa, info->algo = vfirst ? "separable:vertical-first" : "separable";

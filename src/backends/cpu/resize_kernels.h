@@ -58,12 +58,47 @@ RESIZE_INLINE void store_int_t(const float *v, int64_t n, float hi, int u16, voi
     }
 }
 
+/* lumen_f32_to_f16 (semantics.h: the same bits as F16C's conversion, rounding to nearest
+ * even), 16 or 8 at a time where the ISA has F16C. */
+RESIZE_INLINE void store_f16(const float *v, int64_t n, void *dst)
+{
+    uint16_t *d = dst;
+    int64_t i = 0;
+#if defined(__AVX512F__)
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256(
+            (__m256i *)(d + i),
+            _mm512_cvtps_ph(_mm512_loadu_ps(v + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#elif defined(__F16C__)
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128(
+            (__m128i *)(d + i),
+            _mm256_cvtps_ph(_mm256_loadu_ps(v + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#endif
+    for (; i < n; i++)
+        d[i] = lumen_f32_to_f16(v[i]);
+}
+
+/* lumen_f32_to_bf16 without branches, so that the compiler vectorises it. */
+RESIZE_INLINE void store_bf16(const float *v, int64_t n, void *dst)
+{
+    uint16_t *d = dst;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, v + i, sizeof u);
+        const uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, q = (u >> 16) | 0x40u;
+        d[i] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? q : r);
+    }
+}
+
 void RESIZE_NAME(store_row)(const float *v, int64_t n, lumen_dtype t, void *dst)
 {
     switch (t) {
     case LUMEN_U8: store_int_t(v, n, 255.0f, 0, dst); break;
     case LUMEN_U16: store_int_t(v, n, 65535.0f, 1, dst); break;
     case LUMEN_F32: memcpy(dst, v, (size_t)n * sizeof(float)); break;
+    case LUMEN_F16: store_f16(v, n, dst); break;
+    case LUMEN_BF16: store_bf16(v, n, dst); break;
     default: /* any other storage type, through the shared rule */
         for (int64_t i = 0; i < n; i++)
             lumen_store_px((char *)dst + i * (int64_t)lumen_dtype_bytes(t), t, v[i]);
@@ -111,6 +146,20 @@ RESIZE_INLINE resize_v4f load4(const char *p, lumen_dtype t)
         return v;
     }
 #endif
+#if defined(__F16C__)
+    if (t == LUMEN_F16) {
+        int64_t u64;
+        memcpy(&u64, p, sizeof u64);
+        __m128 f = _mm_cvtph_ps(_mm_cvtsi64_si128(u64));
+        memcpy(&v, &f, sizeof v);
+        return v;
+    }
+#endif
+    if (t == LUMEN_F16 || t == LUMEN_BF16) {
+        for (int l = 0; l < 4; l++)
+            v[l] = lumen_load_px(p + 2 * l, t);
+        return v;
+    }
     if (t == LUMEN_U8) {
         resize_v4u8 u;
         memcpy(&u, p, sizeof u);
@@ -143,6 +192,14 @@ RESIZE_INLINE __m512 load4x4(const char *const s[4], lumen_dtype t)
         const __m256i b = _mm256_set_epi64x(u[3], u[2], u[1], u[0]);
         return _mm512_cvtepi32_ps(_mm512_cvtepu16_epi32(b));
     }
+    if (t == LUMEN_F16 || t == LUMEN_BF16) {
+        int64_t u[4];
+        for (int p = 0; p < 4; p++)
+            memcpy(&u[p], s[p], 8);
+        const __m256i b = _mm256_set_epi64x(u[3], u[2], u[1], u[0]);
+        if (t == LUMEN_F16) return _mm512_cvtph_ps(b);
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(b), 16));
+    }
     __m512 v = _mm512_castps128_ps512(_mm_loadu_ps((const float *)s[0]));
     v = _mm512_insertf32x4(v, _mm_loadu_ps((const float *)s[1]), 1);
     v = _mm512_insertf32x4(v, _mm_loadu_ps((const float *)s[2]), 2);
@@ -152,8 +209,8 @@ RESIZE_INLINE __m512 load4x4(const char *const s[4], lumen_dtype t)
 /* Four output pixels per 512-bit step (hpass_c34's arithmetic, lane for lane: products then
  * sums in tap order, no fusing, so that every layout gives the same bits). The weights of
  * four consecutive outputs are 4K consecutive floats: one or two registers (K <= 8) spread to
- * the pixel lanes by a permute, or a gather (wider kernels). Returns the first output not
- * done. */
+ * the pixel lanes by a permute, or (wider kernels) 4 taps of each pixel per lane. Returns the
+ * first output not done. */
 RESIZE_INLINE int64_t hpass_c34_x4(const void *in, lumen_dtype t, int C, const lumen_resize_axis *x,
                                    int K, int64_t end, float *out)
 {
@@ -177,11 +234,31 @@ RESIZE_INLINE int64_t hpass_c34_x4(const void *in, lumen_dtype t, int C, const l
             K > 4 && K <= 8 ? _mm512_maskz_loadu_ps((__mmask16)((1u << (4 * K - 16)) - 1), w + 16)
                             : _mm512_setzero_ps();
         __m512 a = _mm512_setzero_ps();
+        if (K > 8) {
+            /* 4 taps of the 4 pixels per 128-bit lane (masked loads: never past the weights),
+             * each tap's weight spread over its lane by an in-lane permute: no gather (16
+             * single loads on Zen 4) */
+            for (int k0 = 0; k0 < K; k0 += 4) {
+                const int nk = K - k0 < 4 ? K - k0 : 4;
+                const __mmask8 m = (__mmask8)((1u << nk) - 1);
+                __m512 w4 = _mm512_castps128_ps512(_mm_maskz_loadu_ps(m, w + k0));
+                w4 = _mm512_insertf32x4(w4, _mm_maskz_loadu_ps(m, w + K + k0), 1);
+                w4 = _mm512_insertf32x4(w4, _mm_maskz_loadu_ps(m, w + 2 * K + k0), 2);
+                w4 = _mm512_insertf32x4(w4, _mm_maskz_loadu_ps(m, w + 3 * K + k0), 3);
+                for (int q = 0; q < nk; q++) {
+                    const __m512 wk = _mm512_permutevar_ps(w4, _mm512_set1_epi32(q));
+                    const int64_t off = (int64_t)(k0 + q) * C * es;
+                    const char *sk[4] = {s[0] + off, s[1] + off, s[2] + off, s[3] + off};
+                    a = _mm512_add_ps(a, _mm512_mul_ps(wk, load4x4(sk, t)));
+                }
+            }
+            _mm512_mask_storeu_ps(out + o * C, lanes, _mm512_maskz_compress_ps(keep, a));
+            continue;
+        }
         for (int k = 0; k < K; k++) {
             const __m512i idx = _mm512_add_epi32(stride, _mm512_set1_epi32(k));
-            const __m512 wk = K <= 4   ? _mm512_permutexvar_ps(idx, wv)
-                              : K <= 8 ? _mm512_permutex2var_ps(wv, idx, wv2)
-                                       : _mm512_i32gather_ps(idx, w, 4);
+            const __m512 wk =
+                K <= 4 ? _mm512_permutexvar_ps(idx, wv) : _mm512_permutex2var_ps(wv, idx, wv2);
             const char *sk[4] = {s[0] + k * C * es, s[1] + k * C * es, s[2] + k * C * es,
                                  s[3] + k * C * es};
             a = _mm512_add_ps(a, _mm512_mul_ps(wk, load4x4(sk, t)));
@@ -214,7 +291,7 @@ RESIZE_INLINE void hpass_cn_range(const void *in, lumen_dtype t, int C, const lu
 
 /* Three or four channels: a pixel is one 4-lane vector. Three channels read one element past
  * the pixel (never past the row: the outputs whose window ends at the row's last pixel take
- * the plain loop) and write one float that the next pixel overwrites (out has 4 of padding). */
+ * the plain loop) and write exactly their C floats (out may be the dst row). */
 RESIZE_INLINE void hpass_c34(const void *in, lumen_dtype t, int C, const lumen_resize_axis *x,
                              int K, float *out)
 {
@@ -233,7 +310,7 @@ RESIZE_INLINE void hpass_c34(const void *in, lumen_dtype t, int C, const lumen_r
         resize_v4f a = {0, 0, 0, 0};
         for (int k = 0; k < K; k++)
             a += w[k] * load4(s + k * C * es, t);
-        memcpy(out + o * C, &a, sizeof a);
+        memcpy(out + o * C, &a, (size_t)C * sizeof(float)); /* out may be dst: nothing past */
     }
     hpass_cn_range(in, t, C, x, end, x->out, out);
 }
@@ -288,6 +365,8 @@ void RESIZE_NAME(hpass)(const void *in, lumen_dtype t, int C, const lumen_resize
     case LUMEN_U8: hpass_t(in, LUMEN_U8, C, x, out); break;
     case LUMEN_U16: hpass_t(in, LUMEN_U16, C, x, out); break;
     case LUMEN_F32: hpass_t(in, LUMEN_F32, C, x, out); break;
+    case LUMEN_F16: hpass_t(in, LUMEN_F16, C, x, out); break;
+    case LUMEN_BF16: hpass_t(in, LUMEN_BF16, C, x, out); break;
     default: hpass_cn(in, t, C, x, out); break;
     }
 }
@@ -433,15 +512,195 @@ RESIZE_INLINE void vpass_t(const void *const *rows, lumen_dtype t, const float *
     }
 }
 
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__) && defined(__F16C__))
+/* The same sums with the accumulators in registers over all K rows (vpass_t passes over acc
+ * once per row, a load and a store per tap) and the elements widened in registers (u8, u16,
+ * f16 by F16C, bf16 by a shift), so that a half-precision row is read at half the bytes and
+ * never converted in a pass of its own. Per element the same operations in the same order as
+ * vpass_t (w[0] times the first row, then one fused multiply-add per row): the same bits. */
+#if defined(__AVX512F__)
+typedef __m512 vp_vec;
+#define VP_W 16
+#define VP_SET1 _mm512_set1_ps
+#define VP_MUL _mm512_mul_ps
+#define VP_FMA _mm512_fmadd_ps
+#define VP_STORE _mm512_storeu_ps
+RESIZE_INLINE vp_vec vp_load(const char *p, lumen_dtype t)
+{
+    switch (t) {
+    case LUMEN_U8:
+        return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const void *)p)));
+    case LUMEN_U16:
+        return _mm512_cvtepi32_ps(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const void *)p)));
+    case LUMEN_F16: return _mm512_cvtph_ps(_mm256_loadu_si256((const void *)p));
+    case LUMEN_BF16:
+        return _mm512_castsi512_ps(
+            _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const void *)p)), 16));
+    default: return _mm512_loadu_ps((const float *)p);
+    }
+}
+#else
+typedef __m256 vp_vec;
+#define VP_W 8
+#define VP_SET1 _mm256_set1_ps
+#define VP_MUL _mm256_mul_ps
+#define VP_FMA _mm256_fmadd_ps
+#define VP_STORE _mm256_storeu_ps
+RESIZE_INLINE vp_vec vp_load(const char *p, lumen_dtype t)
+{
+    switch (t) {
+    case LUMEN_U8:
+        return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const void *)p)));
+    case LUMEN_U16:
+        return _mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(_mm_loadu_si128((const void *)p)));
+    case LUMEN_F16: return _mm256_cvtph_ps(_mm_loadu_si128((const void *)p));
+    case LUMEN_BF16:
+        return _mm256_castsi256_ps(
+            _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const void *)p)), 16));
+    default: return _mm256_loadu_ps((const float *)p);
+    }
+}
+#endif
+
+/* VP_W sums stored as dtype td at dst + i elements: f32, or f16 rounded by F16C (the same
+ * bits as lumen_f32_to_f16), or bf16 rounded on the bits as lumen_f32_to_bf16 (AVX-512). */
+RESIZE_INLINE void vp_store(void *dst, int64_t i, lumen_dtype td, vp_vec v)
+{
+    if (td == LUMEN_F16) {
+#if defined(__AVX512F__)
+        _mm256_storeu_si256((__m256i *)((uint16_t *)dst + i),
+                            _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#else
+        _mm_storeu_si128((__m128i *)((uint16_t *)dst + i),
+                         _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#endif
+        return;
+    }
+#if defined(__AVX512F__)
+    if (td == LUMEN_BF16) {
+        const __m512i u = _mm512_castps_si512(v), hi = _mm512_srli_epi32(u, 16);
+        const __m512i r =
+            _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)),
+                                               _mm512_and_si512(hi, _mm512_set1_epi32(1))),
+                              16);
+        const __mmask16 nan = _mm512_cmpgt_epi32_mask(
+            _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+        const __m512i q = _mm512_or_si512(hi, _mm512_set1_epi32(0x40));
+        _mm256_storeu_si256((__m256i *)((uint16_t *)dst + i),
+                            _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(nan, r, q)));
+        return;
+    }
+#endif
+    VP_STORE((float *)dst + i, v);
+}
+
+/* The dst dtypes vp_store writes. */
+static inline int vp_stores(lumen_dtype td)
+{
+#if defined(__AVX512F__)
+    return td == LUMEN_F32 || td == LUMEN_F16 || td == LUMEN_BF16;
+#else
+    return td == LUMEN_F32 || td == LUMEN_F16;
+#endif
+}
+
+/* vpass_t's sums of n elements, stored as dtype td (vp_stores) at dst: a half-precision dst row
+ * is written once, with no f32 row and no conversion pass between. */
+#define VP_PF 4 /* blocks ahead that vpass_reg_to prefetches */
+RESIZE_INLINE void vpass_reg_to(const void *const *rows, lumen_dtype t, const float *w, int K,
+                                int64_t n, lumen_dtype td, void *dst)
+{
+    const int64_t es = (int64_t)lumen_dtype_bytes(t), B = 4 * VP_W;
+    int64_t i = 0;
+    for (; i + B <= n; i += B) {
+        const char *r = (const char *)rows[0] + i * es;
+        const vp_vec w0 = VP_SET1(w[0]);
+        vp_vec a0 = VP_MUL(w0, vp_load(r, t)), a1 = VP_MUL(w0, vp_load(r + VP_W * es, t)),
+               a2 = VP_MUL(w0, vp_load(r + 2 * VP_W * es, t)),
+               a3 = VP_MUL(w0, vp_load(r + 3 * VP_W * es, t));
+        for (int k = 1; k < K; k++) {
+            r = (const char *)rows[k] + i * es;
+            /* many rows at once outrun the hardware prefetcher (a 28-row window stalls on
+             * every load): each row's next lines, a few blocks ahead */
+            for (int64_t l = 0; l < B * es; l += 64)
+                _mm_prefetch(r + VP_PF * B * es + l, _MM_HINT_T0);
+            const vp_vec wk = VP_SET1(w[k]);
+            a0 = VP_FMA(wk, vp_load(r, t), a0);
+            a1 = VP_FMA(wk, vp_load(r + VP_W * es, t), a1);
+            a2 = VP_FMA(wk, vp_load(r + 2 * VP_W * es, t), a2);
+            a3 = VP_FMA(wk, vp_load(r + 3 * VP_W * es, t), a3);
+        }
+        vp_store(dst, i, td, a0), vp_store(dst, i + VP_W, td, a1);
+        vp_store(dst, i + 2 * VP_W, td, a2), vp_store(dst, i + 3 * VP_W, td, a3);
+    }
+    for (; i + VP_W <= n; i += VP_W) {
+        vp_vec a = VP_MUL(VP_SET1(w[0]), vp_load((const char *)rows[0] + i * es, t));
+        for (int k = 1; k < K; k++)
+            a = VP_FMA(VP_SET1(w[k]), vp_load((const char *)rows[k] + i * es, t), a);
+        vp_store(dst, i, td, a);
+    }
+    for (; i < n; i++) { /* the tail: fmaf is the vector FMA's rounding */
+        float a = w[0] * lumen_load_px((const char *)rows[0] + i * es, t);
+        for (int k = 1; k < K; k++)
+            a = fmaf(w[k], lumen_load_px((const char *)rows[k] + i * es, t), a);
+        lumen_store_px((char *)dst + i * (int64_t)lumen_dtype_bytes(td), td, a);
+    }
+}
+
+RESIZE_INLINE void vpass_reg(const void *const *rows, lumen_dtype t, const float *w, int K,
+                             int64_t n, float *acc)
+{
+    vpass_reg_to(rows, t, w, K, n, LUMEN_F32, acc);
+}
+#define RESIZE_VPASS_REG 1
+#endif
+
 void RESIZE_NAME(vpass)(const void *const *rows, lumen_dtype t, const float *w, int K, int64_t n,
                         float *acc)
 {
+#if defined(RESIZE_VPASS_REG)
+    switch (t) {
+    case LUMEN_U8: vpass_reg(rows, LUMEN_U8, w, K, n, acc); break;
+    case LUMEN_U16: vpass_reg(rows, LUMEN_U16, w, K, n, acc); break;
+    case LUMEN_F32: vpass_reg(rows, LUMEN_F32, w, K, n, acc); break;
+    case LUMEN_F16: vpass_reg(rows, LUMEN_F16, w, K, n, acc); break;
+    case LUMEN_BF16: vpass_reg(rows, LUMEN_BF16, w, K, n, acc); break;
+    default: vpass_t(rows, t, w, K, n, acc); break;
+    }
+#else
     switch (t) {
     case LUMEN_U8: vpass_t(rows, LUMEN_U8, w, K, n, acc); break;
     case LUMEN_U16: vpass_t(rows, LUMEN_U16, w, K, n, acc); break;
     case LUMEN_F32: vpass_t(rows, LUMEN_F32, w, K, n, acc); break;
     default: vpass_t(rows, t, w, K, n, acc); break;
     }
+#endif
+}
+
+/* vpass of f32 rows stored straight into a dst row of dtype td; 0 where this build does not
+ * store td so (the caller then sums into f32 and stores). */
+int RESIZE_NAME(vpass_to)(const float *const *rows, const float *w, int K, int64_t n,
+                          lumen_dtype td, void *dst)
+{
+#if defined(RESIZE_VPASS_REG)
+    const void *const *r = (const void *const *)rows;
+    switch (td) {
+    case LUMEN_F32: vpass_reg_to(r, LUMEN_F32, w, K, n, LUMEN_F32, dst); return 1;
+    case LUMEN_F16:
+        if (!vp_stores(LUMEN_F16)) return 0;
+        vpass_reg_to(r, LUMEN_F32, w, K, n, LUMEN_F16, dst);
+        return 1;
+    case LUMEN_BF16:
+        if (!vp_stores(LUMEN_BF16)) return 0;
+        vpass_reg_to(r, LUMEN_F32, w, K, n, LUMEN_BF16, dst);
+        return 1;
+    default: return 0;
+    }
+#else
+    if (td != LUMEN_F32) return 0;
+    RESIZE_NAME(vpass)((const void *const *)rows, LUMEN_F32, w, K, n, dst);
+    return 1;
+#endif
 }
 
 /* The 2x2 sum s of u8 pixels divided by 4, rounded to nearest with ties to even: the f32
@@ -497,6 +756,87 @@ void RESIZE_NAME(box2_u8)(const uint8_t *r0, const uint8_t *r1, int C, int64_t n
         for (int c = 0; c < C; c++)
             out[o * C + c] = box2_round((unsigned)a[c] + a[c + C] + b[c] + b[c + C]);
     }
+}
+
+/* f32, f16 or bf16, both axes an exact 2:1 box of 2 taps: the separable path's operations
+ * fused into one pass with no row between. Per output, as vpass (v = fma(1/2, r1, 1/2 r0))
+ * then hpass (0 + 1/2 v_2o, + 1/2 v_2o+1, products then sums), stored as dtype td as
+ * store_row does: the same bits. Half-precision rows are widened in registers. 16 - 16 % C
+ * outputs per step from 2 vectors of each row, each output's two neighbours picked by permutes
+ * (C up to 16). Returns 0 where this build has no such path (n 0: asks). */
+#if defined(__AVX512F__)
+/* 16 elements of dtype t (f32, f16, bf16) at p as f32, those outside mask m not read. */
+RESIZE_INLINE __m512 box2_load(const char *p, lumen_dtype t, __mmask16 m)
+{
+    if (t == LUMEN_F16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+    if (t == LUMEN_BF16)
+        return _mm512_castsi512_ps(
+            _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
+    return _mm512_maskz_loadu_ps(m, p);
+}
+
+RESIZE_INLINE void box2_float_t(const char *r0, const char *r1, lumen_dtype ts, int C, int64_t n,
+                                lumen_dtype td, void *out)
+{
+    const int64_t es = (int64_t)lumen_dtype_bytes(ts), ed = (int64_t)lumen_dtype_bytes(td);
+    const int step = (16 / C) * C;
+    int32_t ie[16], io[16];
+    for (int i = 0; i < 16; i++) {
+        const int e = 2 * (i / C) * C + i % C;
+        ie[i] = i < step ? e : 0, io[i] = i < step ? e + C : 0;
+    }
+    const __m512i idx_e = _mm512_loadu_si512(ie), idx_o = _mm512_loadu_si512(io);
+    const __m512 h = _mm512_set1_ps(0.5f), zero = _mm512_setzero_ps();
+    int64_t i = 0;
+    /* whole steps, plain loads and stores while they stay inside the rows (Zen 4's masked
+     * stores are slow): 32 elements of each row read, 16 written (those past step: the next
+     * step's, rewritten by it) */
+    for (; i + 16 <= n; i += step) {
+        const char *a = r0 + 2 * i * es, *b = r1 + 2 * i * es;
+        const __m512 lo = _mm512_fmadd_ps(h, vp_load(b, ts), _mm512_mul_ps(h, vp_load(a, ts)));
+        const __m512 hi = _mm512_fmadd_ps(h, vp_load(b + 16 * es, ts),
+                                          _mm512_mul_ps(h, vp_load(a + 16 * es, ts)));
+        const __m512 e = _mm512_permutex2var_ps(lo, idx_e, hi);
+        const __m512 o = _mm512_permutex2var_ps(lo, idx_o, hi);
+        vp_store(out, i, td,
+                 _mm512_add_ps(_mm512_add_ps(zero, _mm512_mul_ps(h, e)), _mm512_mul_ps(h, o)));
+    }
+    for (; i < n; i += step) { /* the last step: masked, through a buffer for the store */
+        const int64_t m = n - i < step ? n - i : step, m2 = 2 * m;
+        const __mmask16 l0 = m2 >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << m2) - 1);
+        const __mmask16 l1 = m2 <= 16 ? 0 : (__mmask16)((1u << (m2 - 16)) - 1);
+        const char *a = r0 + 2 * i * es, *b = r1 + 2 * i * es;
+        const __m512 lo =
+            _mm512_fmadd_ps(h, box2_load(b, ts, l0), _mm512_mul_ps(h, box2_load(a, ts, l0)));
+        const __m512 hi = _mm512_fmadd_ps(h, box2_load(b + 16 * es, ts, l1),
+                                          _mm512_mul_ps(h, box2_load(a + 16 * es, ts, l1)));
+        const __m512 e = _mm512_permutex2var_ps(lo, idx_e, hi);
+        const __m512 o = _mm512_permutex2var_ps(lo, idx_o, hi);
+        uint32_t buf[16]; /* 16 results of at most 4 bytes each */
+        vp_store(buf, 0, td,
+                 _mm512_add_ps(_mm512_add_ps(zero, _mm512_mul_ps(h, e)), _mm512_mul_ps(h, o)));
+        memcpy((char *)out + i * ed, buf, (size_t)(m * ed));
+    }
+}
+#endif
+
+int RESIZE_NAME(box2_float)(const void *r0, const void *r1, lumen_dtype ts, int C, int64_t n,
+                            lumen_dtype td, void *out)
+{
+#if defined(__AVX512F__)
+    const int ok_s = ts == LUMEN_F32 || ts == LUMEN_F16 || ts == LUMEN_BF16;
+    const int ok_d = td == LUMEN_F32 || td == LUMEN_F16 || td == LUMEN_BF16;
+    if (C > 16 || !ok_s || !ok_d) return 0;
+    switch (ts) {
+    case LUMEN_F16: box2_float_t(r0, r1, LUMEN_F16, C, n, td, out); break;
+    case LUMEN_BF16: box2_float_t(r0, r1, LUMEN_BF16, C, n, td, out); break;
+    default: box2_float_t(r0, r1, LUMEN_F32, C, n, td, out); break;
+    }
+    return 1;
+#else
+    (void)r0, (void)r1, (void)ts, (void)C, (void)n, (void)td, (void)out;
+    return 0;
+#endif
 }
 
 /* ---- Pillow's 8-bit horizontal pass as byte dot products (AVX-512 VNNI + VBMI) ----
