@@ -460,26 +460,6 @@ static bool box2_applies(const lumen_resize_job *j, const plane_geom *g)
            g->src_contig && g->dst_contig && axis_is_box2(&j->x) && axis_is_box2(&j->y);
 }
 
-static lumen_status box2_u8(lumen_context *ctx, const lumen_resize_job *j,
-                            const lumen_resize_kernels *k, const plane_geom *g)
-{
-    const int64_t planes = j->dst->n * g->groups, per = rows_per_chunk(ctx, j, false);
-    const int64_t chunks = (j->y.out + per - 1) / per, items = planes * chunks;
-    lumen_cpu_stop st = lumen_cpu_stop_init(ctx);
-#pragma omp parallel for num_threads(ctx->threads) schedule(dynamic, 1)
-    for (int64_t it = 0; it < items; it++) {
-        if (lumen_cpu_should_stop(&st)) continue;
-        const int64_t plane = it / chunks, c = it % chunks, b = plane / g->groups;
-        const int64_t ch = (plane % g->groups) * g->C;
-        const int64_t y0 = c * per, y1 = y0 + per < j->y.out ? y0 + per : j->y.out;
-        for (int64_t oy = y0; oy < y1; oy++)
-            k->box2_u8((const uint8_t *)lumen_px_addr(j->src, b, ch, 2 * oy, 0),
-                       (const uint8_t *)lumen_px_addr(j->src, b, ch, 2 * oy + 1, 0), g->C,
-                       j->x.out * g->C, (uint8_t *)lumen_px_addr(j->dst, b, ch, oy, 0));
-    }
-    return lumen_cpu_stop_status(&st, LUMEN_OK);
-}
-
 /* f32, f16 or bf16 in and out, contiguous rows, both axes 2:1 boxes of exactly 2 taps, and
  * the separable path would go vertical first (it does for these tables): one fused pass
  * (box2_float) gives its bits, where the kernels have one for C channels (asked with n = 0). */
@@ -491,8 +471,23 @@ static bool box2_float_applies(const lumen_resize_job *j, const plane_geom *g,
            k->box2_float(NULL, NULL, j->src->dtype, g->C, 0, j->dst->dtype, NULL);
 }
 
-static lumen_status box2_float(lumen_context *ctx, const lumen_resize_job *j,
-                               const lumen_resize_kernels *k, const plane_geom *g)
+/* One output row of a 2:1 box in both axes from source rows 2 oy and 2 oy + 1 of plane
+ * (b, ch): the u8 kernel (box2_applies) or the float one (box2_float_applies). */
+static void box2_row(const lumen_resize_job *j, const lumen_resize_kernels *k, const plane_geom *g,
+                     bool u8, int64_t b, int64_t ch, int64_t oy)
+{
+    const void *r0 = lumen_px_addr(j->src, b, ch, 2 * oy, 0);
+    const void *r1 = lumen_px_addr(j->src, b, ch, 2 * oy + 1, 0);
+    void *d = lumen_px_addr(j->dst, b, ch, oy, 0);
+    if (u8)
+        k->box2_u8(r0, r1, g->C, j->x.out * g->C, d);
+    else
+        k->box2_float(r0, r1, j->src->dtype, g->C, j->x.out * g->C, j->dst->dtype, d);
+}
+
+/* The 2:1 box paths, one fused pass over chunks of output rows. */
+static lumen_status box2(lumen_context *ctx, const lumen_resize_job *j,
+                         const lumen_resize_kernels *k, const plane_geom *g, bool u8)
 {
     const int64_t planes = j->dst->n * g->groups, per = rows_per_chunk(ctx, j, false);
     const int64_t chunks = (j->y.out + per - 1) / per, items = planes * chunks;
@@ -504,9 +499,7 @@ static lumen_status box2_float(lumen_context *ctx, const lumen_resize_job *j,
         const int64_t ch = (plane % g->groups) * g->C;
         const int64_t y0 = c * per, y1 = y0 + per < j->y.out ? y0 + per : j->y.out;
         for (int64_t oy = y0; oy < y1; oy++)
-            k->box2_float(lumen_px_addr(j->src, b, ch, 2 * oy, 0),
-                          lumen_px_addr(j->src, b, ch, 2 * oy + 1, 0), j->src->dtype, g->C,
-                          j->x.out * g->C, j->dst->dtype, lumen_px_addr(j->dst, b, ch, oy, 0));
+            box2_row(j, k, g, u8, b, ch, oy);
     }
     return lumen_cpu_stop_status(&st, LUMEN_OK);
 }
@@ -529,11 +522,11 @@ lumen_status lumen_cpu_resize(lumen_context *ctx, const lumen_resize_job *j, lum
     const plane_geom g = geometry(j);
     if (box2_applies(j, &g)) {
         info->isa = k->isa, info->algo = "box2-u8";
-        return box2_u8(ctx, j, k, &g);
+        return box2(ctx, j, k, &g, true);
     }
     if (box2_float_applies(j, &g, k)) {
         info->isa = k->isa, info->algo = "box2-float";
-        return box2_float(ctx, j, k, &g);
+        return box2(ctx, j, k, &g, false);
     }
     const bool vfirst = vertical_first(j, &g);
     info->isa = k->isa, info->algo = vfirst ? "separable:vertical-first" : "separable";
