@@ -336,8 +336,9 @@ static void test_tiny_images(void **state)
 /* ---- several tiles, threads 1..3 ---------------------------------------------------------- */
 
 /*
- * 120w x 90h with 17x17 kernels: 3 or 4 tiles with partial edge tiles for threads 1..3 (the
- * premise is checked). Every border x threads 1..3; dtype pairs and layouts (planar,
+ * 900w x 600h with 17x17 kernels: 2 or 3 tiles with partial edge tiles for threads 1..3 (the
+ * premise is checked; smaller images now take one tile on one thread, as a tile's fixed cost
+ * makes cheapest). Every border x threads 1..3; dtype pairs and layouts (planar,
  * interleaved c=3, batch n=2) rotate.
  */
 static void test_tiles_threads(void **state)
@@ -346,7 +347,7 @@ static void test_tiles_threads(void **state)
     static const ts_layout layouts[] = {TS_PLANAR, TS_INTERLEAVED, TS_BATCH};
     float k[17 * 17];
     for (int threads = 1; threads <= 3; threads++)
-        assert_multi_tile(90, 120, 17, 17, threads);
+        assert_multi_tile(600, 900, 17, 17, threads);
     int idx = 0;
     for (int bi = 0; bi < 5; bi++)
         for (int threads = 1; threads <= 3; threads++, idx++) {
@@ -356,7 +357,7 @@ static void test_tiles_threads(void **state)
             set_anchor(&op, idx);
             op.opt.convolve = idx % 4 == 3;
             const ts_layout l = layouts[idx % 3];
-            ts_case cs = fft_case(l, dtype_pairs[d][0], dtype_pairs[d][1], 90, 120, threads, idx);
+            ts_case cs = fft_case(l, dtype_pairs[d][0], dtype_pairs[d][1], 600, 900, threads, idx);
             cs.n = l == TS_BATCH ? 2 : 1;
             cs.c = l == TS_INTERLEAVED ? 3 : 1;
             cs.no_oracle = true; /* the reference is checked against it above on small images */
@@ -365,7 +366,7 @@ static void test_tiles_threads(void **state)
 }
 
 /*
- * The medium case: a 61x61 random kernel on 600w x 400h f32 (2 to 6 tiles, partial edge
+ * The medium case: a 61x61 random kernel on 900w x 600h f32 (2 or 3 tiles, partial edge
  * tiles; premise checked). Explicit FFT on every fast engine with threads 1, 2, 3, and auto,
  * which must report FFT; all within the table's tolerance of a float64 direct sum (the
  * reference's definition, unrounded) at every pixel of every 16th row and column, the edge
@@ -374,7 +375,7 @@ static void test_tiles_threads(void **state)
 static void test_medium_61_auto_fft(void **state)
 {
     (void)state;
-    enum { H = 400, W = 600, K = 61 };
+    enum { H = 600, W = 900, K = 61 };
     static float k[K * K];
     for (int threads = 1; threads <= 3; threads++)
         assert_multi_tile(H, W, K, K, threads);
@@ -916,7 +917,7 @@ static void test_contexts_in_parallel(void **state)
 /*
  * What auto runs (fast engines): a 3x3 kernel direct; a rank-1 9x9 Gaussian outer product
  * separable or FFT, never direct; all within tolerance. (The 61x61 case is the medium test.)
- * The calibrated rates are then cached in $XDG_CACHE_HOME/lumen/cost-model-v5.
+ * The calibrated rates are then cached in $XDG_CACHE_HOME/lumen/cost-model-v6.
  */
 static void test_auto_choices(void **state)
 {
@@ -953,8 +954,8 @@ static void test_auto_choices(void **state)
         ts_image_free(&want);
     }
     ts_image_free(&src), ts_image_free(&got);
-    if (!file_nonempty("cost-model-v5"))
-        fail_msg("auto weighed the FFT but left no %s/lumen/cost-model-v5", g_cache);
+    if (!file_nonempty("cost-model-v6"))
+        fail_msg("auto weighed the FFT but left no %s/lumen/cost-model-v6", g_cache);
 }
 
 /* ---- accuracy against a float64 direct sum --------------------------------------------------- */

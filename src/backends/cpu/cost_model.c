@@ -17,7 +17,7 @@
 
 /* bump when a kernel's speed or a measurement changes much (v5: rates per row-kernel set and
  * the FFT rate from a larger image) */
-#define COST_FILE "cost-model-v5"
+#define COST_FILE "cost-model-v6"
 
 /* The row kernel sets measured apart (lumen_cpu_row_kernels): generic, AVX2, AVX-512. */
 enum { ISA_GENERIC, ISA_AVX2, ISA_AVX512, ISA_COUNT };

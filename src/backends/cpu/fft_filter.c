@@ -35,6 +35,8 @@ static bool wisdom_loaded;
 /* Largest tile (elements): bigger ones run FFTW far below its in-cache speed. */
 #define MAX_TILE_ELEMS ((int64_t)1 << 21)
 #define WISDOM_FILE "fftw-wisdom-f32"
+/* lumen_cpu_fft_tile_work's cost of a tile whatever its size (in its n log2 n units). */
+#define TILE_FIXED_WORK 1.0e6
 
 /* ---- sizes --------------------------------------------------------------- */
 
@@ -71,7 +73,15 @@ double lumen_cpu_fft_tile_work(int nh, int nw)
      */
     double cache = n <= 800.0 * 800 ? 1.0 : n <= 1200.0 * 1200 ? 1.45 : 2.5;
     double prime7 = (nh % 7 == 0 || nw % 7 == 0) ? 1.15 : 1.0;
-    return n * (log2(n) * cache * prime7 + 6.0);
+    /*
+     * Plus a cost per tile, whatever its size: one thread's k = 31 calls (CPU time, 2026-11-27)
+     * took 0.92 ms per 384x384 tile, 1.56 per 512x512, 2.29 per 640x640 and 2.9 per 768x768,
+     * which n log n (with the +6) alone puts 1.4x too far apart. Without it a 2078x2078 image
+     * (a Dask block of 2048 with its halo) took 36 tiles of 384x384; with 1e6 units per tile
+     * it takes 9 of 768x768 and runs 0.78-0.81x the time (4126x4126: 0.80x), the other
+     * benchmark sizes within 3 % (old and new builds alternated, docs/large-kernels.md).
+     */
+    return n * (log2(n) * cache * prime7 + 6.0) + TILE_FIXED_WORK;
 }
 
 /* Candidate lengths for one axis: fast, >= k, no larger than the image needs. */
