@@ -80,8 +80,12 @@ double lumen_cpu_fft_tile_work(int nh, int nw)
      * (a Dask block of 2048 with its halo) took 36 tiles of 384x384; with 1e6 units per tile
      * it takes 9 of 768x768 and runs 0.78-0.81x the time (4126x4126: 0.80x), the other
      * benchmark sizes within 3 % (old and new builds alternated, docs/large-kernels.md).
+     * It was fitted on tiles of 384^2 to 768^2; below 384^2 it is taken in proportion to the
+     * tile's size (not measured: tiny images, where direct and FFT cost about the same, keep
+     * the choice they had).
      */
-    return n * (log2(n) * cache * prime7 + 6.0) + TILE_FIXED_WORK;
+    const double fixed = n >= 384.0 * 384 ? TILE_FIXED_WORK : TILE_FIXED_WORK * n / (384.0 * 384);
+    return n * (log2(n) * cache * prime7 + 6.0) + fixed;
 }
 
 /* Candidate lengths for one axis: fast, >= k, no larger than the image needs. */
