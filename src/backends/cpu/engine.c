@@ -41,7 +41,6 @@ typedef struct engine {
     bool four_rows;   /* column pass four rows at a time */
     bool in_place;    /* source rows contiguous (channels packed) and read in place: f32,
                          or halves when fused */
-    bool fused;       /* direct rows through direct_rows_half (half source or destination) */
     lumen_row_fmt hin;  /* format of the source rows read in place (f32 unless halves are) */
     lumen_row_fmt hout; /* what the kernels write: dst's format when out_direct, else f32 */
     bool out_direct;    /* the kernels write dst rows themselves, with no buffer */
@@ -179,7 +178,7 @@ static void direct_call(const engine *e, const float *const *rows, const uint16_
                         void *const *o, int step, int64_t n)
 {
     const lumen_filter_job *job = e->job;
-    if (e->fused)
+    if (e->hin != LUMEN_ROW_F32 || e->hout != LUMEN_ROW_F32) /* half rows: choose_formats */
         e->rk->direct_rows_half(rows, half, e->hin, job->kernel, job->kw, job->kh, (int)e->cp, o,
                                 e->hout, step, n);
     else
@@ -399,8 +398,6 @@ static void choose_formats(engine *e)
     e->hin = e->in_place ? row_fmt(s->dtype) : LUMEN_ROW_F32;
     e->out_direct = rows_contiguous(d, e->cp) && (d->dtype == LUMEN_F32 || (half_dst && half_out));
     e->hout = e->out_direct ? row_fmt(d->dtype) : LUMEN_ROW_F32;
-    e->fused = !e->separable && rk->direct_rows_half &&
-               (e->hin != LUMEN_ROW_F32 || e->hout != LUMEN_ROW_F32);
 }
 
 static lumen_status run_engine(const lumen_context *ctx, const lumen_filter_job *job, bool separable)
