@@ -242,20 +242,26 @@ static int check_device(const char *what, const char *spec)
     return CLI_EXIT_USAGE;
 }
 
+/* $LUMEN_NUM_THREADS as a thread count: 0 when unset, -1 when it is not one. */
+static int env_num_threads(void)
+{
+    const char *v = getenv("LUMEN_NUM_THREADS");
+    long n;
+    if (!v || !*v) return 0;
+    return parse_long(v, &n) == 0 && n >= 1 && n <= CLI_MAX_THREADS ? (int)n : -1;
+}
+
 /* The library only warns about a bad $LUMEN_NUM_THREADS and goes on to its next default; a
  * command line tool should not run with a setting other than the one asked for. */
 static int env_threads(int *out)
 {
-    const char *v = getenv("LUMEN_NUM_THREADS");
-    long n;
+    *out = env_num_threads();
+    if (*out >= 0) return 0;
     *out = 0;
-    if (!v || !*v) return 0;
-    if (parse_long(v, &n) == 0 && n >= 1 && n <= CLI_MAX_THREADS) {
-        *out = (int)n;
-        return 0;
-    }
-    cli_error("LUMEN_NUM_THREADS", "expected an integer from 1 to %d, got '%s' (unset it, or give "
-              "--threads N)", CLI_MAX_THREADS, v);
+    cli_error("LUMEN_NUM_THREADS",
+              "expected an integer from 1 to %d, got '%s' (unset it, or give "
+              "--threads N)",
+              CLI_MAX_THREADS, getenv("LUMEN_NUM_THREADS"));
     return CLI_EXIT_USAGE;
 }
 
@@ -278,10 +284,8 @@ int cli_common_threads(const cli_common *co)
     if (co->threads > 0) return co->threads;
     /* A bad $LUMEN_NUM_THREADS is the command's usage error (cli_common_check), reported
      * once by the tool, not also warned about by the library. */
-    const char *v = getenv("LUMEN_NUM_THREADS");
-    long n;
-    if (v && *v) return parse_long(v, &n) == 0 && n >= 1 && n <= CLI_MAX_THREADS ? (int)n : 1;
-    return lumen_default_threads();
+    const int n = env_num_threads();
+    return n > 0 ? n : n < 0 ? 1 : lumen_default_threads();
 }
 
 int cli_context_create(const cli_common *co, lumen_context **out)
