@@ -236,6 +236,19 @@ LUMEN_API const char *lumen_method_name(lumen_method m);
 /* Parses "auto", "direct", "separable", "fft". */
 LUMEN_API lumen_status lumen_method_parse(const char *name, lumen_method *out);
 
+/*
+ * Context margins of src: its first `top` and last `bottom` rows and its first `left` and last
+ * `right` columns are read as the neighbours of the pixels inside them but are not filtered
+ * themselves; dst then has src's shape less the margins (OpenCV's filtering of a region of
+ * interest with its surroundings, and how a block of a larger image is filtered with its
+ * neighbours' pixels: lumen.dask). The border rule applies at src's outer edges only, so dst
+ * equals the matching region of src filtered whole. All zero (the default): dst has src's shape.
+ * Filters and the exact Gaussian take them; the CPU runs them (other devices fall back to it).
+ */
+typedef struct lumen_halo {
+    int top, bottom, left, right;
+} lumen_halo;
+
 typedef struct lumen_filter_options {
     lumen_border border;  /* default LUMEN_BORDER_REFLECT */
     float border_value;   /* for LUMEN_BORDER_CONSTANT, in pixel units */
@@ -243,6 +256,7 @@ typedef struct lumen_filter_options {
     int anchor_y;         /* -1: kh/2 */
     int convolve;         /* 0: correlation (cv2.filter2D), 1: true convolution */
     lumen_method method;  /* filter2d only */
+    lumen_halo halo;      /* src's context margins (lumen_halo); default none */
 } lumen_filter_options;
 
 LUMEN_API lumen_filter_options lumen_filter_options_default(void);
@@ -257,9 +271,9 @@ typedef struct lumen_run_info {
 } lumen_run_info;
 
 /* ---- operations ---------------------------------------------------------
- * src and dst must have the same n, c, h, w and may differ in dtype and
- * strides. dst may alias src exactly (in place costs a copy of src).
- * Each channel of each image is filtered independently.
+ * src and dst must have the same n, c, h, w (less a halo where the options
+ * give one) and may differ in dtype and strides. dst may alias src exactly (in place costs a copy
+ * of src). Each channel of each image is filtered independently.
  */
 
 /* dst(x,y) = sum_ij k[i*kw+j] * src(x+j-ax, y+i-ay); kernel is kh x kw row-major. */
@@ -297,6 +311,7 @@ typedef struct lumen_gaussian_options {
     float border_value;
     lumen_precision precision;
     lumen_method method;       /* EXACT: AUTO, SEPARABLE or FFT */
+    lumen_halo halo;           /* EXACT only: src's context margins (lumen_halo) */
 } lumen_gaussian_options;
 
 LUMEN_API lumen_gaussian_options lumen_gaussian_options_default(void);

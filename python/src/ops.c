@@ -29,18 +29,58 @@ static void op_cleanup(op_call *c)
  * come in between. */
 static _Thread_local int query_mode;
 
+/* halo_y and halo_x (None, one margin for both sides, or a pair (before, after)) into *h. */
+static int halo_conv(PyObject *hy, PyObject *hx, lumen_halo *h)
+{
+    if (hy != Py_None && !lumenpy_int_pair(hy, "halo_y", &h->top, &h->bottom)) return -1;
+    if (hx != Py_None && !lumenpy_int_pair(hx, "halo_x", &h->left, &h->right)) return -1;
+    if (h->top >= 0 && h->bottom >= 0 && h->left >= 0 && h->right >= 0) return 0;
+    PyErr_Format(lumenpy_ArgumentError, "halo_y, halo_x: margins must be >= 0, got %R and %R", hy,
+                 hx);
+    return -1;
+}
+
+/* The output's dims: src's (dims in src's layout), less the halo's margins on H and W. */
+static int halo_dims(const op_call *c, const lumen_halo *h, npy_intp *dims)
+{
+    static const int h_axis[] = {[LUMENPY_LAYOUT_HW] = 0,
+                                 [LUMENPY_LAYOUT_HWC] = 0,
+                                 [LUMENPY_LAYOUT_CHW] = 1,
+                                 [LUMENPY_LAYOUT_NHWC] = 1,
+                                 [LUMENPY_LAYOUT_NCHW] = 2};
+    for (int i = 0; i < c->src.ndim; i++)
+        dims[i] = c->src.shape[i];
+    if (!h) return 0;
+    const int a = h_axis[c->src.layout];
+    dims[a] -= (npy_intp)h->top + h->bottom, dims[a + 1] -= (npy_intp)h->left + h->right;
+    if (dims[a] >= 1 && dims[a + 1] >= 1) return 0;
+    PyErr_Format(lumenpy_ArgumentError,
+                 "halo_y, halo_x: margins (%d, %d) and (%d, %d) leave nothing of src (%lld x %lld) "
+                 "to filter",
+                 h->top, h->bottom, h->left, h->right, (long long)c->src.img.h,
+                 (long long)c->src.img.w);
+    return -1;
+}
+
 /* Views src in `layout` and out (or a new output of dtype, -1: src's; a float64 src gives a
- * float64 result), and takes a context. */
+ * float64 result; src's shape less the halo's margins, NULL: none), and takes a context. */
 static int op_begin(op_call *c, PyObject *src, PyObject *out, int dtype, int layout,
-                    PyObject *ctx_obj)
+                    PyObject *ctx_obj, const lumen_halo *halo)
 {
     memset(c, 0, sizeof *c);
     int f64;
     if (lumenpy_image_input(src, "src", layout, &c->src, &f64)) return -1;
     const int want = dtype >= 0 ? dtype : f64 ? LUMENPY_F64 : (int)c->src.img.dtype;
+    npy_intp dims[4];
+    if (halo_dims(c, halo, dims)) {
+        op_cleanup(c);
+        return -1;
+    }
     if (query_mode) { /* the output's shape and dtype only: lumen_*_method reads no pixels */
         c->dst.img = c->src.img;
         c->dst.img.data = NULL;
+        if (halo)
+            c->dst.img.h -= halo->top + halo->bottom, c->dst.img.w -= halo->left + halo->right;
         c->dst.img.dtype = want == LUMENPY_F64 ? LUMEN_F32 : (lumen_dtype)want;
         c->device = c->src.img.device ? c->src.img.device : -1;
         if ((c->ctx = lumenpy_context_acquire(ctx_obj, c->device))) {
@@ -50,9 +90,6 @@ static int op_begin(op_call *c, PyObject *src, PyObject *out, int dtype, int lay
         op_cleanup(c);
         return -1;
     }
-    npy_intp dims[4];
-    for (int i = 0; i < c->src.ndim; i++)
-        dims[i] = c->src.shape[i];
     /* Without out=, the new array's dtype; with it, a dtype= that differs is refused. */
     c->result = lumenpy_image_output(out, out == Py_None ? want : dtype, c->src.ndim, dims,
                                      c->src.layout, "src", &c->dst, &c->final, src);
@@ -112,19 +149,20 @@ PyObject *lumenpy_filter2d(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
     char **kwlist = lumenpy_op_kwlist("filter2d");
-    PyObject *src, *kobj, *anchor = Py_None, *out = Py_None, *ctx = Py_None;
+    PyObject *src, *kobj, *anchor = Py_None, *hy = Py_None, *hx = Py_None, *out = Py_None,
+                          *ctx = Py_None;
     lumen_filter_options o = lumen_filter_options_default();
     int dtype = -1, layout = LUMENPY_LAYOUT_AUTO;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$O&O&OpO&OO&O&O:filter2d", kwlist, &src, &kobj,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$O&O&OpO&OOOO&O&O:filter2d", kwlist, &src, &kobj,
                                      lumenpy_border_conv, &o.border, lumenpy_value_conv,
                                      &o.border_value, &anchor, &o.convolve, lumenpy_method_conv,
-                                     &o.method, &out, lumenpy_dtype_conv, &dtype,
+                                     &o.method, &hy, &hx, &out, lumenpy_dtype_conv, &dtype,
                                      lumenpy_layout_conv, &layout, &ctx) ||
-        anchor_conv(anchor, &o))
+        anchor_conv(anchor, &o) || halo_conv(hy, hx, &o.halo))
         return NULL;
     PyArrayObject *k = lumenpy_kernel(kobj, "kernel", 2);
     op_call c;
-    if (!k || op_begin(&c, src, out, dtype, layout, ctx)) {
+    if (!k || op_begin(&c, src, out, dtype, layout, ctx, &o.halo)) {
         Py_XDECREF(k);
         return NULL;
     }
@@ -149,20 +187,21 @@ PyObject *lumenpy_sep_filter2d(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
     char **kwlist = lumenpy_op_kwlist("sep_filter2d");
-    PyObject *src, *kxo, *kyo, *anchor = Py_None, *out = Py_None, *ctx = Py_None;
+    PyObject *src, *kxo, *kyo, *anchor = Py_None, *hy = Py_None, *hx = Py_None, *out = Py_None,
+                               *ctx = Py_None;
     lumen_filter_options o = lumen_filter_options_default();
     int dtype = -1, layout = LUMENPY_LAYOUT_AUTO;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|$O&O&OpO&OO&O&O:sep_filter2d", kwlist, &src,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|$O&O&OpO&OOOO&O&O:sep_filter2d", kwlist, &src,
                                      &kxo, &kyo, lumenpy_border_conv, &o.border, lumenpy_value_conv,
                                      &o.border_value, &anchor, &o.convolve, lumenpy_method_conv,
-                                     &o.method, &out, lumenpy_dtype_conv, &dtype,
+                                     &o.method, &hy, &hx, &out, lumenpy_dtype_conv, &dtype,
                                      lumenpy_layout_conv, &layout, &ctx) ||
-        anchor_conv(anchor, &o))
+        anchor_conv(anchor, &o) || halo_conv(hy, hx, &o.halo))
         return NULL;
     PyArrayObject *kx = lumenpy_kernel(kxo, "kx", 1);
     PyArrayObject *ky = kx ? lumenpy_kernel(kyo, "ky", 1) : NULL;
     op_call c;
-    if (!ky || op_begin(&c, src, out, dtype, layout, ctx)) {
+    if (!ky || op_begin(&c, src, out, dtype, layout, ctx, &o.halo)) {
         Py_XDECREF(kx);
         Py_XDECREF(ky);
         return NULL;
@@ -218,20 +257,21 @@ PyObject *lumenpy_gaussian_blur(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
     char **kwlist = lumenpy_op_kwlist("gaussian_blur");
-    PyObject *src, *out = Py_None, *ctx = Py_None;
+    PyObject *src, *hy = Py_None, *hx = Py_None, *out = Py_None, *ctx = Py_None;
     lumenpy_gauss_forms f = {0};
     lumen_gaussian_options o = lumen_gaussian_options_default();
     int dtype = -1, layout = LUMENPY_LAYOUT_AUTO;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "OO|$OOOOO&O&OOOOO&O&O:gaussian_blur", kwlist, &src, &f.sigma, &f.sigma_y,
+            args, kw, "OO|$OOOOO&O&OOOOOOO&O&O:gaussian_blur", kwlist, &src, &f.sigma, &f.sigma_y,
             &f.ksize, &f.border, &f.border_value, lumenpy_precision_conv, &o.precision,
-            lumenpy_method_conv, &o.method, &f.mode, &f.cval, &f.truncate, &out, lumenpy_dtype_conv,
-            &dtype, lumenpy_layout_conv, &layout, &ctx))
+            lumenpy_method_conv, &o.method, &hy, &hx, &f.mode, &f.cval, &f.truncate, &out,
+            lumenpy_dtype_conv, &dtype, lumenpy_layout_conv, &layout, &ctx) ||
+        halo_conv(hy, hx, &o.halo))
         return NULL;
     int bad = lumenpy_gauss_forms_apply(&f) || gaussian_conv(&f, &o);
     lumenpy_gauss_forms_release(&f);
     op_call c;
-    if (bad || op_begin(&c, src, out, dtype, layout, ctx)) return NULL;
+    if (bad || op_begin(&c, src, out, dtype, layout, ctx, &o.halo)) return NULL;
     lumen_run_info info;
     lumen_status s;
     if (query_mode) {
@@ -260,7 +300,7 @@ PyObject *lumenpy_box_blur(PyObject *self, PyObject *args, PyObject *kw)
         !lumenpy_int_pair(ksize, "ksize", &kw_, &kh))
         return NULL;
     op_call c;
-    if (op_begin(&c, src, out, dtype, layout, ctx)) return NULL;
+    if (op_begin(&c, src, out, dtype, layout, ctx, NULL)) return NULL;
     lumen_run_info info;
     lumen_status s;
     if (query_mode) {
@@ -347,7 +387,7 @@ PyObject *lumenpy_time_c(PyObject *self, PyObject *args, PyObject *kw)
         return PyErr_Format(lumenpy_ArgumentError, "_time_c: only 'gaussian_blur', repeat >= 1");
     PyObject *times = PyList_New(repeat);
     op_call c;
-    if (!times || op_begin(&c, src, out, -1, LUMENPY_LAYOUT_AUTO, ctx)) {
+    if (!times || op_begin(&c, src, out, -1, LUMENPY_LAYOUT_AUTO, ctx, NULL)) {
         Py_XDECREF(times);
         return NULL;
     }
@@ -442,7 +482,7 @@ PyObject *lumenpy_film(PyObject *self, PyObject *args, PyObject *kw)
     lumen_film_options o = lumen_film_options_default();
     o.halation = halation, o.bloom = bloom, o.grain = grain, o.seed = seed;
     op_call c;
-    if (op_begin(&c, src, out, dtype, layout, ctx)) return NULL;
+    if (op_begin(&c, src, out, dtype, layout, ctx, NULL)) return NULL;
     lumen_run_info info;
     Py_BEGIN_ALLOW_THREADS
     s = lumen_film(c.ctx, &c.src.img, &c.dst.img, &stock, &o, &info);

@@ -144,6 +144,24 @@ static void describe_dtypes(const lumen_op *op, char *buf, size_t size)
              lumen_dtype_name(v[op->n_views - 1]->dtype));
 }
 
+/* A filter job whose dst is smaller than its src (a halo, lumen_halo): only the CPU runs those.
+ * A module's filter kernels write dst over src's shape, and modules built before halos existed
+ * cannot say they lack them, so the runtime does not ask them. */
+static bool halo_job(const lumen_op *op)
+{
+    if (op->kind != LUMEN_OP_FILTER_DIRECT && op->kind != LUMEN_OP_FILTER_SEPARABLE &&
+        op->kind != LUMEN_OP_FILTER_FFT)
+        return false;
+    const lumen_image *const *v = lumen_op_views(op);
+    return v[0]->h != v[1]->h || v[0]->w != v[1]->w;
+}
+
+/* Whether backend be runs op (the CPU runs every op). */
+static bool backend_runs(const lumen_backend *be, lumen_context *ctx, const lumen_op *op)
+{
+    return be->supports(ctx, op) && (be == &lumen_cpu_backend || !halo_job(op));
+}
+
 lumen_status lumen_run(lumen_context *ctx, const lumen_op *op, lumen_run_info *info)
 {
     const lumen_backend *be = ctx->be;
@@ -154,7 +172,7 @@ lumen_status lumen_run(lumen_context *ctx, const lumen_op *op, lumen_run_info *i
      * staging); one during the run is the backend's to notice. An interrupted op is never
      * rerun on the CPU: it is neither a missing feature nor a lack of memory. */
     if (lumen_interrupt_requested(ctx)) return lumen_interrupted_error();
-    if (be->supports(ctx, op)) {
+    if (backend_runs(be, ctx, op)) {
         s = run_on(ctx, be, op, on_device, info);
         if (!on_device || (s != LUMEN_ERR_OUT_OF_MEMORY && s != LUMEN_ERR_UNSUPPORTED)) return s;
         snprintf(why, sizeof why, "%s", lumen_last_error());
@@ -164,8 +182,12 @@ lumen_status lumen_run(lumen_context *ctx, const lumen_op *op, lumen_run_info *i
                                    lumen_op_kind_name(op->kind));
         char dtypes[64];
         describe_dtypes(op, dtypes, sizeof dtypes);
-        snprintf(why, sizeof why, "%s has no %s for %s", be->name, lumen_op_kind_name(op->kind),
-                 dtypes);
+        if (halo_job(op))
+            snprintf(why, sizeof why, "%s has no %s with a halo", be->name,
+                     lumen_op_kind_name(op->kind));
+        else
+            snprintf(why, sizeof why, "%s has no %s for %s", be->name, lumen_op_kind_name(op->kind),
+                     dtypes);
     }
     return fall_back(ctx, op, s, why, info);
 }
@@ -210,7 +232,7 @@ static double method_cost(lumen_context *ctx, const lumen_filter_job *job, lumen
 {
     const lumen_filter_job j = job_for(job, m);
     const lumen_op op = lumen_op_filter(filter_kind(m), &j);
-    const bool on_device = ctx->be->supports(ctx, &op);
+    const bool on_device = backend_runs(ctx->be, ctx, &op);
     if (device_only && !on_device) return -1;
     const lumen_backend *be = on_device ? ctx->be : &lumen_cpu_backend;
     return be->cost ? be->cost(ctx, &op) : (double)m;

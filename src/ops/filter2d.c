@@ -71,7 +71,7 @@ static lumen_status check_filter2d(lumen_context *ctx, const lumen_image *src,
                                    const lumen_image *dst, const float *kernel, int kw, int kh,
                                    const lumen_filter_options *o)
 {
-    lumen_status s = lumen_op_check_common(ctx, src, dst, o->border, o->border_value);
+    lumen_status s = lumen_op_check_halo(ctx, src, dst, o->border, o->border_value, &o->halo);
     if (s || (s = lumen_op_check_ksize(kw, "kw")) || (s = lumen_op_check_ksize(kh, "kh"))) return s;
     if ((s = lumen_op_check_kernel_values(kernel, (int64_t)kw * kh, "kernel"))) return s;
     if ((unsigned)o->method > LUMEN_METHOD_FFT)
@@ -141,6 +141,7 @@ static lumen_status prepare(lumen_context *ctx, const lumen_image *src, const lu
             return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "kernel: out of memory");
         job->kernel = *flipped, job->ax = kw - 1 - job->ax, job->ay = kh - 1 - job->ay;
     }
+    lumen_op_apply_halo(job, &o->halo);
     return LUMEN_OK;
 }
 
@@ -193,7 +194,18 @@ lumen_status lumen_filter2d_method(lumen_context *ctx, const lumen_image *src,
 
 #include "op_desc.h"
 
-enum { F2_SRC, F2_KERNEL, F2_BORDER, F2_VALUE, F2_ANCHOR, F2_CONVOLVE, F2_METHOD, F2_N };
+enum {
+    F2_SRC,
+    F2_KERNEL,
+    F2_BORDER,
+    F2_VALUE,
+    F2_ANCHOR,
+    F2_CONVOLVE,
+    F2_METHOD,
+    F2_HALO_Y,
+    F2_HALO_X,
+    F2_N
+};
 
 static const lumen_arg_desc filter2d_args[F2_N] = {
     [F2_SRC] = {.name = "src",
@@ -214,7 +226,13 @@ static const lumen_arg_desc filter2d_args[F2_N] = {
          .help = "auto (the cheapest by the machine's cost model), direct (every tap), "
                  "separable (rank-1 kernels: a row then a column pass) or fft (tiled FFT, for "
                  "big kernels)"},
+    LUMEN_DESC_HALO_ARGS,
 };
+
+static lumen_status filter2d_shape(const lumen_value *v, lumen_out_shape *out)
+{
+    return lumen_desc_shape_less_halo(v, F2_HALO_Y, F2_HALO_X, out);
+}
 
 static lumen_status filter2d_invoke(lumen_context *ctx, const lumen_value *v,
                                     const lumen_image *out, lumen_run_info *info)
@@ -226,6 +244,7 @@ static lumen_status filter2d_invoke(lumen_context *ctx, const lumen_value *v,
     if (v[F2_ANCHOR].given) lumen_value_pair(d, v, F2_ANCHOR, &o.anchor_x, &o.anchor_y);
     o.convolve = (int)lumen_value_int(d, v, F2_CONVOLVE);
     o.method = (lumen_method)lumen_value_int(d, v, F2_METHOD);
+    o.halo = lumen_desc_halo(v, F2_HALO_Y, F2_HALO_X);
     const lumen_value *k = &v[F2_KERNEL];
     return lumen_filter2d(ctx, v[F2_SRC].u.image, out, k->u.array.data, (int)k->u.array.w,
                           (int)k->u.array.h, &o, info);
@@ -241,6 +260,6 @@ const lumen_op_desc lumen_filter2d_desc = {
     .n_args = F2_N,
     .output = LUMEN_ARG_IMAGE,
     .output_help = "the filtered image: src's shape, and src's dtype unless asked otherwise",
-    .output_shape = lumen_desc_shape_like_src,
+    .output_shape = filter2d_shape,
     .invoke = filter2d_invoke,
 };

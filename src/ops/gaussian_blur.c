@@ -66,6 +66,7 @@ static lumen_status blur_exact(lumen_context *ctx, const lumen_image *src, const
     float *ky = kx + o->ksize_x;
     lumen_filter_options fo = lumen_filter_options_default();
     fo.border = o->border, fo.border_value = o->border_value, fo.method = o->method;
+    fo.halo = o->halo;
     lumen_status s;
     if (!(s = lumen_gaussian_kernel(o->ksize_x, o->sigma_x, kx)) &&
         !(s = lumen_gaussian_kernel(o->ksize_y, o->sigma_y, ky)))
@@ -101,11 +102,16 @@ static lumen_status prepare(lumen_context *ctx, const lumen_image *src, const lu
                             const lumen_gaussian_options *opt, lumen_gaussian_options *o)
 {
     *o = opt ? *opt : lumen_gaussian_options_default();
-    lumen_status s = lumen_op_check_common(ctx, src, dst, o->border, o->border_value);
+    lumen_status s = lumen_op_check_halo(ctx, src, dst, o->border, o->border_value, &o->halo);
     if (s) return s;
     if (o->precision != LUMEN_PRECISION_EXACT && o->precision != LUMEN_PRECISION_FAST)
         return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "precision: unknown value %d",
                                (int)o->precision);
+    const lumen_halo *h = &o->halo;
+    if (o->precision == LUMEN_PRECISION_FAST && (h->top || h->bottom || h->left || h->right))
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
+                               "halo: precision fast has no halo (its recursive filter makes "
+                               "every output depend on the whole row); use precision exact");
     if (o->sigma_y <= 0) o->sigma_y = o->sigma_x; /* NaN stays NaN and is refused below */
     if ((s = resolve_axis(&o->ksize_x, &o->sigma_x, src->dtype, "ksize_x", "sigma_x")) ||
         (s = resolve_axis(&o->ksize_y, &o->sigma_y, src->dtype, "ksize_y", "sigma_y")))
@@ -157,7 +163,19 @@ lumen_status lumen_gaussian_blur(lumen_context *ctx, const lumen_image *src, con
 
 #include "op_desc.h"
 
-enum { GB_SRC, GB_SIGMA, GB_SIGMA_Y, GB_KSIZE, GB_BORDER, GB_VALUE, GB_PRECISION, GB_METHOD, GB_N };
+enum {
+    GB_SRC,
+    GB_SIGMA,
+    GB_SIGMA_Y,
+    GB_KSIZE,
+    GB_BORDER,
+    GB_VALUE,
+    GB_PRECISION,
+    GB_METHOD,
+    GB_HALO_Y,
+    GB_HALO_X,
+    GB_N
+};
 
 static const lumen_choice precision_choices[] = {
     {"exact", LUMEN_PRECISION_EXACT}, {"fast", LUMEN_PRECISION_FAST}, {NULL, 0}};
@@ -199,7 +217,13 @@ static const lumen_arg_desc gaussian_blur_args[GB_N] = {
          .def = {LUMEN_METHOD_AUTO, 0},
          .choices = lumen_sep_method_choices,
          .help = "exact precision only: auto (the cheaper by the cost model), separable or fft"},
+    LUMEN_DESC_HALO_ARGS,
 };
+
+static lumen_status gaussian_blur_shape(const lumen_value *v, lumen_out_shape *out)
+{
+    return lumen_desc_shape_less_halo(v, GB_HALO_Y, GB_HALO_X, out);
+}
 
 static lumen_status gaussian_blur_invoke(lumen_context *ctx, const lumen_value *v,
                                          const lumen_image *out, lumen_run_info *info)
@@ -213,6 +237,7 @@ static lumen_status gaussian_blur_invoke(lumen_context *ctx, const lumen_value *
     o.border_value = (float)lumen_value_real(d, v, GB_VALUE);
     o.precision = (lumen_precision)lumen_value_int(d, v, GB_PRECISION);
     o.method = (lumen_method)lumen_value_int(d, v, GB_METHOD);
+    o.halo = lumen_desc_halo(v, GB_HALO_Y, GB_HALO_X);
     return lumen_gaussian_blur_ex(ctx, v[GB_SRC].u.image, out, &o, info);
 }
 
@@ -227,6 +252,6 @@ const lumen_op_desc lumen_gaussian_blur_desc = {
     .n_args = GB_N,
     .output = LUMEN_ARG_IMAGE,
     .output_help = "the blurred image: src's shape, and src's dtype unless asked otherwise",
-    .output_shape = lumen_desc_shape_like_src,
+    .output_shape = gaussian_blur_shape,
     .invoke = gaussian_blur_invoke,
 };

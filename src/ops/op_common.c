@@ -7,11 +7,46 @@
 #include <stdlib.h>
 #include <string.h>
 
-lumen_status lumen_op_check_common(const lumen_context *ctx, const lumen_image *src,
-                                   const lumen_image *dst, lumen_border border, float value)
+/* Whether the halo has a margin (NULL: none). */
+static bool has_halo(const lumen_halo *h)
+{
+    return h && (h->top || h->bottom || h->left || h->right);
+}
+
+/* src and dst as lumen_image_check_pair checks them, dst being src less the halo's margins. */
+static lumen_status check_halo_pair(const lumen_image *src, const lumen_image *dst,
+                                    const lumen_halo *h)
+{
+    lumen_status s = lumen_image_check(src, "src");
+    if (s || (s = lumen_image_check(dst, "dst"))) return s;
+    if (h->top < 0 || h->bottom < 0 || h->left < 0 || h->right < 0)
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
+                               "halo: margins must be >= 0, got top %d bottom %d left %d right %d",
+                               h->top, h->bottom, h->left, h->right);
+    const int64_t oh = src->h - h->top - h->bottom, ow = src->w - h->left - h->right;
+    if (oh < 1 || ow < 1)
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
+                               "halo: margins (top %d bottom %d left %d right %d) leave nothing of "
+                               "src (h=%lld, w=%lld) to filter",
+                               h->top, h->bottom, h->left, h->right, (long long)src->h,
+                               (long long)src->w);
+    if (src->n != dst->n || src->c != dst->c || dst->h != oh || dst->w != ow)
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
+                               "dst: shape (n=%lld, c=%lld, h=%lld, w=%lld) is not src's less the "
+                               "halo (n=%lld, c=%lld, h=%lld, w=%lld)",
+                               (long long)dst->n, (long long)dst->c, (long long)dst->h,
+                               (long long)dst->w, (long long)src->n, (long long)src->c,
+                               (long long)oh, (long long)ow);
+    return LUMEN_OK;
+}
+
+lumen_status lumen_op_check_halo(const lumen_context *ctx, const lumen_image *src,
+                                 const lumen_image *dst, lumen_border border, float value,
+                                 const lumen_halo *halo)
 {
     if (!ctx) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "ctx: context is NULL");
-    lumen_status s = lumen_image_check_pair(src, dst);
+    lumen_status s =
+        has_halo(halo) ? check_halo_pair(src, dst, halo) : lumen_image_check_pair(src, dst);
     if (s) return s;
     if ((s = lumen_view_check_residence(ctx, src, "src")) ||
         (s = lumen_view_check_residence(ctx, dst, "dst")))
@@ -21,6 +56,18 @@ lumen_status lumen_op_check_common(const lumen_context *ctx, const lumen_image *
     if (border == LUMEN_BORDER_CONSTANT && isnan(value))
         return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "border_value: NaN is not a value");
     return LUMEN_OK;
+}
+
+lumen_status lumen_op_check_common(const lumen_context *ctx, const lumen_image *src,
+                                   const lumen_image *dst, lumen_border border, float value)
+{
+    return lumen_op_check_halo(ctx, src, dst, border, value, NULL);
+}
+
+void lumen_op_apply_halo(lumen_filter_job *job, const lumen_halo *halo)
+{
+    /* dst's (0, 0) is src's output (top, left): the same sums with the anchor moved back */
+    job->ax -= halo->left, job->ay -= halo->top;
 }
 
 lumen_status lumen_op_check_ksize(int k, const char *what)

@@ -7,6 +7,14 @@
 /* Checks ctx, the image pair, the border mode and value. */
 lumen_status lumen_op_check_common(const lumen_context *ctx, const lumen_image *src,
                                    const lumen_image *dst, lumen_border border, float value);
+/* lumen_op_check_common with src's context margins (lumen_halo; NULL or zeros: none): dst is src
+ * less them. */
+lumen_status lumen_op_check_halo(const lumen_context *ctx, const lumen_image *src,
+                                 const lumen_image *dst, lumen_border border, float value,
+                                 const lumen_halo *halo);
+/* Makes a filter job on the whole src write dst = its outputs inside the halo's margins (after
+ * the anchors are resolved and mirrored): the anchors move back by the top and left margins. */
+void lumen_op_apply_halo(lumen_filter_job *job, const lumen_halo *halo);
 /* Checks a kernel side length; `what` names the argument. */
 lumen_status lumen_op_check_ksize(int k, const char *what);
 /* Checks n kernel values are present and finite. */

@@ -20,6 +20,10 @@ void lumen_value_pair(const lumen_op_desc *op, const lumen_value *v, int i, int 
 
 /* output_shape of the filters: the shape and dtype of the image argument 0. */
 lumen_status lumen_desc_shape_like_src(const lumen_value *values, lumen_out_shape *out);
+/* The halo of arguments hy (top, bottom) and hx (left, right): LUMEN_DESC_HALO_ARGS. */
+lumen_halo lumen_desc_halo(const lumen_value *v, int hy, int hx);
+/* output_shape of a filter with LUMEN_DESC_HALO_ARGS at hy and hx: src's less the halo. */
+lumen_status lumen_desc_shape_less_halo(const lumen_value *v, int hy, int hx, lumen_out_shape *out);
 
 /* The border arguments of every filter, in this order. */
 #define LUMEN_DESC_BORDER_ARGS                                                                     \
@@ -47,6 +51,19 @@ lumen_status lumen_desc_shape_like_src(const lumen_value *values, lumen_out_shap
     {                                                                                              \
         .name = "convolve", .type = LUMEN_ARG_BOOL, .max = 1,                                      \
         .help = "true convolution: flip the kernel (default: correlation, as cv2.filter2D)"        \
+    }
+
+/* halo_y and halo_x of the filters (lumen_halo): src's margins read as context only. */
+#define LUMEN_DESC_HALO_ARGS                                                                       \
+    {.name = "halo_y",                                                                             \
+     .type = LUMEN_ARG_INT_PAIR,                                                                   \
+     .max = 1 << 30,                                                                               \
+     .help = "rows (top, bottom) at src's top and bottom read as the neighbours of the rows "      \
+             "between them but not filtered: the output is src less them, as if filtered whole "   \
+             "(a block of a larger image with its neighbours' rows: lumen.dask)"},                 \
+    {                                                                                              \
+        .name = "halo_x", .type = LUMEN_ARG_INT_PAIR, .max = 1 << 30,                              \
+        .help = "columns (left, right) of src read as context only, as halo_y"                     \
     }
 
 /* The tensor arguments of conv2d and conv_transpose2d, in this order. */

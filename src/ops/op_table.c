@@ -94,6 +94,30 @@ lumen_status lumen_desc_shape_like_src(const lumen_value *values, lumen_out_shap
     return LUMEN_OK;
 }
 
+lumen_halo lumen_desc_halo(const lumen_value *v, int hy, int hx)
+{
+    lumen_halo h = {0, 0, 0, 0};
+    if (v[hy].given) h.top = (int)v[hy].u.pair[0], h.bottom = (int)v[hy].u.pair[1];
+    if (v[hx].given) h.left = (int)v[hx].u.pair[0], h.right = (int)v[hx].u.pair[1];
+    return h;
+}
+
+lumen_status lumen_desc_shape_less_halo(const lumen_value *v, int hy, int hx, lumen_out_shape *out)
+{
+    lumen_status s = lumen_desc_shape_like_src(v, out);
+    if (s) return s;
+    const lumen_halo h = lumen_desc_halo(v, hy, hx);
+    out->h -= (int64_t)h.top + h.bottom, out->w -= (int64_t)h.left + h.right;
+    if (out->h < 1 || out->w < 1)
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
+                               "halo_y, halo_x: margins (%d, %d) and (%d, %d) leave nothing of src "
+                               "(h=%lld, w=%lld) to filter",
+                               h.top, h.bottom, h.left, h.right,
+                               (long long)(out->h + h.top + h.bottom),
+                               (long long)(out->w + h.left + h.right));
+    return LUMEN_OK;
+}
+
 lumen_status lumen_desc_conv_bias(const lumen_value *bias, int64_t k)
 {
     if (!bias->given || bias->u.array.w == k) return LUMEN_OK;

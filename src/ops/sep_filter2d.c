@@ -14,7 +14,7 @@ static lumen_status prepare(lumen_context *ctx, const lumen_image *src, const lu
                             float **fy, lumen_method *method)
 {
     *fx = *fy = NULL;
-    lumen_status s = lumen_op_check_common(ctx, src, dst, o->border, o->border_value);
+    lumen_status s = lumen_op_check_halo(ctx, src, dst, o->border, o->border_value, &o->halo);
     if (s || (s = lumen_op_check_ksize(kw, "kw")) || (s = lumen_op_check_ksize(kh, "kh")) ||
         (s = lumen_op_check_kernel_values(kx, kw, "kx")) ||
         (s = lumen_op_check_kernel_values(ky, kh, "ky")))
@@ -42,6 +42,7 @@ static lumen_status prepare(lumen_context *ctx, const lumen_image *src, const lu
         if (!*fx || !*fy) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "kernel: out of memory");
         job->kx = *fx, job->ky = *fy, job->ax = kw - 1 - job->ax, job->ay = kh - 1 - job->ay;
     }
+    lumen_op_apply_halo(job, &o->halo);
     *method = o->method;
     if (*method == LUMEN_METHOD_AUTO) /* the FFT only weighed for kernels where it can pay */
         *method = (int64_t)kw * kh >= LUMEN_FFT_MIN_TAPS
@@ -91,7 +92,19 @@ lumen_status lumen_sep_filter2d_method(lumen_context *ctx, const lumen_image *sr
 
 #include "op_desc.h"
 
-enum { SF_SRC, SF_KX, SF_KY, SF_BORDER, SF_VALUE, SF_ANCHOR, SF_CONVOLVE, SF_METHOD, SF_N };
+enum {
+    SF_SRC,
+    SF_KX,
+    SF_KY,
+    SF_BORDER,
+    SF_VALUE,
+    SF_ANCHOR,
+    SF_CONVOLVE,
+    SF_METHOD,
+    SF_HALO_Y,
+    SF_HALO_X,
+    SF_N
+};
 
 static const lumen_arg_desc sep_filter2d_args[SF_N] = {
     [SF_SRC] = {.name = "src",
@@ -114,7 +127,13 @@ static const lumen_arg_desc sep_filter2d_args[SF_N] = {
                    .choices = lumen_sep_method_choices,
                    .help =
                        "auto (the cheaper by the cost model), separable (two 1-D passes) or fft"},
+    LUMEN_DESC_HALO_ARGS,
 };
+
+static lumen_status sep_filter2d_shape(const lumen_value *v, lumen_out_shape *out)
+{
+    return lumen_desc_shape_less_halo(v, SF_HALO_Y, SF_HALO_X, out);
+}
 
 static lumen_status sep_filter2d_invoke(lumen_context *ctx, const lumen_value *v,
                                         const lumen_image *out, lumen_run_info *info)
@@ -126,6 +145,7 @@ static lumen_status sep_filter2d_invoke(lumen_context *ctx, const lumen_value *v
     if (v[SF_ANCHOR].given) lumen_value_pair(d, v, SF_ANCHOR, &o.anchor_x, &o.anchor_y);
     o.convolve = (int)lumen_value_int(d, v, SF_CONVOLVE);
     o.method = (lumen_method)lumen_value_int(d, v, SF_METHOD);
+    o.halo = lumen_desc_halo(v, SF_HALO_Y, SF_HALO_X);
     const lumen_value *kx = &v[SF_KX], *ky = &v[SF_KY];
     return lumen_sep_filter2d(ctx, v[SF_SRC].u.image, out, kx->u.array.data, (int)kx->u.array.w,
                               ky->u.array.data, (int)ky->u.array.w, &o, info);
@@ -141,6 +161,6 @@ const lumen_op_desc lumen_sep_filter2d_desc = {
     .n_args = SF_N,
     .output = LUMEN_ARG_IMAGE,
     .output_help = "the filtered image: src's shape, and src's dtype unless asked otherwise",
-    .output_shape = lumen_desc_shape_like_src,
+    .output_shape = sep_filter2d_shape,
     .invoke = sep_filter2d_invoke,
 };

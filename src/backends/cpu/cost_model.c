@@ -154,7 +154,7 @@ double lumen_cpu_cost(lumen_context *ctx, const lumen_op *op)
     const lumen_filter_job *job = op->job;
     const lumen_method method = lumen_op_kind_method(op->kind);
     if (op->kind > LUMEN_OP_FILTER_FFT) return -1.0;
-    const lumen_image *s = job->src;
+    const lumen_image *s = job->dst; /* the outputs to compute (src less a halo) */
     const double pixels = (double)(s->n * s->c * s->h * s->w) / ctx->threads;
     const rates r = get_rates(lumen_ctx_use_avx512(ctx) ? ISA_AVX512
                               : lumen_ctx_use_avx2(ctx) ? ISA_AVX2

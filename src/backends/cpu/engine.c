@@ -293,7 +293,7 @@ static bool process_tile(const engine *e, scratch *sc, int64_t b, int64_t ch, in
 
 static void process_item(const engine *e, scratch *sc, int64_t item)
 {
-    const lumen_image *s = e->job->src;
+    const lumen_image *s = e->job->dst; /* outputs (a halo: fewer than src's pixels) */
     const int64_t plane = item / e->nbands, band = item % e->nbands;
     const int64_t groups = s->c / e->cp; /* channel groups per image */
     const int64_t b = plane / groups, ch = plane % groups * e->cp;
@@ -345,7 +345,7 @@ static int64_t choose_strip(const lumen_filter_job *job, bool separable, int64_t
     int64_t strip = (int64_t)RING_BYTES / (int64_t)sizeof(float) / (job->kh + 3) / cp - pad;
     if (strip < 256) strip = 256;
     strip = (strip + 31) / 32 * 32;
-    return strip < job->src->w ? strip : job->src->w;
+    return strip < job->dst->w ? strip : job->dst->w;
 }
 
 /*
@@ -413,7 +413,7 @@ static lumen_status run_engine(const lumen_context *ctx, const lumen_filter_job 
     choose_formats(&e);
     e.strip = choose_strip(job, separable, e.cp);
     const int64_t planes = job->src->n * (job->src->c / e.cp);
-    e.nbands = choose_bands(ctx, planes, job->src->h, job->kh);
+    e.nbands = choose_bands(ctx, planes, job->dst->h, job->kh);
     e.slot = (e.strip + (separable ? 0 : job->kw - 1)) * e.cp + LUMEN_ROW_SLACK;
     /* Four rows per step from 3 taps on (box blurs, small Gaussians too); below that a
      * column's few loads are no bottleneck. */

@@ -100,7 +100,7 @@ static int axis_candidates(int k, int64_t len, int *out, int max)
 
 lumen_fft_tiling lumen_cpu_fft_tiling(const lumen_filter_job *job, int threads)
 {
-    const lumen_image *s = job->src;
+    const lumen_image *s = job->dst; /* tiles cover the outputs (a halo: fewer than src) */
     const int64_t planes = s->n * s->c;
     int ch[512], cw[512];
     int nch = axis_candidates(job->kh, s->h, ch, 512), ncw = axis_candidates(job->kw, s->w, cw, 512);
@@ -570,7 +570,7 @@ static void store_row(const fft_run *r, const tile_bufs *tb, int64_t b, int64_t 
 static void process_tile(const fft_run *r, int64_t item, const tile_bufs *tb)
 {
     const lumen_filter_job *job = r->job;
-    const lumen_image *s = job->src;
+    const lumen_image *s = job->dst; /* outputs; their windows map into src by the anchor */
     const int64_t groups = s->c / r->group;
     const int64_t per_plane = r->tiles_y * r->tiles_x, plane = item / per_plane;
     const int64_t b = plane / groups, ch0 = plane % groups * r->group;
@@ -723,8 +723,8 @@ lumen_status lumen_cpu_fft(lumen_context *ctx, const lumen_filter_job *job)
     }
     /* a film job rounds its blend, not the convolution: no ties of the filter's own */
     r.exact_ties = !lumen_dtype_is_float(job->dst->dtype) && !job->map && kernel_is_dyadic(job);
-    r.tiles_y = (job->src->h + r.th - 1) / r.th;
-    r.tiles_x = (job->src->w + r.tw - 1) / r.tw;
+    r.tiles_y = (job->dst->h + r.th - 1) / r.th;
+    r.tiles_x = (job->dst->w + r.tw - 1) / r.tw;
     if (!(r.plans = get_plans(ctx, t.nh, t.nw)))
         return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY,
                                "fft: out of memory planning a %dx%d transform", t.nh, t.nw);

@@ -42,14 +42,14 @@ static double separable_at(const lumen_filter_job *job, int64_t b, int64_t ch, i
 static lumen_status run(const lumen_context *ctx, const lumen_filter_job *job,
                         double (*at)(const lumen_filter_job *, int64_t, int64_t, int64_t, int64_t))
 {
-    const lumen_image *s = job->src, *d = job->dst;
-    int64_t rows = s->n * s->c * s->h;
+    const lumen_image *d = job->dst; /* a halo makes it smaller than src: the anchor maps */
+    int64_t rows = d->n * d->c * d->h;
     lumen_cpu_stop stop = lumen_cpu_stop_init(ctx);
 #pragma omp parallel for num_threads(ctx->threads) schedule(dynamic, 4)
     for (int64_t r = 0; r < rows; r++) {
         if (lumen_cpu_should_stop(&stop)) continue;
-        int64_t y = r % s->h, ch = (r / s->h) % s->c, b = r / (s->h * s->c);
-        for (int64_t x = 0; x < s->w; x++)
+        int64_t y = r % d->h, ch = (r / d->h) % d->c, b = r / (d->h * d->c);
+        for (int64_t x = 0; x < d->w; x++)
             lumen_store_px(lumen_px_addr(d, b, ch, y, x), d->dtype, (float)at(job, b, ch, y, x));
     }
     return lumen_cpu_stop_status(&stop, LUMEN_OK);
