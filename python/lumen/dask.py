@@ -102,12 +102,16 @@ class _Block:
     """block -> fn(block, *args, **kwargs) on the context of the thread that runs it (_ctx).
     Its token (the graph's names) is made of the op and its arguments."""
 
-    def __init__(self, fn, context, threads, args, kwargs):
+    def __init__(self, fn, context, threads, args, kwargs, halo=False):
         self.fn, self.context, self.threads, self.args, self.kwargs = (fn, context, threads, args,
                                                                        kwargs)
+        #: fn takes halo_y, halo_x and out= (the C filters' halo): _run_group then has lumen
+        #: filter only the kept part, into its destination
+        self.halo = halo
 
-    def __call__(self, b):
-        return self.fn(b, *self.args, context=_ctx(self.context, self.threads), **self.kwargs)
+    def __call__(self, b, **extra):
+        return self.fn(b, *self.args, context=_ctx(self.context, self.threads), **self.kwargs,
+                       **extra)
 
     def __dask_tokenize__(self):
         return dask.base.tokenize(getattr(self.fn, "__module__", ""),
@@ -119,6 +123,11 @@ class _Block:
 def _bind(fn, context, threads, *args, **kwargs):
     """block -> fn(block, *args, **kwargs) on the block's thread's context."""
     return _Block(fn, context, threads, args, kwargs)
+
+
+def _bind_halo(fn, context, threads, *args, **kwargs):
+    """_bind for the filters that take a halo (lumen.filter2d, sep_filter2d, gaussian_blur)."""
+    return _Block(fn, context, threads, args, kwargs, halo=True)
 
 
 # ---- shapes and halos -------------------------------------------------------------------------
@@ -267,13 +276,24 @@ def _pick(strips, d):
     return strips[d]
 
 
-def _run_group(fn, hax, wax, rows, cols, keep, grid):
+def _run_group(fn, hax, wax, rows, cols, keep, grid, dest=None):
     """One task: the group's chunks and its neighbours' strips (grid[i][j]) -> fn on the padded
-    block -> the part kept (a view of fn's result)."""
-    res = fn(_padded(rows, cols, grid, hax, wax))
+    block -> the part kept. Filters with a halo (_Block.halo) compute only that part (the strips
+    are their halo_y, halo_x), into dest = (out, index) when given; other ops filter the whole
+    padded block and the part kept is a view of it (copied into dest)."""
+    padded = _padded(rows, cols, grid, hax, wax)
+    target = None if dest is None else dest[0][dest[1]]
+    if getattr(fn, "halo", False):
+        (y, x), h, w = keep, padded.shape[hax], padded.shape[wax]
+        extra = dict(halo_y=(y.start, h - y.stop), halo_x=(x.start, w - x.stop))
+        return fn(padded, **extra) if target is None else fn(padded, out=target, **extra)
+    res = fn(padded)
     idx = [slice(None)] * res.ndim
     idx[hax], idx[wax] = keep
-    return res[tuple(idx)]
+    if target is None:
+        return res[tuple(idx)]
+    target[...] = res[tuple(idx)]
+    return target
 
 
 def _axis_cells(chunks, groups, gi, before, after, wrap):
@@ -291,11 +311,25 @@ def _axis_cells(chunks, groups, gi, before, after, wrap):
     return cells
 
 
-def _halo_graph(x, block_fn, plan, hax, wax, dtype, token):
+def _dest(out, starts, rest, hax, wax, rows, cols):
+    """(out, index): the region of out that the group of chunk rows `rows` and columns `cols`
+    (index ranges), at chunk index `rest` on the other axes, writes (None: no out=)."""
+    if out is None:
+        return None
+    idx = []
+    for a, st in enumerate(starts):
+        lo, hi = (rows if a == hax else cols if a == wax else (rest[a], rest[a] + 1))
+        idx.append(slice(int(st[lo]), int(st[hi])))
+    return out, tuple(idx)
+
+
+def _halo_graph(x, block_fn, plan, hax, wax, dtype, token, out=None):
     """The graph: per chunk one export task (its strips), per group one task (_run_group), and
-    per chunk of a group of several a view of the group's result."""
+    per chunk of a group of several a view of the group's result. With out (a numpy array of
+    x's shape), each group writes its outputs into out's region of it."""
     (bh, ah), (bw, aw) = plan[hax], plan[wax]
     ch, cw = x.chunks[hax], x.chunks[wax]
+    starts = [np.concatenate([[0], np.cumsum(c)]) for c in x.chunks]
     gh, gw = _groups(ch, bh, ah), _groups(cw, bw, aw)
     name = f"lumen-{token}"
     ex_name, grp_name = f"lumen-halo-{token}", f"lumen-group-{token}"
@@ -328,8 +362,9 @@ def _halo_graph(x, block_fn, plan, hax, wax, dtype, token):
                 (r0, r1), (c0, c1) = gh[gi], gw[gj]
                 kh, kw_ = sum(ch[r0:r1]), sum(cw[c0:c1])
                 keep = (slice(top, top + kh), slice(left, left + kw_))
+                dest = _dest(out, starts, rest, hax, wax, (r0, r1), (c0, c1))
                 task = (_run_group, block_fn, hax, wax, [s for _, _, s in rcells],
-                        [s for _, _, s in ccells], keep, cells)
+                        [s for _, _, s in ccells], keep, cells, dest)
                 if r1 - r0 == 1 and c1 - c0 == 1:
                     dsk[key(name, r0, c0)] = task
                     continue
@@ -347,9 +382,10 @@ def _halo_graph(x, block_fn, plan, hax, wax, dtype, token):
     return da.Array(graph, name, x.chunks, meta=np.empty((0,) * x.ndim, dtype))
 
 
-def _apply(x, block_fn, reach_h, reach_w, border, layout, dtype):
+def _apply(x, block_fn, reach_h, reach_w, border, layout, dtype, out=None):
     """block_fn (a numpy block -> numpy block of the same shape) over x with halos of
-    (before, after) on H and W, exact at the global border (docs/scale-out.md, "Design")."""
+    (before, after) on H and W, exact at the global border (docs/scale-out.md, "Design"); with
+    out (_check_out), computed into it (_into)."""
     hax, wax = _HW_AXES[layout]
     chunks = list(x.chunks)
     for ax in range(x.ndim):  # channels: one block (lumen filters them together)
@@ -364,11 +400,37 @@ def _apply(x, block_fn, reach_h, reach_w, border, layout, dtype):
     for ax, (b, a) in ((hax, reach_h), (wax, reach_w)):
         chunks[ax], plan[ax] = _axis_plan(x.shape[ax], x.chunks[ax], b, a, wrap)
     x = x.rechunk(tuple(chunks))
-    token = tokenize(x.name, block_fn, plan, dtype)
-    if plan[hax] == (0, 0) and plan[wax] == (0, 0):
+    token = tokenize(x.name, block_fn, plan, dtype, None if out is None else id(out))
+    if out is None and plan[hax] == (0, 0) and plan[wax] == (0, 0):
         return x.map_blocks(block_fn, dtype=dtype, meta=np.empty((0,) * x.ndim, dtype),
                             name=f"lumen-{token}")
-    return _halo_graph(x, block_fn, plan, hax, wax, dtype, token)
+    return _halo_graph(x, block_fn, plan, hax, wax, dtype, token, out)
+
+
+def _check_out(out, x, dtype=None):
+    """out= of the filters: a writable numpy array of the image's shape (its dtype is the
+    result's, as with lumen's own out=; a dtype= that differs is refused)."""
+    if out is None:
+        return None
+    if not isinstance(out, np.ndarray):
+        raise lumen.ArgumentError(
+            f"out: expected a numpy array (the result is computed into it), got "
+            f"{type(out).__name__}; for a lazy result leave out= and use .to_zarr or .compute")
+    if not out.flags.writeable:
+        raise lumen.ArgumentError("out: the array is read-only")
+    if out.shape != tuple(x.shape):
+        raise lumen.ArgumentError(f"out: shape {out.shape} differs from the image's "
+                                  f"{tuple(x.shape)}")
+    if dtype is not None and np.dtype(dtype) != out.dtype:
+        raise lumen.ArgumentError(f"dtype: {np.dtype(dtype)} differs from out's {out.dtype}")
+    return out
+
+
+def _into(y, out, scheduler):
+    """Runs the graph y (whose tasks write into out) and returns out. Persisting keeps each
+    task's result, a view of out, where computing would gather them into one more array."""
+    dask.persist(y, scheduler=scheduler or "threads")
+    return out
 
 
 def _out_dtype(x, dtype):
@@ -398,8 +460,11 @@ def _pair(v, name):
 
 
 def filter2d(src, kernel, *, border="reflect", border_value=0.0, anchor=None, convolve=False,
-             method="auto", dtype=None, layout=None, context=None, threads=None):
-    """lumen.filter2d on a dask array (cv2.filter2D's correlation; module docstring)."""
+             method="auto", dtype=None, layout=None, context=None, threads=None, out=None,
+             scheduler=None):
+    """lumen.filter2d on a dask array (cv2.filter2D's correlation; module docstring). With
+    out= (a numpy array of the image's shape) the result is computed into it now, on
+    `scheduler` (default "threads"), and out is returned."""
     x = da.asarray(src)
     lay = _layout(x.shape, layout)
     k = np.asarray(kernel, np.float32)
@@ -411,14 +476,17 @@ def filter2d(src, kernel, *, border="reflect", border_value=0.0, anchor=None, co
     kw = dict(border=border, border_value=border_value, anchor=anchor, convolve=convolve,
               dtype=dtype, layout=lay)
     m = _resolve_method("filter2d", x, (k,), kw, method, context, threads)
-    return _apply(x, _bind(lumen.filter2d, context, threads, k, method=m, **kw), rh, rw, border,
-                  lay, _out_dtype(x, dtype))
+    out = _check_out(out, x, dtype)
+    y = _apply(x, _bind_halo(lumen.filter2d, context, threads, k, method=m, **kw), rh, rw,
+               border, lay, _out_dtype(x, dtype) if out is None else out.dtype, out)
+    return y if out is None else _into(y, out, scheduler)
 
 
 def sep_filter2d(src, kx, ky, *, border="reflect", border_value=0.0, anchor=None,
                  convolve=False, method="auto", dtype=None, layout=None, context=None,
-                 threads=None):
-    """lumen.sep_filter2d on a dask array: row kernel kx, then column kernel ky."""
+                 threads=None, out=None, scheduler=None):
+    """lumen.sep_filter2d on a dask array: row kernel kx, then column kernel ky (out= as
+    filter2d)."""
     x = da.asarray(src)
     lay = _layout(x.shape, layout)
     kx, ky = np.asarray(kx, np.float32).ravel(), np.asarray(ky, np.float32).ravel()
@@ -427,8 +495,10 @@ def sep_filter2d(src, kx, ky, *, border="reflect", border_value=0.0, anchor=None
     kw = dict(border=border, border_value=border_value, anchor=anchor, convolve=convolve,
               dtype=dtype, layout=lay)
     m = _resolve_method("sep_filter2d", x, (kx, ky), kw, method, context, threads)
-    return _apply(x, _bind(lumen.sep_filter2d, context, threads, kx, ky, method=m, **kw), rh,
-                  rw, border, lay, _out_dtype(x, dtype))
+    out = _check_out(out, x, dtype)
+    y = _apply(x, _bind_halo(lumen.sep_filter2d, context, threads, kx, ky, method=m, **kw), rh,
+               rw, border, lay, _out_dtype(x, dtype) if out is None else out.dtype, out)
+    return y if out is None else _into(y, out, scheduler)
 
 
 def _gauss_size(ksize, sigma, truncate):
@@ -442,9 +512,10 @@ def _gauss_size(ksize, sigma, truncate):
 
 def gaussian_blur(src, sigma, *, sigma_y=None, ksize=None, border="reflect", border_value=0.0,
                   precision="exact", method="auto", mode=None, cval=None, truncate=None,
-                  dtype=None, layout=None, context=None, threads=None):
-    """lumen.gaussian_blur on a dask array (cv2.GaussianBlur's kernel). precision="fast" (the
-    recursive filter, whose every output depends on the whole row) is refused."""
+                  dtype=None, layout=None, context=None, threads=None, out=None, scheduler=None):
+    """lumen.gaussian_blur on a dask array (cv2.GaussianBlur's kernel; out= as filter2d).
+    precision="fast" (the recursive filter, whose every output depends on the whole row) is
+    refused."""
     if precision != "exact":
         raise lumen.ArgumentError(
             "precision: lumen.dask runs the exact Gaussian only; 'fast' is a recursive filter "
@@ -464,21 +535,29 @@ def gaussian_blur(src, sigma, *, sigma_y=None, ksize=None, border="reflect", bor
     if mode is None:
         kw.update(border=border, border_value=border_value)
     m = _resolve_method("gaussian_blur", x, (sigma,), kw, method, context, threads)
-    return _apply(x, _bind(lumen.gaussian_blur, context, threads, sigma, method=m, **kw), rh, rw,
-                  mode if mode is not None else border, lay, _out_dtype(x, dtype))
+    out = _check_out(out, x, dtype)
+    y = _apply(x, _bind_halo(lumen.gaussian_blur, context, threads, sigma, method=m, **kw), rh,
+               rw, mode if mode is not None else border, lay,
+               _out_dtype(x, dtype) if out is None else out.dtype, out)
+    return y if out is None else _into(y, out, scheduler)
 
 
 def box_blur(src, ksize, *, normalize=True, border="reflect", border_value=0.0, dtype=None,
-             layout=None, context=None, threads=None):
-    """lumen.box_blur on a dask array: mean (cv2.blur) or sum (normalize=False) over a box."""
+             layout=None, context=None, threads=None, out=None, scheduler=None):
+    """lumen.box_blur on a dask array: mean (cv2.blur) or sum (normalize=False) over a box
+    (out= as filter2d; lumen.box_blur has no halo, so each block's result is copied there)."""
     x = da.asarray(src)
     lay = _layout(x.shape, layout)
     kw_, kh_ = (ksize if isinstance(ksize, (tuple, list)) else (ksize, ksize))
     rw, rh = overlap_depth(kw_), overlap_depth(kh_)
     kw = dict(normalize=normalize, border=border, border_value=border_value, dtype=dtype,
               layout=lay)
-    return _apply(x, _bind(lumen.box_blur, context, threads, ksize, **kw), rh, rw, border, lay,
-                  _out_dtype(x, dtype))
+    out = _check_out(out, x, dtype)
+    if out is not None:
+        kw["dtype"] = out.dtype  # each block's result is copied into out: made in its dtype
+    y = _apply(x, _bind(lumen.box_blur, context, threads, ksize, **kw), rh, rw, border, lay,
+               _out_dtype(x, dtype) if out is None else out.dtype, out)
+    return y if out is None else _into(y, out, scheduler)
 
 
 def _along_n(fn, x, weight, bias, context, threads, kw):

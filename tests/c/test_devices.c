@@ -145,6 +145,33 @@ static void test_fallback_and_strict(void **state)
     lumen_context_destroy(ctx);
 }
 
+/* A halo (lumen_halo): modules are not asked for it (they write dst over src's shape), so the
+ * mock's own op falls back to the CPU, and strict mode refuses it; the result is the region of
+ * the whole image's. */
+static void test_halo_falls_back(void **state)
+{
+    (void)state;
+    float src[H * W], whole[H * W], got[(H - 5) * (W - 3)];
+    fill(src, H * W);
+    expected(LUMEN_F32, src, whole);
+    lumen_context *ctx = context_on("mock", 0);
+    lumen_image s = lumen_image_nhwc(src, LUMEN_F32, 1, H, W, 1);
+    lumen_image d = lumen_image_nhwc(got, LUMEN_F32, 1, H - 5, W - 3, 1);
+    lumen_filter_options o = lumen_filter_options_default();
+    o.border = LUMEN_BORDER_REFLECT101, o.method = LUMEN_METHOD_DIRECT;
+    o.halo = (lumen_halo){.top = 2, .bottom = 3, .left = 3, .right = 0};
+    lumen_run_info info;
+    assert_int_equal(lumen_filter2d(ctx, &s, &d, k5, 5, 5, &o, &info), LUMEN_OK);
+    assert_string_equal(info.device, "cpu");
+    for (int y = 0; y < H - 5; y++)
+        for (int x = 0; x < W - 3; x++)
+            assert_true(got[y * (W - 3) + x] == whole[(y + 2) * W + x + 3]);
+    assert_int_equal(lumen_context_set_strict(ctx, 1), LUMEN_OK);
+    assert_int_equal(lumen_filter2d(ctx, &s, &d, k5, 5, 5, &o, &info), LUMEN_ERR_UNSUPPORTED);
+    assert_non_null(strstr(lumen_last_error(), "halo"));
+    lumen_context_destroy(ctx);
+}
+
 /* A memory cap below the op's needs: out of memory, so the CPU runs it (strict: an error). */
 static void test_memory_cap(void **state)
 {
@@ -501,6 +528,7 @@ int main(void)
         cmocka_unit_test(test_device_list),
         cmocka_unit_test(test_runs_on_the_device),
         cmocka_unit_test(test_fallback_and_strict),
+        cmocka_unit_test(test_halo_falls_back),
         cmocka_unit_test(test_memory_cap),
         cmocka_unit_test(test_device_resident_views),
         cmocka_unit_test(test_view_on_another_device),

@@ -401,6 +401,6 @@ def test_bench_dask_quick():
     res = json.loads(r.stdout)
     assert [row["case"] for row in res["rows"]] == ["filter2d_k5", "filter2d_k31",
                                                     "gaussian_s8", "filter2d_k127"]
-    exact = [row["threads_exact"] for row in res["rows"] if "threads_exact" in row]
-    assert exact and all(exact), res["rows"]
+    exact = [row[k] for row in res["rows"] for k in ("threads_exact", "store_exact") if k in row]
+    assert len(exact) >= 4 and all(exact), res["rows"]
     assert res["identity"]["threads_s"] > 0
