@@ -82,6 +82,51 @@ def test_filter2d_exact(border, ksize, anchor):
                   f"filter2d {ksize} anchor {anchor} convolve {convolve} chunks {chunks}")
 
 
+@pytest.mark.parametrize("border", BORDERS)
+def test_out_is_the_whole_result(border):
+    """out=: each task writes its region of a numpy array (the C halo), on the threaded and the
+    synchronous scheduler; every op, odd/even kernels and anchors, chunks smaller than the
+    kernel, integers, channels and a batch chunked along N."""
+    k = rng.standard_normal((6, 5)).astype(np.float32)
+    for chunks in CHUNKS:
+        x = da.from_array(IMG, chunks=chunks)
+        for sched in ("threads", "sync"):
+            kw = dict(border=border, border_value=0.25, anchor=(1, 4), convolve=True,
+                      method="direct")
+            out = np.full(IMG.shape, np.nan, np.float32)
+            assert ld.filter2d(x, k, out=out, scheduler=sched, **kw) is out
+            equal(out, lumen.filter2d(IMG, k, **kw), f"filter2d out= {chunks} {sched}")
+    a = (IMG3 * 255).astype(np.uint8)
+    x = da.from_array(a, chunks=(10, 7, 1))
+    for name, fn, args in (("gaussian", "gaussian_blur", (1.5,)), ("box", "box_blur", ((3, 6),)),
+                           ("sep", "sep_filter2d", ([1, 2, 1], [1, 0, -1, 2]))):
+        out = np.zeros(a.shape, np.uint8)
+        getattr(ld, fn)(x, *args, border=border, out=out)
+        equal(out, getattr(lumen, fn)(a, *args, border=border), f"{name} u8 out=")
+    out = np.zeros(a.shape, np.float32)  # out's dtype is the result's, as for lumen's own out=
+    ld.gaussian_blur(x, 2.0, border=border, out=out)
+    equal(out, lumen.gaussian_blur(a, 2.0, border=border, dtype=np.float32), "u8 -> f32 out=")
+    batch = np.stack([IMG3, IMG3[::-1]])
+    out = np.empty_like(batch)
+    ld.filter2d(da.from_array(batch, chunks=(1, 9, 11, 3)), k, border=border, out=out)
+    equal(out, lumen.filter2d(batch, k, border=border), "batch out=")
+
+
+def test_out_errors():
+    x = da.from_array(IMG, chunks=8)
+    k = np.ones((3, 3), np.float32)
+    with pytest.raises(lumen.ArgumentError, match="out: expected a numpy array"):
+        ld.filter2d(x, k, out=x)
+    with pytest.raises(lumen.ArgumentError, match="out: shape"):
+        ld.filter2d(x, k, out=np.empty((3, 3), np.float32))
+    with pytest.raises(lumen.ArgumentError, match="dtype"):
+        ld.filter2d(x, k, dtype=np.uint8, out=np.empty(IMG.shape, np.float32))
+    ro = np.empty(IMG.shape, np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(lumen.ArgumentError, match="read-only"):
+        ld.gaussian_blur(x, 1.0, out=ro)
+
+
 def test_kernel_larger_than_a_chunk():
     """A 12 x 11 kernel on 5 x 4 chunks: the blocks are merged until they are a kernel wide."""
     k = rng.random((11, 12), np.float32)
