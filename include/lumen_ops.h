@@ -48,7 +48,8 @@ enum {
     LUMEN_ARG_NULLABLE = 1u << 2,   /* absent is a value of its own (Python None): def_text says
                                      * what the op does then; `def` is unused */
     LUMEN_ARG_PAIR_XY = 1u << 3,    /* INT_PAIR in (x, y) = (width, height) order, else (h, w) */
-    LUMEN_ARG_PAIR_BOTH = 1u << 4   /* INT_PAIR: both numbers must be given (an anchor) */
+    LUMEN_ARG_PAIR_BOTH = 1u << 4,  /* INT_PAIR: both numbers must be given (an anchor) */
+    LUMEN_ARG_PAIR_SIDES = 1u << 5  /* INT_PAIR of the two sides of one axis (before, after) */
 };
 
 /* One name an ENUM argument takes and the C enum value it stands for. */

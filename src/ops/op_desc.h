@@ -57,12 +57,14 @@ lumen_status lumen_desc_shape_less_halo(const lumen_value *v, int hy, int hx, lu
 #define LUMEN_DESC_HALO_ARGS                                                                       \
     {.name = "halo_y",                                                                             \
      .type = LUMEN_ARG_INT_PAIR,                                                                   \
-     .max = 1 << 30,                                                                               \
+     .flags = LUMEN_ARG_PAIR_SIDES,                                                                \
+     .max = LUMEN_MAX_KSIZE,                                                                       \
      .help = "rows (top, bottom) at src's top and bottom read as the neighbours of the rows "      \
              "between them but not filtered: the output is src less them, as if filtered whole "   \
              "(a block of a larger image with its neighbours' rows: lumen.dask)"},                 \
     {                                                                                              \
-        .name = "halo_x", .type = LUMEN_ARG_INT_PAIR, .max = 1 << 30,                              \
+        .name = "halo_x", .type = LUMEN_ARG_INT_PAIR, .flags = LUMEN_ARG_PAIR_SIDES,               \
+        .max = LUMEN_MAX_KSIZE,                                                                    \
         .help = "columns (left, right) of src read as context only, as halo_y"                     \
     }
 

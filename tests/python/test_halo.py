@@ -139,3 +139,21 @@ def test_halo_method_query_and_shape():
     k = np.random.default_rng(6).random((61, 61)).astype(np.float32)  # rank > 1
     assert lumen.choose_method("filter2d", a, k, halo_y=30,
                                halo_x=30) == "fft"
+
+
+def test_cli_halo(lumen_bin, tmp_path):
+    """--halo-y / --halo-x: the output file has src's shape less the margins and the region's
+    values; margins that leave nothing are a usage error (2) and no file is written."""
+    from conftest import run_cli
+    a = image((40, 50), np.float32, seed=7)
+    k = image((3, 4), np.float32, seed=8)
+    np.save(tmp_path / "in.npy", a)
+    np.save(tmp_path / "k.npy", k)
+    r = run_cli(lumen_bin, "filter2d", tmp_path / "in.npy", tmp_path / "k.npy",
+                tmp_path / "out.npy", "--halo-y", "3,2", "--halo-x", "4", "--border", "wrap")
+    assert r.returncode == 0, r.stderr
+    want = lumen.filter2d(a, k, border="wrap")[3:38, 4:46]
+    assert np.array_equal(np.load(tmp_path / "out.npy"), want)
+    r = run_cli(lumen_bin, "filter2d", tmp_path / "in.npy", tmp_path / "k.npy",
+                tmp_path / "bad.npy", "--halo-y", "30,20")
+    assert r.returncode == 2 and "halo" in r.stderr and not (tmp_path / "bad.npy").exists()

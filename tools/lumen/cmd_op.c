@@ -163,6 +163,7 @@ static const char *metavar(const lumen_arg_desc *a)
     switch (a->type) {
     case LUMEN_ARG_INT: return "N";
     case LUMEN_ARG_INT_PAIR:
+        if (a->flags & LUMEN_ARG_PAIR_SIDES) return "BEFORE[,AFTER]";
         if (a->flags & LUMEN_ARG_PAIR_BOTH) return a->flags & LUMEN_ARG_PAIR_XY ? "X,Y" : "H,W";
         return a->flags & LUMEN_ARG_PAIR_XY ? "X[,Y]" : "H[,W]";
     case LUMEN_ARG_REAL: return "V";
