@@ -79,7 +79,8 @@ test-python-asan:
 	  PYTHONMALLOC=malloc LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
 	  PYTHONPATH=$(abspath $(ASAN_BUILD))/python $(PYTHON) -m pytest -q -p no:cacheprovider \
 	  --capture=sys -k "not rss" tests/python/test_py_*.py tests/python/test_phos_compat.py \
-	  tests/python/test_film.py tests/python/test_compat_phos_effects.py tests/python/test_resize.py
+	  tests/python/test_film.py tests/python/test_compat_phos_effects.py tests/python/test_resize.py \
+	  tests/python/test_halo.py
 
 # The README's install line works: pip builds through CMake (reusing $(BUILD)) into a folder.
 test-pip:
