@@ -257,7 +257,8 @@ static lumen_status resize_shape(const lumen_value *v, lumen_out_shape *out)
     const lumen_image *src = v[RS_SRC].u.image;
     const lumen_resize_options o = resize_opts(v);
     int64_t h, w;
-    lumen_status s;
+    lumen_status s = check_rule(&o); /* a combination the rule lacks: a usage error (CLI: 2) */
+    if (s) return s;
     if (v[RS_SIZE].given) {
         w = v[RS_SIZE].u.pair[0], h = v[RS_SIZE].u.pair[1];
     } else if (!v[RS_FX].given) {
