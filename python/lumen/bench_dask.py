@@ -22,7 +22,8 @@ One N x N f32 image (default 16384, 1 GiB; seeded uniform values) in C x C block
   cluster W  a LocalCluster of W worker processes (1 thread each, OMP_NUM_THREADS=1), the
              image persisted on the workers beforehand; the result is persisted there too
              (the time includes building the graph, the halo exchange and every task, but
-             not moving the image in or out)
+             not moving the image in or out). The workers get WORKER_MALLOC (below) unless
+             --dask-malloc keeps Distributed's own setting
 
 Kernels: 5 x 5 and 31 x 31 (random, non-separable), Gaussian sigma 8 (ksize 65) and a
 127 x 127 kernel, the FFT's size. The method is chosen once, by plain lumen's auto on the
@@ -45,6 +46,14 @@ import numpy as np
 
 import lumen
 
+#: glibc's malloc settings for the cluster's workers. Distributed sets MALLOC_TRIM_THRESHOLD_ =
+#: 65536 for its workers (to hand freed memory back to the OS), and setting any such threshold
+#: turns off glibc's dynamic mmap threshold: every block-sized array (16 MB here) is then a
+#: fresh mapping whose pages the kernel zeroes on first touch, freed and mapped again for the
+#: next block. Serving allocations up to 32 MiB (glibc's ceiling) from the heap and trimming
+#: it only past 256 MiB reuses that memory instead (docs/scale-out.md, "Figures").
+WORKER_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(256 << 20)}
+
 CASES = [  # name, kind, argument
     ("filter2d_k5", "filter2d", 5),
     ("filter2d_k31", "filter2d", 31),
@@ -64,6 +73,8 @@ def parse_args(argv):
                     help="LocalCluster sizes to time ('' for none; default 1,2)")
     ap.add_argument("--threads", type=int, default=2, metavar="T",
                     help="plain lumen's threads and the threaded scheduler's (2)")
+    ap.add_argument("--dask-malloc", action="store_true",
+                    help="keep Distributed's malloc setting for the workers (see WORKER_MALLOC)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     a.workers = [int(w) for w in a.workers.split(",") if w.strip()]
@@ -193,7 +204,11 @@ def main(argv=None):
     for w in args.workers:
         from distributed import Client, LocalCluster, wait
         os.environ["OMP_NUM_THREADS"] = "1"
-        with dask.config.set({"distributed.worker.daemon": False}), \
+        cfg = {"distributed.worker.daemon": False}
+        if not args.dask_malloc:
+            cfg["distributed.nanny.pre-spawn-environ"] = dict(
+                dask.config.get("distributed.nanny.pre-spawn-environ", {}), **WORKER_MALLOC)
+        with dask.config.set(cfg), \
                 LocalCluster(n_workers=w, threads_per_worker=1, processes=True,
                              memory_limit=0, dashboard_address=None,
                              env={"OMP_NUM_THREADS": "1"}) as cl, Client(cl) as client:
@@ -221,7 +236,8 @@ def main(argv=None):
 def summary(args, rows, ov, mpix):
     if args.json:
         json.dump({"size": args.size, "chunk": args.chunk, "repeat": args.repeat,
-                   "rows": rows, "identity": ov, "loadavg_end": os.getloadavg()}, sys.stdout,
+                   "rows": rows, "identity": ov, "dask_malloc": args.dask_malloc,
+                   "loadavg_end": os.getloadavg()}, sys.stdout,
                   indent=2)
         print()
         return
