@@ -305,7 +305,10 @@ def test_pillow_u8_paths_are_pillow_integers(monkeypatch, isa):
     for c in (1, 2, 3, 4, 5):
         src = rng.integers(0, 256, (29, 97, c), dtype=np.uint8)
         src[:, 40:50] = 255  # hard edges: the cubic's overshoot clipped between the passes
-        for size in [(48, 14), (32, 29), (13, 9), (5, 3), (1, 1), (97, 1), (1, 29), (150, 40)]:
+        # widths 13, 10, 7, 5: one-pixel groups (windows past 8 taps) go four at a time, so
+        # every remainder of four is a last group of its own
+        for size in [(48, 14), (32, 29), (13, 9), (10, 6), (7, 5), (5, 3), (1, 1), (97, 1),
+                     (1, 29), (150, 40)]:
             for interp in ("box", "linear", "hamming", "cubic", "lanczos"):
                 kw = dict(size=size, interpolation=interp, rule="pillow", layout="hwc")
                 got = lumen.resize(src, context=ctx, **kw)

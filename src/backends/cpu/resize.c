@@ -342,7 +342,12 @@ static int64_t rows_per_chunk(const lumen_context *ctx, const lumen_resize_job *
     /* but never fewer chunks than threads: shrinking to 224 rows with 73-row windows would
      * otherwise be one chunk on one thread (the rows two chunks both read cost ~5 % there) */
     const int64_t even = (j->y.out + ctx->threads - 1) / ctx->threads;
-    return per < even ? per : even > 0 ? even : 1;
+    per = per < even ? per : even > 0 ? even : 1;
+    /* and a whole number of chunks per thread, of equal rows: 224 rows in chunks of 60 (box's
+     * 15-row windows) left one thread 104 rows to the other's 120 */
+    int64_t chunks = (j->y.out + per - 1) / per;
+    chunks = (chunks + ctx->threads - 1) / ctx->threads * ctx->threads;
+    return chunks > 0 ? (j->y.out + chunks - 1) / chunks : 1;
 }
 
 static lumen_status pillow_u8(lumen_context *ctx, const lumen_resize_job *j,
