@@ -129,10 +129,11 @@ double lumen_cpu_fft_tile_work(int nh, int nw)
     return n * (log2(n) * cache * prime7 + 6.0) + fixed;
 }
 
-/* Candidate lengths for one axis: fast (or wide), >= k, no larger than the image needs. */
+/* Candidate lengths for one axis: fast (or wide), >= k, up to the first fast one (not only the
+ * first wide one) the whole axis fits. */
 static int axis_candidates(int k, int64_t len, bool wide, int *out, int max)
 {
-    int hi = next_length((int)(len + k - 1 < 16384 ? len + k - 1 : 16384), wide);
+    int hi = next_length((int)(len + k - 1 < 16384 ? len + k - 1 : 16384), false);
     int count = 0;
     for (int n = next_length(k > 8 ? k : 8, wide); n <= hi && count < max;
          n = next_length(n + 1, wide))
