@@ -84,20 +84,21 @@ static int next_length(int n, bool wide)
  * lumen_cpu_fft_tile_work's units (FFTW's OpenMP threads in the transforms, rows in parallel
  * elsewhere). Measured on the 2-core Zen 5 guest, 2 threads, at load 4-6 (min of 5-300 runs,
  * tilings alternated): 0.68 at 224 x 320 (the threads' fork and join weigh on a 0.3 ms tile),
- * 0.9-1.1 at 768 x 1024, and 1.05-1.2 at 2304 x 3456 against the model's one-thread cost of
- * such a size (2.5x per n log n: each thread's share of a big transform fits the caches
- * better). A shared tile's many barriers (FFTW's loops and ours) cost it dearly whenever
- * another process holds a core: each waits for a descheduled thread, a scheduler tick (12 shared
- * 720 x 800 tiles ran 20x slower at load 6, a 112 x 128 one 400x). So tiles below
- * MIN_SHARED_TILE_ELEMS never share (they take a few ms, and their threads may idle), and up to
- * MAX_TILE_ELEMS, where the same tile could run on one thread, the efficiency is taken as 0.85:
- * shared only where threads would otherwise idle.
+ * 0.9-1.1 at 768 x 1024, and 1.15 (1.04-1.22) at 2304 x 3456 against the model's one-thread
+ * cost of such a size (2.5x per n log n: each thread's share of a big transform fits the caches
+ * better; sigma 50 on 3000 x 2000 ran 0.70-0.76x the time of 42 spread 640 x 768 tiles in three
+ * of four alternated runs, 1.03x in one, where 1.05 would predict 0.86x). A shared tile's many
+ * barriers (FFTW's loops and ours) cost it dearly whenever another process holds a core: each waits
+ * for a descheduled thread, a scheduler tick (12 shared 720 x 800 tiles ran 20x slower at load 6, a
+ * 112 x 128 one 400x). So tiles below MIN_SHARED_TILE_ELEMS never share (they take a few ms, and
+ * their threads may idle), and up to MAX_TILE_ELEMS, where the same tile could run on one thread,
+ * the efficiency is taken as 0.85: shared only where threads would otherwise idle.
  */
 #define MIN_SHARED_TILE_ELEMS ((int64_t)1 << 18)
 
 static double shared_efficiency(int64_t n)
 {
-    return n > MAX_TILE_ELEMS ? 1.05 : 0.85;
+    return n > MAX_TILE_ELEMS ? 1.15 : 0.85;
 }
 
 double lumen_cpu_fft_tile_work(int nh, int nw)
