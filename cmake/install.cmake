@@ -44,7 +44,11 @@ endforeach()
 set(LUMEN_PC_LIBS_PRIVATE ${OpenMP_C_FLAGS})
 get_filename_component(LUMEN_EXR_CORE_NAME ${OPENEXR_CORE_LIBRARY} NAME_WE)
 string(REGEX REPLACE "^lib" "" LUMEN_EXR_CORE_NAME ${LUMEN_EXR_CORE_NAME})
-foreach(lib ${FFTW3F_LIBRARIES} png jpeg tiff ${WEBP_LIBRARIES} ${LUMEN_EXR_CORE_NAME} m
+set(LUMEN_PC_FFTW_OMP)
+if(LUMEN_FFTW_OMP)
+  set(LUMEN_PC_FFTW_OMP fftw3f_omp)
+endif()
+foreach(lib ${LUMEN_PC_FFTW_OMP} ${FFTW3F_LIBRARIES} png jpeg tiff ${WEBP_LIBRARIES} ${LUMEN_EXR_CORE_NAME} m
         ${CMAKE_DL_LIBS} pthread)
   string(APPEND LUMEN_PC_LIBS_PRIVATE " -l${lib}")
 endforeach()

@@ -36,7 +36,10 @@ CASES = (["filter2d_k%d" % k for k in (15, 31, 61, 121, 201)] +
 def _fftw():
     lib = ctypes.CDLL(ctypes.util.find_library("fftw3f") or "libfftw3f.so.3",
                       mode=ctypes.RTLD_GLOBAL)
-    thr = ctypes.CDLL(ctypes.util.find_library("fftw3f_threads") or "libfftw3f_threads.so.3")
+    # FFTW's OpenMP threads, which lumen links (one set of threaded solvers in FFTW's planner),
+    # else its pthreads
+    name = ctypes.util.find_library("fftw3f_omp") or ctypes.util.find_library("fftw3f_threads")
+    thr = ctypes.CDLL(name or "libfftw3f_threads.so.3")
     thr.fftwf_init_threads()
     for name, res, args in (
             ("fftwf_malloc", ctypes.c_void_p, [ctypes.c_size_t]),

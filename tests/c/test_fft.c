@@ -421,6 +421,127 @@ static void test_medium_61_auto_fft(void **state)
     ts_image_free(&src), ts_image_free(&dst);
 }
 
+/* ---- shared tiles: one tile at a time on all threads --------------------------------------- */
+
+/* The job lumen_filter2d would give the CPU for op (a filter2d correlation, anchors resolved). */
+static lumen_filter_job job_of(const ts_op *op, const lumen_image *src, const lumen_image *dst)
+{
+    return (lumen_filter_job){.src = src,
+                              .dst = dst,
+                              .taps = LUMEN_TAPS_2D,
+                              .border = op->opt.border,
+                              .border_value = op->opt.border_value,
+                              .kw = op->kw,
+                              .kh = op->kh,
+                              .ax = op->opt.anchor_x < 0 ? op->kw / 2 : op->opt.anchor_x,
+                              .ay = op->opt.anchor_y < 0 ? op->kh / 2 : op->opt.anchor_y,
+                              .kernel = op->kernel,
+                              .scale = 1.0f};
+}
+
+/*
+ * Shared tiles (one tile at a time on all the context's threads: FFTW's threads inside the
+ * transforms, the loads, product and stores split by rows), forced with lumen_cpu_fft_tiled: 97h
+ * x 143w cut into 7 x 6 tiles of 16 x 28 outputs (32 x 40 transforms, a 13w x 17h kernel) with
+ * partial edge tiles; every border; threads 1, 2, 3 (1: the plain path); planar f32, interleaved
+ * c=3 u8 (three channels per tile, stored as one run), strided interleaved c=4 u16 -> planar f32,
+ * batch n=2 u16 -> u8, flipped f32 -> u16. Every output against the reference (dst is first
+ * filled with a byte pattern, so a row written to the wrong place or not at all fails), the
+ * bytes around each view intact, and the shared run within twice the tolerance of the same
+ * tiling run tile by tile.
+ */
+static void test_shared_tiles(void **state)
+{
+    (void)state;
+    enum { H = 97, W = 143, KW = 13, KH = 17, NH = 32, NW = 40 };
+    static const struct {
+        ts_layout sl, dl;
+        lumen_dtype s, d;
+        int64_t n, c;
+    } variants[] = {{TS_PLANAR, TS_PLANAR, LUMEN_F32, LUMEN_F32, 1, 1},
+                    {TS_INTERLEAVED, TS_INTERLEAVED, LUMEN_U8, LUMEN_U8, 1, 3},
+                    {TS_STRIDED_HWC, TS_PLANAR, LUMEN_U16, LUMEN_F32, 1, 4},
+                    {TS_BATCH, TS_BATCH, LUMEN_U16, LUMEN_U8, 2, 1},
+                    {TS_FLIPPED, TS_STRIDED, LUMEN_F32, LUMEN_U16, 1, 2}};
+    float k[KW * KH];
+    int idx = 0;
+    for (int bi = 0; bi < 5; bi++)
+        for (int threads = 1; threads <= 3; threads++, idx++) {
+            const int v = (bi + threads) % TS_COUNT(variants);
+            ts_random_kernel(k, KW * KH, 7000 + idx);
+            ts_op op = fft_filter_op(k, KW, KH, borders[bi], border_value(variants[v].s));
+            set_anchor(&op, idx);
+            ts_image src, want, exact, got, spread;
+            ts_image_alloc(&src, variants[v].sl, variants[v].s, variants[v].n, variants[v].c, H, W);
+            ts_image_fill_random(&src, 7100 + idx);
+            reference_into(&op, &src, variants[v].d, &want);
+            reference_into(&op, &src, LUMEN_F32, &exact);
+            const double tol = op_tol(&op, &src);
+            for (int e = TS_GENERIC; e < TS_ENGINE_COUNT; e++) {
+                lumen_context *ctx = ts_context((ts_engine)e, threads);
+                if (!ctx) continue;
+                lumen_cpu_fit_threads(ctx);
+                char what[256], o[200];
+                snprintf(what, sizeof what, "[%s %s %s->%s %s, threads %d, shared 32x40 tiles]",
+                         ts_op_describe(&op, o, sizeof o), ts_layout_name(variants[v].sl),
+                         lumen_dtype_name(variants[v].s), lumen_dtype_name(variants[v].d),
+                         ts_engine_name((ts_engine)e), threads);
+                for (int shared = 0; shared < 2; shared++) {
+                    ts_image *out = shared ? &got : &spread;
+                    ts_image_alloc(out, variants[v].dl, variants[v].d, variants[v].n, variants[v].c,
+                                   H, W);
+                    ts_image_fill_bytes(out, 0x5A);
+                    const lumen_filter_job job = job_of(&op, &src.v, &out->v);
+                    const lumen_fft_tiling t = {NH, NW, 0, 0.0, shared ? threads : 1};
+                    if (lumen_cpu_fft_tiled(ctx, &job, t) != LUMEN_OK)
+                        fail_msg("%s: %s", what, lumen_last_error());
+                    char msg[MSG];
+                    if (!ts_guards_intact(out, msg, sizeof msg)) fail_msg("%s: %s", what, msg);
+                }
+                expect_close(&got, &want, &exact, tol, what);
+                expect_close(&spread, &want, &exact, tol, what);
+                if (variants[v].d == LUMEN_F32) expect_close(&got, &spread, NULL, 2 * tol, what);
+                ts_image_free(&got), ts_image_free(&spread);
+                lumen_context_destroy(ctx);
+            }
+            ts_image_free(&src), ts_image_free(&want), ts_image_free(&exact);
+        }
+}
+
+/*
+ * What the tiling chooses with FFTW's threads linked: a single tile shared by both threads when
+ * the image takes one big tile (a 201x201 kernel on 400 x 300, a 512 x 640 transform: tiles
+ * fewer than threads), tiles spread over the threads when there are many (17x17 on 900 x 600,
+ * test_tiles_threads' premise), never a shared tile below 2^18 elements (61x61 on 67 x 45) nor
+ * on one thread. Through filter2d, the shared single tile agrees with the reference.
+ */
+static void test_shared_tiling_choice(void **state)
+{
+    (void)state;
+    const lumen_fft_tiling one = tiling_for(1, 1, 300, 400, 201, 201, 2);
+    const lumen_fft_tiling many = tiling_for(1, 1, 600, 900, 17, 17, 2);
+    const lumen_fft_tiling alone = tiling_for(1, 1, 300, 400, 201, 201, 1);
+    const lumen_fft_tiling small = tiling_for(1, 1, 45, 67, 61, 61, 2);
+    assert_int_equal(small.tile_threads, 1); /* below MIN_SHARED_TILE_ELEMS */
+    assert_int_equal(alone.tile_threads, 1);
+    assert_int_equal(many.tile_threads, 1);
+    if (!lumen_cpu_fft_threads_linked()) {
+        assert_int_equal(one.tile_threads, 1);
+        return;
+    }
+    if (one.tile_threads != 2 || one.tiles != 1)
+        fail_msg("201x201 on 400x300, 2 threads: %lld tiles of %dx%d on %d thread(s), want one "
+                 "shared tile",
+                 (long long)one.tiles, one.nw, one.nh, one.tile_threads);
+    static float k[201 * 201];
+    ts_random_kernel(k, 201 * 201, 6161);
+    ts_op op = fft_filter_op(k, 201, 201, LUMEN_BORDER_REFLECT101, 0.0f);
+    /* one plane (the reference's 201x201 sums take seconds; test_shared_tiles covers layouts) */
+    ts_case cs = fft_case(TS_PLANAR, LUMEN_F32, LUMEN_F32, 300, 400, 2, 6161);
+    cs.no_oracle = true;
+    ts_check(&op, &cs);
+}
+
 /* ---- sep_filter2d and gaussian_blur_ex through the FFT ------------------------------------ */
 
 /*
@@ -1167,6 +1288,8 @@ int main(void)
         cmocka_unit_test(test_kernel_larger_than_image),
         cmocka_unit_test(test_tiny_images),
         cmocka_unit_test(test_tiles_threads),
+        cmocka_unit_test(test_shared_tiles),
+        cmocka_unit_test(test_shared_tiling_choice),
         cmocka_unit_test(test_sep_fft),
         cmocka_unit_test(test_gaussian_ex_fft_vs_separable),
         cmocka_unit_test(test_nan_inf),

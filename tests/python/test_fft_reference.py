@@ -10,6 +10,8 @@ cv2 is correctly rounded (test_reference.compare_int); wrap and non-zero constan
 judged by the float64 reference. f32 uses the one f32 rule. All tolerances: tolerances.py.
 """
 
+import subprocess
+
 import cv2
 import numpy as np
 import pytest
@@ -235,6 +237,56 @@ def test_blur_fft_int_exact(fft_blur, lumen, dname, border, sigma):
     exact = ref_gaussian(src, dtype, sigma=sigma, border=border)
     tol.assert_int_exact(got, exact, dtype, tol.int_tie_window(src),
                          f"blur --method fft {dname} {border} sigma={sigma} vs exact")
+
+
+# ---- threads: one tile shared by them, or tiles spread over them -------------------------------
+
+#: image (h, w) and square kernel size: with 2 threads the first is one tile run by both threads
+#: together (FFTW's threads, the loads and stores split by rows: tiles fewer than threads), the
+#: second several tiles spread over them (docs/large-kernels.md). Odd sizes, partial tiles.
+THREAD_CASES = {"one-tile": ((251, 311), 201), "many-tiles": ((613, 901), 17)}
+
+
+def _links_fftw_omp(binary):
+    r = subprocess.run(["ldd", str(binary)], capture_output=True, text=True)
+    return "fftw3f_omp" in r.stdout
+
+
+@pytest.mark.parametrize("case", list(THREAD_CASES))
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("border", CV2_BORDERS)
+@pytest.mark.parametrize("channels", [1, 3])
+@pytest.mark.parametrize("dname", ["f32", "u8"])
+def test_filter_fft_threads_vs_cv2(fft_filter, lumen_bin, tmp_path, dname, channels, border,
+                                   threads, case):
+    """Each thread count and tiling against cv2.filter2D and the float64 reference; the debug
+    log's tiling line shows which way the tiles ran (shared by 2 threads for one-tile whenever
+    FFTW's OpenMP threads are linked, one thread per tile for many-tiles and for 1 thread)."""
+    dtype = DTYPES[dname]
+    shape, ks = THREAD_CASES[case]
+    rng = rng_for("fft-threads", dname, channels, border, case)
+    src = image_for(rng, shape, channels, dtype)
+    k = rng.uniform(-1.0, 1.0, (ks, ks)).astype(np.float32) if dtype == np.float32 \
+        else dyadic_kernel(rng, ks, ks)
+    np.save(tmp_path / "in.npy", src)
+    np.save(tmp_path / "k.npy", k)
+    r = run_cli(lumen_bin, "filter", tmp_path / "in.npy", tmp_path / "out.npy", "--kernel",
+                tmp_path / "k.npy", "--method", "fft", "--border", border, "--threads", threads,
+                env={"LUMEN_LOG": "debug"})
+    assert r.returncode == 0, r.stderr
+    tiling = [line for line in r.stderr.splitlines() if "per tile" in line]
+    assert tiling, f"no tiling line in the debug log: {r.stderr!r}"
+    shared = threads > 1 and case == "one-tile" and _links_fftw_omp(lumen_bin)
+    want = f"{threads} thread(s) per tile" if shared else "1 thread(s) per tile"
+    assert want in tiling[-1], f"{case}, {threads} threads: {tiling[-1]!r}, want {want!r}"
+    got = np.load(tmp_path / "out.npy")
+    peer = cv2.filter2D(src, -1, k, borderType=CV2_BORDER[border])
+    what = f"filter --method fft --threads {threads} {dname} c{channels} {border} {case}"
+    if dtype == np.float32:
+        compare_f32(got, peer, lambda: ref_correlate(src, k, None, border, 0.0),
+                    tol.f32_atol(src, np.abs(k).sum()), what)
+    else:
+        compare_int(got, peer, ref_correlate(src, k, None, border, 0.0), dtype, tol.EXACT, what)
 
 
 # ---- the method really is the FFT; planning policy ---------------------------------------------

@@ -9,6 +9,8 @@ odd and even kernels, off-centre anchors, convolution, 1 and 3 threads (row band
 scalar reference (simd=False), the CPU kernels' layouts (interleaved, planar, batches).
 """
 
+import subprocess
+
 import numpy as np
 import pytest
 
@@ -157,3 +159,24 @@ def test_cli_halo(lumen_bin, tmp_path):
     r = run_cli(lumen_bin, "filter2d", tmp_path / "in.npy", tmp_path / "k.npy",
                 tmp_path / "bad.npy", "--halo-y", "30,20")
     assert r.returncode == 2 and "halo" in r.stderr and not (tmp_path / "bad.npy").exists()
+
+
+def test_cli_halo_on_a_shared_fft_tile(lumen_bin, tmp_path):
+    """The FFT's shared tiles (one tile on all threads, test_fft_reference's one-tile case)
+    with a halo: the tiles cover dst, their windows map into src."""
+    from conftest import run_cli
+    a = image((251 + 30, 311 + 25), np.float32, seed=9)
+    k = (image((201, 201), np.float32, seed=10) - 0.5) / 100
+    np.save(tmp_path / "in.npy", a)
+    np.save(tmp_path / "k.npy", k)
+    full = lumen.filter2d(a, k, method="fft", border="reflect101")
+    r = run_cli(lumen_bin, "filter2d", tmp_path / "in.npy", tmp_path / "k.npy",
+                tmp_path / "out.npy", "--method", "fft", "--border", "reflect101", "--threads",
+                2, "--halo-y", "20,10", "--halo-x", "5,20", env={"LUMEN_LOG": "debug"})
+    assert r.returncode == 0, r.stderr
+    tiling = [line for line in r.stderr.splitlines() if "per tile" in line]
+    linked = "fftw3f_omp" in subprocess.run(["ldd", lumen_bin], capture_output=True,
+                                             text=True).stdout
+    assert tiling and ("2 thread(s) per tile" in tiling[-1] or not linked), r.stderr
+    assert_f32_close(np.load(tmp_path / "out.npy"), full[20:271, 5:316],
+                     f32_atol(a, np.abs(k).sum()) * 4, "halo on the FFT's tiles")

@@ -170,11 +170,14 @@ double lumen_cpu_cost(lumen_context *ctx, const lumen_op *op)
         return pixels * (job->kw + job->kh) / r.separable * (sym ? 1.0 : 1.5);
     }
     case LUMEN_METHOD_FFT: {
-        /* A first call also transforms the kernel: one more tile's worth, on one thread. */
+        /* A first call also transforms the kernel: one more tile's worth on one thread; for a
+         * shared tile (often the whole image) its r2c alone on all threads, half a tile's work
+         * (t.work / t.tiles). */
         lumen_fft_tiling t = lumen_cpu_fft_tiling(job, ctx->threads);
-        double cold = lumen_cpu_fft_spectrum_cached(ctx, job, t.nh, t.nw)
-                          ? 0.0
-                          : lumen_cpu_fft_tile_work(t.nh, t.nw);
+        double cold = 0.0;
+        if (!lumen_cpu_fft_spectrum_cached(ctx, job, t))
+            cold = t.tile_threads > 1 ? 0.5 * t.work / (double)t.tiles
+                                      : lumen_cpu_fft_tile_work(t.nh, t.nw);
         return (t.work + cold) / r.fft;
     }
     default:

@@ -81,13 +81,21 @@ lumen_status lumen_cpu_separable(lumen_context *ctx, const lumen_filter_job *job
 lumen_status lumen_cpu_fft(lumen_context *ctx, const lumen_filter_job *job);
 /* FFT tile size for job and the work it costs (arbitrary units of N log N). */
 typedef struct lumen_fft_tiling {
-    int nh, nw;     /* FFT size */
-    int64_t tiles;  /* tiles over all planes */
-    double work;    /* per thread, in fft_work units */
+    int nh, nw;       /* FFT size */
+    int64_t tiles;    /* tiles over all planes */
+    double work;      /* per thread, in fft_work units */
+    int tile_threads; /* threads on one tile: 1, tiles spread over the threads; > 1, one tile
+                         at a time on all of them (FFTW's threads, rows in parallel) */
 } lumen_fft_tiling;
 lumen_fft_tiling lumen_cpu_fft_tiling(const lumen_filter_job *job, int threads);
-/* True when the kernel spectrum for an nh x nw FFT is in the context's plan cache. */
-bool lumen_cpu_fft_spectrum_cached(lumen_context *ctx, const lumen_filter_job *job, int nh, int nw);
+/* lumen_cpu_fft with a given tiling (nh, nw, tile_threads; the tests force one with it). */
+lumen_status lumen_cpu_fft_tiled(lumen_context *ctx, const lumen_filter_job *job,
+                                 lumen_fft_tiling t);
+/* Whether FFTW's OpenMP threads are linked (else tilings keep tile_threads 1). */
+bool lumen_cpu_fft_threads_linked(void);
+/* True when the kernel spectrum for tiling t is in the context's plan cache. */
+bool lumen_cpu_fft_spectrum_cached(lumen_context *ctx, const lumen_filter_job *job,
+                                   lumen_fft_tiling t);
 /* Work of one tile of nh x nw in the units of lumen_fft_tiling.work. */
 double lumen_cpu_fft_tile_work(int nh, int nw);
 

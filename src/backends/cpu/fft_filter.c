@@ -7,7 +7,10 @@
  * transformed, multiplied by the conjugate kernel spectrum (correlation) and
  * transformed back; the first T x T samples are the tile's outputs. Sizes
  * are c * 2^a (c = 1, 3, 5, 7) chosen by cost, and the working set per thread
- * is three N x N buffers (N x N <= 2^21) whatever the image size. Plans and kernel spectra live
+ * is three N x N buffers (N x N <= 2^21) whatever the image size. Where fewer, larger tiles
+ * are cheaper (tiles fewer than threads, or a huge kernel's overlap), one tile at a time runs
+ * on all threads instead: FFTW's OpenMP threads inside the transforms, rows in parallel for the
+ * loads, the product and the stores (docs/large-kernels.md). Plans and kernel spectra live
  * in the context's plan cache; FFTW wisdom persists on disk.
  */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
@@ -30,10 +33,14 @@
 
 /* FFTW's planner is not thread-safe: every plan/destroy/wisdom call holds this. */
 static pthread_mutex_t planner_lock = PTHREAD_MUTEX_INITIALIZER;
-static bool wisdom_loaded;
+static bool planner_ready;
+static bool fftw_threads_ok; /* fftwf_init_threads succeeded: plans may have several threads */
 
 /* Largest tile (elements): bigger ones run FFTW far below its in-cache speed. */
 #define MAX_TILE_ELEMS ((int64_t)1 << 21)
+/* Largest tile all threads run together, per thread (2 threads: 2^23 elements, so that a
+ * 3000 x 2000 image padded by a 301-tap kernel, 2304 x 3456, is one tile: 100 MB of buffers). */
+#define MAX_SHARED_TILE_ELEMS_PER_THREAD ((int64_t)1 << 22)
 #define WISDOM_FILE "fftw-wisdom-f32"
 /* lumen_cpu_fft_tile_work's cost of a tile whatever its size (in its n log2 n units). */
 #define TILE_FIXED_WORK 1.0e6
@@ -44,19 +51,54 @@ static bool wisdom_loaded;
  * FFT lengths we use: c * 2^a with c in {1, 3, 5, 7} and a >= 3. FFTW's
  * estimated plans run such lengths at full speed, while lengths rich in odd
  * factors (625 = 5^4, 729 = 3^6) measured 1.5-2x slower per n log n here.
+ * Shared tiles (below) may also take the wide lengths: odd part 3^i 5^j 7^k up to 49 (2304 =
+ * 9 x 256, 3456 = 27 x 128, 2240 = 35 x 64), as the FFT floor's pair does; on whole-image
+ * transforms they ran at the narrow lengths' speed per n log n (2-core Zen 5, 2 threads).
  */
-static bool is_fast_length(int n)
+static bool is_fast_length(int n, bool wide)
 {
     int a = 0;
     while (n % 2 == 0) n /= 2, a++;
-    return a >= 3 && (n == 1 || n == 3 || n == 5 || n == 7);
+    if (a < 3) return false;
+    if (n == 1 || n == 3 || n == 5 || n == 7) return true;
+    if (!wide || n > 49) return false;
+    while (n % 3 == 0)
+        n /= 3;
+    while (n % 5 == 0)
+        n /= 5;
+    while (n % 7 == 0)
+        n /= 7;
+    return n == 1;
 }
 
 /* Smallest fast length >= n. */
-static int next_length(int n)
+static int next_length(int n, bool wide)
 {
-    while (!is_fast_length(n)) n++;
+    while (!is_fast_length(n, wide))
+        n++;
     return n;
+}
+
+/*
+ * A shared tile's time x threads / one thread's time on the same tile, in
+ * lumen_cpu_fft_tile_work's units (FFTW's OpenMP threads in the transforms, rows in parallel
+ * elsewhere). Measured on the 2-core Zen 5 guest, 2 threads, at load 4-6 (min of 5-300 runs,
+ * tilings alternated): 0.68 at 224 x 320 (the threads' fork and join weigh on a 0.3 ms tile),
+ * 0.9-1.1 at 768 x 1024, and 1.15 (1.04-1.22) at 2304 x 3456 against the model's one-thread
+ * cost of such a size (2.5x per n log n: each thread's share of a big transform fits the caches
+ * better; sigma 50 on 3000 x 2000 ran 0.70-0.76x the time of 42 spread 640 x 768 tiles in three
+ * of four alternated runs, 1.03x in one, where 1.05 would predict 0.86x). A shared tile's many
+ * barriers (FFTW's loops and ours) cost it dearly whenever another process holds a core: each waits
+ * for a descheduled thread, a scheduler tick (12 shared 720 x 800 tiles ran 20x slower at load 6, a
+ * 112 x 128 one 400x). So tiles below MIN_SHARED_TILE_ELEMS never share (they take a few ms, and
+ * their threads may idle), and up to MAX_TILE_ELEMS, where the same tile could run on one thread,
+ * the efficiency is taken as 0.85: shared only where threads would otherwise idle.
+ */
+#define MIN_SHARED_TILE_ELEMS ((int64_t)1 << 18)
+
+static double shared_efficiency(int64_t n)
+{
+    return n > MAX_TILE_ELEMS ? 1.15 : 0.85;
 }
 
 double lumen_cpu_fft_tile_work(int nh, int nw)
@@ -88,32 +130,80 @@ double lumen_cpu_fft_tile_work(int nh, int nw)
     return n * (log2(n) * cache * prime7 + 6.0) + fixed;
 }
 
-/* Candidate lengths for one axis: fast, >= k, no larger than the image needs. */
-static int axis_candidates(int k, int64_t len, int *out, int max)
+/* Candidate lengths for one axis: fast (or wide), >= k, up to the first fast one (not only the
+ * first wide one) the whole axis fits. */
+static int axis_candidates(int k, int64_t len, bool wide, int *out, int max)
 {
-    int hi = next_length((int)(len + k - 1 < 16384 ? len + k - 1 : 16384));
+    int hi = next_length((int)(len + k - 1 < 16384 ? len + k - 1 : 16384), false);
     int count = 0;
-    for (int n = next_length(k > 8 ? k : 8); n <= hi && count < max; n = next_length(n + 1))
+    for (int n = next_length(k > 8 ? k : 8, wide); n <= hi && count < max;
+         n = next_length(n + 1, wide))
         out[count++] = n;
     return count;
 }
 
+bool lumen_cpu_fft_threads_linked(void)
+{
+#ifdef LUMEN_HAVE_FFTW_OMP
+    return true;
+#else
+    return false;
+#endif
+}
+
+/* Channels one tile item takes together when the source is interleaved (stride_c 1, stride_w
+ * c): its window rows are then read as one contiguous run, not c strided ones. */
+#define FFT_GROUP_MAX 4
+
+static bool interleaved(const lumen_image *v)
+{
+    return v->c > 1 && v->stride_c == 1 && v->stride_w == v->c;
+}
+
+/* Channels per tile item: c when interleaved and c <= FFT_GROUP_MAX, else 1. */
+static int fft_group(const lumen_filter_job *job)
+{
+    return interleaved(job->src) && job->src->c <= FFT_GROUP_MAX ? (int)job->src->c : 1;
+}
+
+/*
+ * The cheapest of two ways to run nh x nw tiles, in per-thread work. A work item is a tile of a
+ * group of channels (fft_group). Spread: each item on one thread, ceil(items / threads) rounds,
+ * for tiles up to MAX_TILE_ELEMS. Shared: one item at a time on all threads, items / (threads x
+ * efficiency), for tiles up to threads x MAX_SHARED_TILE_ELEMS_PER_THREAD x 3 / (2c + 1) (a
+ * group of c channels has 2c + 1 buffers: the cap keeps them within the threads' 3-buffer
+ * tiles).
+ */
 lumen_fft_tiling lumen_cpu_fft_tiling(const lumen_filter_job *job, int threads)
 {
     const lumen_image *s = job->dst; /* tiles cover the outputs (a halo: fewer than src) */
-    const int64_t planes = s->n * s->c;
-    int ch[512], cw[512];
-    int nch = axis_candidates(job->kh, s->h, ch, 512), ncw = axis_candidates(job->kw, s->w, cw, 512);
-    lumen_fft_tiling best = {0, 0, 0, INFINITY};
+    const int group = fft_group(job); /* channels per work item */
+    const int64_t groups = s->n * (s->c / group);
+    const bool share = threads > 1 && lumen_cpu_fft_threads_linked();
+    const int64_t shared_cap =
+        share ? threads * MAX_SHARED_TILE_ELEMS_PER_THREAD * 3 / (2 * group + 1) : 0;
+    const int64_t cap = shared_cap > MAX_TILE_ELEMS ? shared_cap : MAX_TILE_ELEMS;
+    int ch[1024], cw[1024];
+    int nch = axis_candidates(job->kh, s->h, share, ch, 1024);
+    int ncw = axis_candidates(job->kw, s->w, share, cw, 1024);
+    lumen_fft_tiling best = {0, 0, 0, INFINITY, 1};
     for (int i = 0; i < nch; i++) {
         for (int j = 0; j < ncw; j++) {
             int nh = ch[i], nw = cw[j];
-            if ((int64_t)nh * nw > MAX_TILE_ELEMS) break;
+            const int64_t elems = (int64_t)nh * nw;
+            if (elems > cap) break;
             int64_t ty = (s->h + nh - job->kh) / (nh - job->kh + 1);
             int64_t tx = (s->w + nw - job->kw) / (nw - job->kw + 1);
-            int64_t tiles = planes * ty * tx, rounds = (tiles + threads - 1) / threads;
-            double work = (double)rounds * lumen_cpu_fft_tile_work(nh, nw);
-            if (work < best.work) best = (lumen_fft_tiling){nh, nw, tiles, work};
+            int64_t items = groups * ty * tx, rounds = (items + threads - 1) / threads;
+            const double item = group * lumen_cpu_fft_tile_work(nh, nw);
+            /* the wide lengths for the big shared tiles only (where they were measured) */
+            const bool narrow = is_fast_length(nh, false) && is_fast_length(nw, false);
+            if (narrow && elems <= MAX_TILE_ELEMS && rounds * item < best.work)
+                best = (lumen_fft_tiling){nh, nw, items * group, (double)rounds * item, 1};
+            const double shared = (double)items * item / (threads * shared_efficiency(elems));
+            if ((narrow || elems > MAX_TILE_ELEMS) && elems >= MIN_SHARED_TILE_ELEMS &&
+                elems <= shared_cap && shared < best.work)
+                best = (lumen_fft_tiling){nh, nw, items * group, shared, threads};
         }
     }
     return best;
@@ -154,6 +244,7 @@ static bool headroom(size_t bytes)
 
 typedef struct fft_plans {
     fftwf_plan fwd, inv;
+    int threads; /* FFTW's threads in them */
 } fft_plans;
 
 static void plans_destroy(void *p)
@@ -178,17 +269,46 @@ static void save_wisdom(void)
         unlink(tmp);
 }
 
-static void load_wisdom_once(void)
+/* Once, under planner_lock, before the first plan: FFTW's threads (their solvers must be in the
+ * planner before it plans or reads wisdom that names them), then the wisdom. */
+static void planner_init_once(void)
 {
     char path[4200];
-    if (wisdom_loaded) return;
-    wisdom_loaded = true;
+    if (planner_ready) return;
+    planner_ready = true;
+#ifdef LUMEN_HAVE_FFTW_OMP
+    fftw_threads_ok = fftwf_init_threads() != 0;
+#endif
     if (lumen_cache_path(WISDOM_FILE, path, sizeof path) && access(path, R_OK) == 0)
         lumen_log(LUMEN_LOG_DEBUG, "fft: wisdom %s %s", path,
                   fftwf_import_wisdom_from_filename(path) ? "loaded" : "unreadable, ignored");
 }
 
-static fft_plans *make_plans(lumen_fft_planning policy, int nh, int nw)
+/* The planner's thread count for the next plans (planner_lock held); 1 after each plan. */
+static void plan_threads(int threads)
+{
+#ifdef LUMEN_HAVE_FFTW_OMP
+    if (fftw_threads_ok) fftwf_plan_with_nthreads(threads);
+#else
+    (void)threads;
+#endif
+}
+
+/* FFTW's OpenMP loops size their team by the calling thread's nthreads ICV, not by the plan: a
+ * plan on n threads runs with the ICV set to n (returns the old value for team_end). */
+static int team_begin(int n)
+{
+    const int old = omp_get_max_threads();
+    if (n > 1 && n != old) omp_set_num_threads(n);
+    return old;
+}
+
+static void team_end(int n, int old)
+{
+    if (n > 1 && n != old) omp_set_num_threads(old);
+}
+
+static fft_plans *make_plans(lumen_fft_planning policy, int nh, int nw, int threads)
 {
     fft_plans *fp = calloc(1, sizeof *fp);
     float *in = fftwf_alloc_real((size_t)nh * nw);
@@ -196,9 +316,14 @@ static fft_plans *make_plans(lumen_fft_planning policy, int nh, int nw)
     if (fp && in && out && headroom(fftw_internal_bytes(nh, nw))) {
         unsigned flags = policy == LUMEN_FFT_MEASURE ? FFTW_MEASURE : FFTW_ESTIMATE;
         pthread_mutex_lock(&planner_lock);
-        load_wisdom_once();
+        planner_init_once();
+        fp->threads = fftw_threads_ok ? threads : 1;
+        plan_threads(fp->threads);
+        const int old = team_begin(fp->threads); /* FFTW_MEASURE runs them */
         fp->fwd = fftwf_plan_dft_r2c_2d(nh, nw, in, out, flags);
         fp->inv = fftwf_plan_dft_c2r_2d(nh, nw, out, in, flags);
+        team_end(fp->threads, old);
+        plan_threads(1);
         if (policy == LUMEN_FFT_MEASURE) save_wisdom();
         pthread_mutex_unlock(&planner_lock);
     }
@@ -211,23 +336,24 @@ static fft_plans *make_plans(lumen_fft_planning policy, int nh, int nw)
     return fp;
 }
 
-static const fft_plans *get_plans(lumen_context *ctx, int nh, int nw)
+static const fft_plans *get_plans(lumen_context *ctx, int nh, int nw, int threads)
 {
-    const int key[4] = {'P', nh, nw, (int)ctx->fft_planning};
+    const int key[5] = {'P', nh, nw, (int)ctx->fft_planning, threads};
     fft_plans *fp = lumen_plan_cache_get(ctx->plans, key, sizeof key);
     if (fp) return fp;
-    if (!(fp = make_plans(ctx->fft_planning, nh, nw))) return NULL;
+    if (!(fp = make_plans(ctx->fft_planning, nh, nw, threads))) return NULL;
     return lumen_plan_cache_put(ctx->plans, key, sizeof key, fp, plans_destroy, sizeof *fp);
 }
 
 /* ---- kernel spectra -------------------------------------------------------- */
 
-/* Key: sizes, scale, and the kernel itself, so equal kernels share a spectrum. */
-static void *spectrum_key(const lumen_filter_job *job, int nh, int nw, size_t *len)
+/* Key: sizes, the plan's threads (its transform may round otherwise), scale, and the kernel
+ * itself, so equal kernels share a spectrum. */
+static void *spectrum_key(const lumen_filter_job *job, int nh, int nw, int threads, size_t *len)
 {
     const int sep = job->taps == LUMEN_TAPS_SEPARABLE;
     const size_t taps = sep ? (size_t)(job->kw + job->kh) : (size_t)job->kw * job->kh;
-    const int head[6] = {'S', nh, nw, job->kw, job->kh, sep};
+    const int head[7] = {'S', nh, nw, threads, job->kw, job->kh, sep};
     *len = sizeof head + sizeof(float) * (taps + 1);
     char *key = malloc(*len);
     if (!key) return NULL;
@@ -265,7 +391,9 @@ static fftwf_complex *make_spectrum(const fft_plans *fp, const lumen_filter_job 
     memset(buf, 0, sizeof(float) * (size_t)nh * nw);
     for (int i = 0; i < job->kh; i++)
         for (int j = 0; j < job->kw; j++) buf[(size_t)i * nw + j] = kernel_tap(job, i, j);
+    const int old = team_begin(fp->threads);
     fftwf_execute_dft_r2c(fp->fwd, buf, spec);
+    team_end(fp->threads, old);
     const float norm = 1.0f / ((float)nh * (float)nw);
     for (size_t i = 0; i < nc; i++) spec[i][0] *= norm, spec[i][1] *= -norm;
     fftwf_free(buf);
@@ -274,10 +402,17 @@ static fftwf_complex *make_spectrum(const fft_plans *fp, const lumen_filter_job 
 
 static void spectrum_free(void *p) { fftwf_free(p); }
 
-bool lumen_cpu_fft_spectrum_cached(lumen_context *ctx, const lumen_filter_job *job, int nh, int nw)
+/* The threads a tiling's plans get (1 without FFTW's threads). */
+static int plan_thread_count(lumen_fft_tiling t)
+{
+    return lumen_cpu_fft_threads_linked() ? t.tile_threads : 1;
+}
+
+bool lumen_cpu_fft_spectrum_cached(lumen_context *ctx, const lumen_filter_job *job,
+                                   lumen_fft_tiling t)
 {
     size_t len;
-    void *key = spectrum_key(job, nh, nw, &len);
+    void *key = spectrum_key(job, t.nh, t.nw, plan_thread_count(t), &len);
     bool hit = key && lumen_plan_cache_get(ctx->plans, key, len) != NULL;
     free(key);
     return hit;
@@ -287,7 +422,7 @@ static const fftwf_complex *get_spectrum(lumen_context *ctx, const fft_plans *fp
                                          const lumen_filter_job *job, int nh, int nw)
 {
     size_t len;
-    void *key = spectrum_key(job, nh, nw, &len);
+    void *key = spectrum_key(job, nh, nw, fp->threads, &len);
     if (!key) return NULL;
     fftwf_complex *spec = lumen_plan_cache_get(ctx->plans, key, len);
     if (!spec && (spec = make_spectrum(fp, job, nh, nw)))
@@ -299,9 +434,13 @@ static const fftwf_complex *get_spectrum(lumen_context *ctx, const fft_plans *fp
 
 /* ---- tiles ------------------------------------------------------------------ */
 
-/* Channels one tile item takes together when the source is interleaved (stride_c 1, stride_w
- * c): its window rows are then read as one contiguous run, not c strided ones. */
-#define FFT_GROUP_MAX 4
+/* One thread's buffers: a window and an output per channel of a group, the spectrum, and two
+ * rows of interleaved pixels (a shared tile's helper threads have the rows only). */
+typedef struct tile_bufs {
+    float *in[FFT_GROUP_MAX], *out[FFT_GROUP_MAX];
+    fftwf_complex *freq;
+    float *row, *row2;
+} tile_bufs;
 
 typedef struct fft_run {
     const lumen_filter_job *job;
@@ -319,24 +458,27 @@ typedef struct fft_run {
     bool exact_ties;          /* integer dst and a dyadic kernel: exact .5 ties can occur */
     int64_t th, tw;           /* outputs per tile */
     int64_t tiles_y, tiles_x; /* per plane */
+    /* threads on one tile: 1, each thread runs its own tiles; > 1, they run one tile together,
+     * its rows split between them, each with its own row buffers (rows[thread]) */
+    int tile_threads;
+    const tile_bufs *rows;
 } fft_run;
-
-/* One thread's buffers: a window and an output per channel of a group, the spectrum, and two
- * rows of interleaved pixels. */
-typedef struct tile_bufs {
-    float *in[FFT_GROUP_MAX], *out[FFT_GROUP_MAX];
-    fftwf_complex *freq;
-    float *row, *row2;
-} tile_bufs;
 
 static const lumen_filter_job *kjob(const fft_run *r, int64_t ch)
 {
     return &r->kjobs[r->per_channel ? ch : 0];
 }
 
-static bool interleaved(const lumen_image *v)
+/* The buffers this thread uses for tb's tile: tb's own, with its own row buffers when the tile
+ * is shared (inside the tile's parallel region). */
+static tile_bufs thread_bufs(const fft_run *r, const tile_bufs *tb)
 {
-    return v->c > 1 && v->stride_c == 1 && v->stride_w == v->c;
+    tile_bufs t = *tb;
+    if (r->tile_threads > 1) {
+        t.row = r->rows[omp_get_thread_num()].row;
+        t.row2 = r->rows[omp_get_thread_num()].row2;
+    }
+    return t;
 }
 
 /* A film job's highlights of n loaded values of channel ch, in place (film_map.h). */
@@ -408,15 +550,20 @@ static void load_windows(const fft_run *r, const tile_bufs *tb, int64_t b, int64
                          int64_t y0, int64_t x0, int64_t rows, int64_t cols)
 {
     const lumen_filter_job *job = r->job;
-    for (int64_t i = 0; i < r->nh; i++) {
-        if (i < rows) {
-            int64_t yy = lumen_border_index(y0 - job->ay + i, job->src->h, job->border);
-            load_window_row(r, tb, b, ch0, yy, x0 - job->ax, cols, i);
-        }
-        for (int k = 0; k < r->group; k++) {
-            float *row = tb->in[k] + i * r->nw;
-            const int64_t from = i < rows ? cols : 0;
-            memset(row + from, 0, sizeof(float) * (size_t)(r->nw - from));
+#pragma omp parallel num_threads(r->tile_threads) if (r->tile_threads > 1)
+    {
+        const tile_bufs t = thread_bufs(r, tb);
+#pragma omp for schedule(static)
+        for (int64_t i = 0; i < r->nh; i++) {
+            if (i < rows) {
+                int64_t yy = lumen_border_index(y0 - job->ay + i, job->src->h, job->border);
+                load_window_row(r, &t, b, ch0, yy, x0 - job->ax, cols, i);
+            }
+            for (int k = 0; k < r->group; k++) {
+                float *row = t.in[k] + i * r->nw;
+                const int64_t from = i < rows ? cols : 0;
+                memset(row + from, 0, sizeof(float) * (size_t)(r->nw - from));
+            }
         }
     }
 }
@@ -425,12 +572,19 @@ static void load_windows(const fft_run *r, const tile_bufs *tb, int64_t b, int64
 static float window_max_abs(const fft_run *r, const float *in, int64_t rows, int64_t cols)
 {
     float m = 0.0f;
+    int nonfinite = 0;
+#pragma omp parallel for num_threads(r->tile_threads) if (r->tile_threads > 1) schedule(static)    \
+    reduction(max                                                                                  \
+              : m) reduction(|                                                                     \
+                             : nonfinite)
     for (int64_t i = 0; i < rows; i++) {
         float v = r->rk->max_abs(in + i * r->nw, cols);
-        if (isnan(v)) return NAN;
-        m = v > m ? v : m;
+        if (isnan(v))
+            nonfinite = 1;
+        else
+            m = v > m ? v : m;
     }
-    return m;
+    return nonfinite ? NAN : m;
 }
 
 /* Output (y, x) of the tile summed directly over its window, in double (job: the channel's
@@ -479,6 +633,7 @@ static bool needs_direct(const fft_run *r, float amax)
 static void direct_tile(const fft_run *r, const lumen_filter_job *job, const float *in, int64_t th,
                         int64_t tw, float *out)
 {
+#pragma omp parallel for num_threads(r->tile_threads) if (r->tile_threads > 1) schedule(dynamic, 1)
     for (int64_t y = 0; y < th; y++)
         for (int64_t x = 0; x < tw; x++) out[y * r->nw + x] = (float)direct_at(r, job, in, y, x);
 }
@@ -492,12 +647,26 @@ static void direct_tile(const fft_run *r, const lumen_filter_job *job, const flo
 static void fix_ties(const fft_run *r, const float *in, float amax, int64_t th, int64_t tw, float *out)
 {
     const float eps = 1e-6f * r->sum_abs_k * amax;
+#pragma omp parallel for num_threads(r->tile_threads) if (r->tile_threads > 1) schedule(static)
     for (int64_t y = 0; y < th; y++)
         for (int64_t x = 0; x < tw; x++) {
             float v = out[y * r->nw + x];
             if (fabsf(v - floorf(v) - 0.5f) <= eps)
                 out[y * r->nw + x] = (float)direct_at(r, r->job, in, y, x);
         }
+}
+
+/* freq *= spec over the tile's spectrum, in equal parts of whole 16-value blocks per thread when
+ * the tile is shared (so each value is computed as one thread would). */
+static void multiply(const fft_run *r, fftwf_complex *freq, const fftwf_complex *spec)
+{
+    const int64_t n = (int64_t)r->nh * (r->nw / 2 + 1), parts = r->tile_threads;
+    const int64_t part = ((n + parts - 1) / parts + 15) / 16 * 16;
+#pragma omp parallel for num_threads(r->tile_threads) if (r->tile_threads > 1) schedule(static)
+    for (int64_t p = 0; p < parts; p++) {
+        const int64_t a = p * part, e = a + part < n ? a + part : n;
+        if (a < e) r->rk->complex_mul((float *)(freq + a), (const float *)(spec + a), e - a);
+    }
 }
 
 /* Channel k of the group: its window transformed, multiplied and transformed back into out[k]
@@ -511,14 +680,14 @@ static void filter_window(const fft_run *r, const tile_bufs *tb, int k, int64_t 
     if (amax == 0.0f) {
         /* an all-zero window (the highlights of a film effect are mostly zeros): its outputs
          * are exactly zero, without transforms */
+#pragma omp parallel for num_threads(r->tile_threads) if (r->tile_threads > 1) schedule(static)
         for (int64_t y = 0; y < th; y++)
             memset(out + y * r->nw, 0, (size_t)tw * sizeof *out);
     } else if (needs_direct(r, amax)) {
         direct_tile(r, kjob(r, ch), in, th, tw, out);
     } else {
         fftwf_execute_dft_r2c(r->plans->fwd, in, tb->freq);
-        r->rk->complex_mul((float *)tb->freq, (const float *)r->spec[r->per_channel ? ch : 0],
-                           (int64_t)r->nh * (r->nw / 2 + 1));
+        multiply(r, tb->freq, r->spec[r->per_channel ? ch : 0]);
         fftwf_execute_dft_c2r(r->plans->inv, tb->freq, out);
         if (r->exact_ties) fix_ties(r, in, amax, th, tw, out);
     }
@@ -580,8 +749,13 @@ static void process_tile(const fft_run *r, int64_t item, const tile_bufs *tb)
     load_windows(r, tb, b, ch0, y0, x0, th + job->kh - 1, tw + job->kw - 1);
     for (int k = 0; k < r->group; k++)
         filter_window(r, tb, k, ch0 + k, th, tw);
-    for (int64_t y = 0; y < th; y++)
-        store_row(r, tb, b, ch0, y, y0, x0, tw);
+#pragma omp parallel num_threads(r->tile_threads) if (r->tile_threads > 1)
+    {
+        const tile_bufs t = thread_bufs(r, tb);
+#pragma omp for schedule(static)
+        for (int64_t y = 0; y < th; y++)
+            store_row(r, &t, b, ch0, y, y0, x0, tw);
+    }
 }
 
 static void bufs_free(tile_bufs *tb)
@@ -592,16 +766,23 @@ static void bufs_free(tile_bufs *tb)
     free(tb->row);
 }
 
-static bool bufs_alloc(const fft_run *r, tile_bufs *tb)
+/* A thread's row buffers, and the tile's buffers when `tile`. */
+static bool bufs_alloc(const fft_run *r, tile_bufs *tb, bool tile)
 {
     const size_t n = (size_t)r->nh * r->nw, row = (size_t)r->nw * (size_t)r->group;
     *tb = (tile_bufs){0};
-    bool ok = (tb->freq = fftwf_alloc_complex((size_t)r->nh * (r->nw / 2 + 1))) &&
-              (tb->row = malloc(2 * row * sizeof(float)));
-    for (int k = 0; k < r->group && ok; k++)
+    bool ok = (tb->row = malloc(2 * row * sizeof(float))) &&
+              (!tile || (tb->freq = fftwf_alloc_complex((size_t)r->nh * (r->nw / 2 + 1))));
+    for (int k = 0; k < r->group && ok && tile; k++)
         ok = (tb->in[k] = fftwf_alloc_real(n)) && (tb->out[k] = fftwf_alloc_real(n));
     if (ok) tb->row2 = tb->row + row;
     return ok;
+}
+
+/* Threads with a tile's buffers: all of them, or the first when they share one tile. */
+static int tile_owners(const fft_run *r, int threads)
+{
+    return r->tile_threads > 1 ? 1 : threads;
 }
 
 /* Every thread's tile buffers, kept in the plan cache between calls: a large filter allocates
@@ -622,24 +803,27 @@ static void workspace_free(void *p)
 static size_t workspace_bytes(const fft_run *r, int threads)
 {
     return sizeof(float) * (size_t)r->nh * (size_t)(r->nw + 2) * (size_t)(2 * r->group + 1) *
-           (size_t)threads;
+               (size_t)tile_owners(r, threads) +
+           2 * sizeof(float) * (size_t)r->nw * (size_t)r->group * (size_t)threads;
 }
 
-static void workspace_key(const fft_run *r, int threads, int key[5])
+static void workspace_key(const fft_run *r, int threads, int key[6])
 {
     key[0] = 'W', key[1] = r->nh, key[2] = r->nw, key[3] = r->group, key[4] = threads;
+    key[5] = r->tile_threads > 1;
 }
 
 /* The cached workspace (taken out of the cache while in use), or a new one; NULL: no memory. */
 static workspace *workspace_get(lumen_context *ctx, const fft_run *r)
 {
-    int key[5];
+    int key[6];
     workspace_key(r, ctx->threads, key);
     workspace *ws = lumen_plan_cache_take(ctx->plans, key, sizeof key);
     if (ws) return ws;
     if (!(ws = calloc(1, sizeof *ws + (size_t)ctx->threads * sizeof(tile_bufs)))) return NULL;
+    const int owners = tile_owners(r, ctx->threads);
     for (ws->threads = 0; ws->threads < ctx->threads; ws->threads++)
-        if (!bufs_alloc(r, &ws->bufs[ws->threads])) {
+        if (!bufs_alloc(r, &ws->bufs[ws->threads], ws->threads < owners)) {
             bufs_free(&ws->bufs[ws->threads]);
             workspace_free(ws);
             return NULL;
@@ -649,13 +833,13 @@ static workspace *workspace_get(lumen_context *ctx, const fft_run *r)
 
 static void workspace_put(lumen_context *ctx, const fft_run *r, workspace *ws)
 {
-    int key[5];
+    int key[6];
     workspace_key(r, ws->threads, key);
     lumen_plan_cache_put(ctx->plans, key, sizeof key, ws, workspace_free,
                          workspace_bytes(r, ws->threads));
 }
 
-static lumen_status run_tiles(lumen_context *ctx, const fft_run *r)
+static lumen_status run_tiles(lumen_context *ctx, fft_run *r)
 {
     const lumen_image *s = r->job->src;
     const int64_t items = s->n * (s->c / r->group) * r->tiles_y * r->tiles_x;
@@ -669,12 +853,22 @@ static lumen_status run_tiles(lumen_context *ctx, const fft_run *r)
         return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY,
                                "fft: out of memory: %d threads need %zu MB for %dx%d tiles",
                                ctx->threads, need >> 20, r->nh, r->nw);
+    if (r->tile_threads > 1) {
+        /* one tile at a time on all threads: FFTW's parallel regions and ours open here, on
+         * the calling thread (inside a parallel region they would run on one thread) */
+        r->rows = ws->bufs;
+        const int old = team_begin(r->tile_threads);
+        for (int64_t it = 0; it < items && !lumen_cpu_should_stop(&stop); it++)
+            process_tile(r, it, &ws->bufs[0]);
+        team_end(r->tile_threads, old);
+    } else {
 #pragma omp parallel num_threads(ctx->threads)
-    {
-        const tile_bufs *tb = &ws->bufs[omp_get_thread_num()];
+        {
+            const tile_bufs *tb = &ws->bufs[omp_get_thread_num()];
 #pragma omp for schedule(dynamic, 1)
-        for (int64_t it = 0; it < items; it++)
-            if (!lumen_cpu_should_stop(&stop)) process_tile(r, it, tb);
+            for (int64_t it = 0; it < items; it++)
+                if (!lumen_cpu_should_stop(&stop)) process_tile(r, it, tb);
+        }
     }
     workspace_put(ctx, r, ws);
     return lumen_cpu_stop_status(&stop, LUMEN_OK);
@@ -710,27 +904,41 @@ lumen_status lumen_cpu_fft(lumen_context *ctx, const lumen_filter_job *job)
     if (t.nh == 0)
         return lumen_set_error(LUMEN_ERR_UNSUPPORTED, "fft: no FFT size fits a %dx%d kernel",
                                job->kw, job->kh);
+    return lumen_cpu_fft_tiled(ctx, job, t);
+}
+
+lumen_status lumen_cpu_fft_tiled(lumen_context *ctx, const lumen_filter_job *job,
+                                 lumen_fft_tiling t)
+{
+    const int tile_threads = t.tile_threads < ctx->threads ? t.tile_threads : ctx->threads;
     fft_run r = {.job = job,
                  .rk = lumen_cpu_row_kernels(ctx),
                  .nh = t.nh,
                  .nw = t.nw,
-                 .group = 1,
+                 .group = fft_group(job),
                  .th = t.nh - job->kh + 1,
-                 .tw = t.nw - job->kw + 1};
-    if (interleaved(job->src) && job->src->c <= FFT_GROUP_MAX) {
-        r.group = (int)job->src->c;
-        r.store_group = interleaved(job->dst);
-    }
+                 .tw = t.nw - job->kw + 1,
+                 .tile_threads = tile_threads > 1 ? tile_threads : 1};
+    if (r.th < 1 || r.tw < 1)
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
+                               "fft: a %dx%d tile is smaller than "
+                               "the %dx%d kernel",
+                               t.nw, t.nh, job->kw, job->kh);
+    r.store_group = r.group > 1 && interleaved(job->dst);
     /* a film job rounds its blend, not the convolution: no ties of the filter's own */
     r.exact_ties = !lumen_dtype_is_float(job->dst->dtype) && !job->map && kernel_is_dyadic(job);
     r.tiles_y = (job->dst->h + r.th - 1) / r.th;
     r.tiles_x = (job->dst->w + r.tw - 1) / r.tw;
-    if (!(r.plans = get_plans(ctx, t.nh, t.nw)))
+    if (!(r.plans = get_plans(ctx, t.nh, t.nw, r.tile_threads)))
         return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY,
                                "fft: out of memory planning a %dx%d transform", t.nh, t.nw);
     lumen_status s = channel_spectra(ctx, &r);
     if (s) return s;
-    lumen_log(LUMEN_LOG_DEBUG, "fft: %dx%d tiles of %lldx%lld outputs, %lld tiles, %d channels each",
-              t.nh, t.nw, (long long)r.tw, (long long)r.th, (long long)t.tiles, r.group);
+    lumen_log(LUMEN_LOG_DEBUG,
+              "fft: %dx%d tiles of %lldx%lld outputs, %lld tiles, %d channels each, %d thread(s) "
+              "per tile",
+              t.nh, t.nw, (long long)r.tw, (long long)r.th,
+              (long long)(job->src->n * job->src->c * r.tiles_y * r.tiles_x), r.group,
+              r.tile_threads);
     return run_tiles(ctx, &r);
 }
