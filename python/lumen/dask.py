@@ -191,10 +191,16 @@ def _axis_plan(n, chunks, before, after, wrap):
     return ensure_minimum_chunksize(k, chunks), (before, after)
 
 
-def _groups(chunks, before, after):
-    """[(first, stop)]: the runs of consecutive chunks filtered as one block (_HALO_SHARE)."""
+def _groups(chunks, before, after, local=False):
+    """[(first, stop)]: the runs of consecutive chunks filtered as one block (_HALO_SHARE). With
+    out= (local: the graph runs in this process) as wide as _MAX_GROUP_SIDE allows: a task costs
+    about a millisecond of Dask and lumen set-up, which a cheap filter's 2048² block (a few ms)
+    feels (5x5 direct on 16384²: 0.63x plain's speed in 2048² tasks, 0.84x in 4096²), and a
+    group gathers nothing from other processes there."""
     h, c = before + after, max(chunks)
     g = 1 if h == 0 else -(-h // max(1, int(c * _HALO_SHARE)))
+    if local:
+        g = max(g, _MAX_GROUP_SIDE // c)
     g = max(1, min(g, max(1, _MAX_GROUP_SIDE // c), len(chunks) // 2))
     return [(i, min(i + g, len(chunks))) for i in range(0, len(chunks), g)]
 
@@ -330,7 +336,8 @@ def _halo_graph(x, block_fn, plan, hax, wax, dtype, token, out=None):
     (bh, ah), (bw, aw) = plan[hax], plan[wax]
     ch, cw = x.chunks[hax], x.chunks[wax]
     starts = [np.concatenate([[0], np.cumsum(c)]) for c in x.chunks]
-    gh, gw = _groups(ch, bh, ah), _groups(cw, bw, aw)
+    local = out is not None
+    gh, gw = _groups(ch, bh, ah, local), _groups(cw, bw, aw, local)
     name = f"lumen-{token}"
     ex_name, grp_name = f"lumen-halo-{token}", f"lumen-group-{token}"
     dsk = {}

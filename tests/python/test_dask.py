@@ -260,8 +260,11 @@ def test_film_effects():
     assert_f32_close(got, want, f32_atol(a), "bloom")
     batch = np.stack([a, a[::-1], a[:, ::-1]])
     x = da.from_array(batch, chunks=(1, 20, 20, 3))
-    equal(ld.halation(x, 0.5, psf_radius=20).compute(scheduler="threads"),
-          lumen.film.halation(batch, 0.5, psf_radius=20), "halation")
+    # halation convolves by FFT, whose tiles follow the thread count and the batch (one image on
+    # a task's thread against the batch on all threads): within the FFT's tolerance, as every
+    # FFT result of lumen.dask (module docstring)
+    assert_f32_close(ld.halation(x, 0.5, psf_radius=20).compute(scheduler="threads"),
+                     lumen.film.halation(batch, 0.5, psf_radius=20), f32_atol(batch), "halation")
     equal(ld.grain(x, seed=3).compute(scheduler="threads"),
           lumen.film.grain(batch, seed=3), "grain")
 
