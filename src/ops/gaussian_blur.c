@@ -107,8 +107,7 @@ static lumen_status prepare(lumen_context *ctx, const lumen_image *src, const lu
     if (o->precision != LUMEN_PRECISION_EXACT && o->precision != LUMEN_PRECISION_FAST)
         return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "precision: unknown value %d",
                                (int)o->precision);
-    const lumen_halo *h = &o->halo;
-    if (o->precision == LUMEN_PRECISION_FAST && (h->top || h->bottom || h->left || h->right))
+    if (o->precision == LUMEN_PRECISION_FAST && lumen_op_has_halo(&o->halo))
         return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
                                "halo: precision fast has no halo (its recursive filter makes "
                                "every output depend on the whole row); use precision exact");

@@ -8,9 +8,26 @@
 #include <string.h>
 
 /* Whether the halo has a margin (NULL: none). */
-static bool has_halo(const lumen_halo *h)
+bool lumen_op_has_halo(const lumen_halo *h)
 {
     return h && (h->top || h->bottom || h->left || h->right);
+}
+
+lumen_status lumen_op_halo_shape(const lumen_image *src, const lumen_halo *h, int64_t *oh,
+                                 int64_t *ow)
+{
+    if (h->top < 0 || h->bottom < 0 || h->left < 0 || h->right < 0)
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
+                               "halo: margins must be >= 0, got top %d bottom %d left %d right %d",
+                               h->top, h->bottom, h->left, h->right);
+    *oh = src->h - h->top - h->bottom, *ow = src->w - h->left - h->right;
+    if (*oh < 1 || *ow < 1)
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
+                               "halo: margins (top %d bottom %d left %d right %d) leave nothing of "
+                               "src (h=%lld, w=%lld) to filter",
+                               h->top, h->bottom, h->left, h->right, (long long)src->h,
+                               (long long)src->w);
+    return LUMEN_OK;
 }
 
 /* src and dst as lumen_image_check_pair checks them, dst being src less the halo's margins. */
@@ -18,18 +35,9 @@ static lumen_status check_halo_pair(const lumen_image *src, const lumen_image *d
                                     const lumen_halo *h)
 {
     lumen_status s = lumen_image_check(src, "src");
-    if (s || (s = lumen_image_check(dst, "dst"))) return s;
-    if (h->top < 0 || h->bottom < 0 || h->left < 0 || h->right < 0)
-        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
-                               "halo: margins must be >= 0, got top %d bottom %d left %d right %d",
-                               h->top, h->bottom, h->left, h->right);
-    const int64_t oh = src->h - h->top - h->bottom, ow = src->w - h->left - h->right;
-    if (oh < 1 || ow < 1)
-        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
-                               "halo: margins (top %d bottom %d left %d right %d) leave nothing of "
-                               "src (h=%lld, w=%lld) to filter",
-                               h->top, h->bottom, h->left, h->right, (long long)src->h,
-                               (long long)src->w);
+    int64_t oh, ow;
+    if (s || (s = lumen_image_check(dst, "dst")) || (s = lumen_op_halo_shape(src, h, &oh, &ow)))
+        return s;
     if (src->n != dst->n || src->c != dst->c || dst->h != oh || dst->w != ow)
         return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
                                "dst: shape (n=%lld, c=%lld, h=%lld, w=%lld) is not src's less the "
@@ -45,8 +53,8 @@ lumen_status lumen_op_check_halo(const lumen_context *ctx, const lumen_image *sr
                                  const lumen_halo *halo)
 {
     if (!ctx) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "ctx: context is NULL");
-    lumen_status s =
-        has_halo(halo) ? check_halo_pair(src, dst, halo) : lumen_image_check_pair(src, dst);
+    lumen_status s = lumen_op_has_halo(halo) ? check_halo_pair(src, dst, halo)
+                                             : lumen_image_check_pair(src, dst);
     if (s) return s;
     if ((s = lumen_view_check_residence(ctx, src, "src")) ||
         (s = lumen_view_check_residence(ctx, dst, "dst")))

@@ -7,6 +7,12 @@
 /* Checks ctx, the image pair, the border mode and value. */
 lumen_status lumen_op_check_common(const lumen_context *ctx, const lumen_image *src,
                                    const lumen_image *dst, lumen_border border, float value);
+/* Whether the halo has a margin (NULL: none). */
+bool lumen_op_has_halo(const lumen_halo *h);
+/* dst's h and w for src less the halo's margins; an error naming the halo when a margin is
+ * negative or they leave nothing. */
+lumen_status lumen_op_halo_shape(const lumen_image *src, const lumen_halo *h, int64_t *oh,
+                                 int64_t *ow);
 /* lumen_op_check_common with src's context margins (lumen_halo; NULL or zeros: none): dst is src
  * less them. */
 lumen_status lumen_op_check_halo(const lumen_context *ctx, const lumen_image *src,

@@ -1,5 +1,6 @@
 /* The table of op descriptors (include/lumen_ops.h) and the checks every front end shares.
  * Each entry lives at the end of its op's file; this file only lists them. */
+#include "op_common.h"
 #include "op_desc.h"
 
 #include <math.h>
@@ -105,17 +106,8 @@ lumen_halo lumen_desc_halo(const lumen_value *v, int hy, int hx)
 lumen_status lumen_desc_shape_less_halo(const lumen_value *v, int hy, int hx, lumen_out_shape *out)
 {
     lumen_status s = lumen_desc_shape_like_src(v, out);
-    if (s) return s;
     const lumen_halo h = lumen_desc_halo(v, hy, hx);
-    out->h -= (int64_t)h.top + h.bottom, out->w -= (int64_t)h.left + h.right;
-    if (out->h < 1 || out->w < 1)
-        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
-                               "halo_y, halo_x: margins (%d, %d) and (%d, %d) leave nothing of src "
-                               "(h=%lld, w=%lld) to filter",
-                               h.top, h.bottom, h.left, h.right,
-                               (long long)(out->h + h.top + h.bottom),
-                               (long long)(out->w + h.left + h.right));
-    return LUMEN_OK;
+    return s ? s : lumen_op_halo_shape(v[0].u.image, &h, &out->h, &out->w);
 }
 
 lumen_status lumen_desc_conv_bias(const lumen_value *bias, int64_t k)
