@@ -110,8 +110,9 @@ class _Block:
         self.halo = halo
 
     def __call__(self, b, **extra):
-        return self.fn(b, *self.args, context=_ctx(self.context, self.threads), **self.kwargs,
-                       **extra)
+        """extra: the call's own keywords (halo, out=, a dtype), over the bound ones."""
+        return self.fn(b, *self.args, context=_ctx(self.context, self.threads),
+                       **dict(self.kwargs, **extra))
 
     def __dask_tokenize__(self):
         return dask.base.tokenize(getattr(self.fn, "__module__", ""),
@@ -293,7 +294,7 @@ def _run_group(fn, hax, wax, rows, cols, keep, grid, dest=None):
         (y, x), h, w = keep, padded.shape[hax], padded.shape[wax]
         extra = dict(halo_y=(y.start, h - y.stop), halo_x=(x.start, w - x.stop))
         return fn(padded, **extra) if target is None else fn(padded, out=target, **extra)
-    res = fn(padded)
+    res = fn(padded) if target is None else fn(padded, dtype=target.dtype)  # made in out's
     idx = [slice(None)] * res.ndim
     idx[hax], idx[wax] = keep
     if target is None:
@@ -433,6 +434,15 @@ def _check_out(out, x, dtype=None):
     return out
 
 
+def _filter(x, block_fn, reach_h, reach_w, border, layout, dtype, out, scheduler):
+    """_apply for the filters: the lazy result, or with out= (_check_out) the graph run into out
+    (_into); the result's dtype is dtype= (None: x's), or out's."""
+    out = _check_out(out, x, dtype)
+    y = _apply(x, block_fn, reach_h, reach_w, border, layout,
+               _out_dtype(x, dtype) if out is None else out.dtype, out)
+    return y if out is None else _into(y, out, scheduler)
+
+
 def _into(y, out, scheduler):
     """Runs the graph y (whose tasks write into out) and returns out. Persisting keeps each
     task's result, a view of out, where computing would gather them into one more array."""
@@ -483,10 +493,8 @@ def filter2d(src, kernel, *, border="reflect", border_value=0.0, anchor=None, co
     kw = dict(border=border, border_value=border_value, anchor=anchor, convolve=convolve,
               dtype=dtype, layout=lay)
     m = _resolve_method("filter2d", x, (k,), kw, method, context, threads)
-    out = _check_out(out, x, dtype)
-    y = _apply(x, _bind_halo(lumen.filter2d, context, threads, k, method=m, **kw), rh, rw,
-               border, lay, _out_dtype(x, dtype) if out is None else out.dtype, out)
-    return y if out is None else _into(y, out, scheduler)
+    return _filter(x, _bind_halo(lumen.filter2d, context, threads, k, method=m, **kw), rh, rw,
+                   border, lay, dtype, out, scheduler)
 
 
 def sep_filter2d(src, kx, ky, *, border="reflect", border_value=0.0, anchor=None,
@@ -502,10 +510,8 @@ def sep_filter2d(src, kx, ky, *, border="reflect", border_value=0.0, anchor=None
     kw = dict(border=border, border_value=border_value, anchor=anchor, convolve=convolve,
               dtype=dtype, layout=lay)
     m = _resolve_method("sep_filter2d", x, (kx, ky), kw, method, context, threads)
-    out = _check_out(out, x, dtype)
-    y = _apply(x, _bind_halo(lumen.sep_filter2d, context, threads, kx, ky, method=m, **kw), rh,
-               rw, border, lay, _out_dtype(x, dtype) if out is None else out.dtype, out)
-    return y if out is None else _into(y, out, scheduler)
+    return _filter(x, _bind_halo(lumen.sep_filter2d, context, threads, kx, ky, method=m, **kw),
+                   rh, rw, border, lay, dtype, out, scheduler)
 
 
 def _gauss_size(ksize, sigma, truncate):
@@ -542,11 +548,8 @@ def gaussian_blur(src, sigma, *, sigma_y=None, ksize=None, border="reflect", bor
     if mode is None:
         kw.update(border=border, border_value=border_value)
     m = _resolve_method("gaussian_blur", x, (sigma,), kw, method, context, threads)
-    out = _check_out(out, x, dtype)
-    y = _apply(x, _bind_halo(lumen.gaussian_blur, context, threads, sigma, method=m, **kw), rh,
-               rw, mode if mode is not None else border, lay,
-               _out_dtype(x, dtype) if out is None else out.dtype, out)
-    return y if out is None else _into(y, out, scheduler)
+    return _filter(x, _bind_halo(lumen.gaussian_blur, context, threads, sigma, method=m, **kw),
+                   rh, rw, mode if mode is not None else border, lay, dtype, out, scheduler)
 
 
 def box_blur(src, ksize, *, normalize=True, border="reflect", border_value=0.0, dtype=None,
@@ -559,12 +562,8 @@ def box_blur(src, ksize, *, normalize=True, border="reflect", border_value=0.0, 
     rw, rh = overlap_depth(kw_), overlap_depth(kh_)
     kw = dict(normalize=normalize, border=border, border_value=border_value, dtype=dtype,
               layout=lay)
-    out = _check_out(out, x, dtype)
-    if out is not None:
-        kw["dtype"] = out.dtype  # each block's result is copied into out: made in its dtype
-    y = _apply(x, _bind(lumen.box_blur, context, threads, ksize, **kw), rh, rw, border, lay,
-               _out_dtype(x, dtype) if out is None else out.dtype, out)
-    return y if out is None else _into(y, out, scheduler)
+    return _filter(x, _bind(lumen.box_blur, context, threads, ksize, **kw), rh, rw, border, lay,
+                   dtype, out, scheduler)
 
 
 def _along_n(fn, x, weight, bias, context, threads, kw):
