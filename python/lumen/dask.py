@@ -261,21 +261,27 @@ def _padded(rows, cols, grid, hax, wax):
 _DIRS = [(dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1)]
 
 
-def _export(block, hax, wax, before_h, after_h, before_w, after_w):
-    """The halo strips a chunk lends its neighbours, by direction (dy, dx) from the borrower to
-    it: the chunk above a block (dy = -1) lends its last `before_h` rows, and so on. Views: they
-    cost nothing here, and on a cluster only they travel, not the chunk."""
+def _strip(block, hax, wax, dy, dx, before_h, after_h, before_w, after_w):
+    """The halo strip a chunk lends the block in direction (dy, dx) from the borrower to it: the
+    chunk above a block (dy = -1) lends its last `before_h` rows, and so on. A view."""
     def sl(d, n, before, after):
         return slice(n - before, n) if d < 0 else slice(0, after) if d > 0 else slice(0, n)
+    idx = [slice(None)] * block.ndim
+    idx[hax] = sl(dy, block.shape[hax], before_h, after_h)
+    idx[wax] = sl(dx, block.shape[wax], before_w, after_w)
+    return block[tuple(idx)]
+
+
+def _export(block, hax, wax, before_h, after_h, before_w, after_w):
+    """The halo strips a chunk lends its neighbours, by direction (_strip). Views: they cost
+    nothing here, and on a cluster only they travel, not the chunk."""
     out = {}
     for dy in (-1, 0, 1):
         for dx in (-1, 0, 1):
             if (dy or dx) and (dy == 0 or (before_h if dy < 0 else after_h)) and \
                     (dx == 0 or (before_w if dx < 0 else after_w)):
-                idx = [slice(None)] * block.ndim
-                idx[hax] = sl(dy, block.shape[hax], before_h, after_h)
-                idx[wax] = sl(dx, block.shape[wax], before_w, after_w)
-                out[_DIRS.index((dy, dx))] = block[tuple(idx)]
+                out[_DIRS.index((dy, dx))] = _strip(block, hax, wax, dy, dx, before_h, after_h,
+                                                    before_w, after_w)
     return out
 
 
@@ -333,7 +339,9 @@ def _dest(out, starts, rest, hax, wax, rows, cols):
 def _halo_graph(x, block_fn, plan, hax, wax, dtype, token, out=None):
     """The graph: per chunk one export task (its strips), per group one task (_run_group), and
     per chunk of a group of several a view of the group's result. With out (a numpy array of
-    x's shape), each group writes its outputs into out's region of it."""
+    x's shape; the graph runs in this process), each group writes its outputs into out's region
+    of it, cuts its neighbours' strips itself, and is one chunk of the result: a task per group
+    and nothing else, since every task costs Dask's bookkeeping under the GIL."""
     (bh, ah), (bw, aw) = plan[hax], plan[wax]
     ch, cw = x.chunks[hax], x.chunks[wax]
     starts = [np.concatenate([[0], np.cumsum(c)]) for c in x.chunks]
@@ -359,6 +367,9 @@ def _halo_graph(x, block_fn, plan, hax, wax, dtype, token, out=None):
                     for (j, dx, _) in ccells:
                         if dy == 0 and dx == 0:
                             row.append(key(x.name, i, j))
+                        elif local:  # the strip, cut inside the group's task
+                            row.append((_strip, key(x.name, i, j), hax, wax, dy, dx, bh, ah, bw,
+                                        aw))
                         else:
                             ek = key(ex_name, i, j)
                             if ek not in dsk:
@@ -373,8 +384,8 @@ def _halo_graph(x, block_fn, plan, hax, wax, dtype, token, out=None):
                 dest = _dest(out, starts, rest, hax, wax, (r0, r1), (c0, c1))
                 task = (_run_group, block_fn, hax, wax, [s for _, _, s in rcells],
                         [s for _, _, s in ccells], keep, cells, dest)
-                if r1 - r0 == 1 and c1 - c0 == 1:
-                    dsk[key(name, r0, c0)] = task
+                if local or (r1 - r0 == 1 and c1 - c0 == 1):
+                    dsk[key(name, gi, gj) if local else key(name, r0, c0)] = task
                     continue
                 gk = key(grp_name, gi, gj)
                 dsk[gk] = task
@@ -386,8 +397,12 @@ def _halo_graph(x, block_fn, plan, hax, wax, dtype, token, out=None):
                         idx[hax] = slice(int(ys[a]), int(ys[a + 1]))
                         idx[wax] = slice(int(xs[b]), int(xs[b + 1]))
                         dsk[key(name, i, j)] = (operator.getitem, gk, tuple(idx))
+    chunks = list(x.chunks)
+    if local:  # a chunk per group: the result is out, and a task per chunk would only cost
+        for ax, groups in ((hax, gh), (wax, gw)):
+            chunks[ax] = tuple(sum(x.chunks[ax][a:b]) for a, b in groups)
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=[x])
-    return da.Array(graph, name, x.chunks, meta=np.empty((0,) * x.ndim, dtype))
+    return da.Array(graph, name, tuple(chunks), meta=np.empty((0,) * x.ndim, dtype))
 
 
 def _apply(x, block_fn, reach_h, reach_w, border, layout, dtype, out=None):
