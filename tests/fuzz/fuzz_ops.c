@@ -2,7 +2,8 @@
  * libFuzzer harness: the image filters with parameters decoded from the input -- filter2d,
  * sep_filter2d, the exact and the fast Gaussian, box_blur -- on small images of every dtype
  * pair, layout (interleaved, planar, negative strides), border, anchor, method, convolve flag,
- * thread count and CPU kernel set (best, AVX2, portable), with dst aliasing or overlapping src.
+ * halo (src's margins read as neighbours only, lumen_halo), thread count and CPU kernel set
+ * (best, AVX2, portable), with dst aliasing or overlapping src.
  *
  * Each case runs on a fast context and on the oracle, the context with SIMD off (the scalar
  * reference, docs/architecture.md), and is a bug when
@@ -16,7 +17,7 @@
  *
  * Input layout (bytes in order; see fz_in: a short input reads zeros): op, hostile mode,
  * dtypes, layouts, shape, border, border value, context, method, convolve, sizes, anchors,
- * sigmas, overlap, data seed and style, then kernel taps.
+ * sigmas, halo, overlap, data seed and style, then kernel taps.
  */
 #include "fuzz_util.h"
 
@@ -67,12 +68,14 @@ static lumen_status run(lumen_context *ctx, const params *p, const lumen_image *
         lumen_gaussian_options g = lumen_gaussian_options_default();
         g.ksize_x = p->kw, g.ksize_y = p->kh, g.sigma_x = p->sx, g.sigma_y = p->sy;
         g.border = o->border, g.border_value = o->border_value, g.method = o->method;
+        g.halo = o->halo;
         return lumen_gaussian_blur_ex(ctx, src, dst, &g, NULL);
     }
     case OP_GAUSS_FAST: {
         lumen_gaussian_options g = lumen_gaussian_options_default();
         g.sigma_x = p->sx, g.sigma_y = p->sy, g.border = o->border;
         g.border_value = o->border_value, g.precision = LUMEN_PRECISION_FAST;
+        g.halo = o->halo; /* refused: the fast Gaussian's outputs depend on whole rows */
         return lumen_gaussian_blur_ex(ctx, src, dst, &g, NULL);
     }
     case OP_BOX:
@@ -122,6 +125,24 @@ static float *taps(fz_in *in, int64_t n, int e)
     return k;
 }
 
+/* One case in four filters the middle of src: margins of up to half a side less one, read as
+ * neighbours only (dst is src less them). A hostile case may draw a negative margin, or one
+ * that leaves nothing, both to be refused. box_blur has no halo. */
+static lumen_halo draw_halo(fz_in *in, int hostile, op_kind op, int64_t h, int64_t w)
+{
+    lumen_halo m = {0, 0, 0, 0};
+    if (fz_pick(in, 4) != 3 || op == OP_BOX) return m;
+    int *side[4] = {&m.top, &m.bottom, &m.left, &m.right};
+    const int64_t dim[4] = {h, h, w, w};
+    for (int i = 0; i < 4; i++)
+        *side[i] = fz_pick(in, (int)((dim[i] - 1) / 2 + 1));
+    if (hostile && fz_pick(in, 2)) {
+        const int i = fz_pick(in, 4);
+        *side[i] = fz_pick(in, 2) ? -1 - fz_pick(in, 4) : (int)dim[i];
+    }
+    return m;
+}
+
 static double abs_sum(const float *k, int n)
 {
     double s = 0;
@@ -165,12 +186,41 @@ static void fail(const char *what, const params *p, const lumen_image *src, cons
 {
     fprintf(stderr,
             "fuzz_ops: %s: %s %s->%s n=%lld c=%lld %lldx%lld k=%dx%d anchor(%d,%d) sigma(%g,%g) "
-            "normalize=%d border=%d value=%g method=%d convolve=%d: %s\n",
+            "normalize=%d border=%d value=%g method=%d convolve=%d halo(%d,%d,%d,%d): %s\n",
             what, op_names[p->op], lumen_dtype_name(src->dtype), lumen_dtype_name(dst->dtype),
             (long long)src->n, (long long)src->c, (long long)src->h, (long long)src->w, p->kw,
             p->kh, p->opt.anchor_x, p->opt.anchor_y, p->sx, p->sy, p->normalize, (int)p->opt.border,
-            (double)p->opt.border_value, (int)p->opt.method, p->opt.convolve, detail);
+            (double)p->opt.border_value, (int)p->opt.method, p->opt.convolve, p->opt.halo.top,
+            p->opt.halo.bottom, p->opt.halo.left, p->opt.halo.right, detail);
     abort();
+}
+
+/* A halo's meaning, on the oracle: its result (ref) is the whole image's result over src's
+ * middle, bit for bit (the reference sums the same taps in the same order either way). */
+static void check_halo(const params *p, const lumen_image *src0, const lumen_image *ref,
+                       const lumen_image *src, const lumen_image *dst)
+{
+    const int64_t count = src0->n * src0->c * src0->h * src0->w;
+    float *wbuf = malloc((size_t)count * sizeof *wbuf);
+    FUZZ_CHECK(wbuf, "out of memory");
+    const lumen_image whole = fz_view(wbuf, FZ_NCHW, LUMEN_F32, src0->n, src0->c, src0->h, src0->w);
+    params q = *p;
+    q.opt.halo = (lumen_halo){0, 0, 0, 0};
+    if (run_oracle(&q, src0, &whole) != LUMEN_OK)
+        fail("the reference refuses the whole image but not its halo", p, src, dst,
+             lumen_last_error());
+    for (int64_t i = 0; i < ref->n * ref->c * ref->h * ref->w; i++) {
+        const int64_t x = i % ref->w, y = i / ref->w % ref->h, bc = i / (ref->w * ref->h);
+        const double r = fz_get(ref, bc / ref->c, bc % ref->c, y, x);
+        const double g =
+            fz_get(&whole, bc / ref->c, bc % ref->c, y + p->opt.halo.top, x + p->opt.halo.left);
+        if (r == g || (isnan(r) && isnan(g))) continue;
+        char msg[256];
+        snprintf(msg, sizeof msg, "element (bc=%lld, y=%lld, x=%lld): halo %.9g, whole %.9g",
+                 (long long)bc, (long long)y, (long long)x, r, g);
+        fail("the reference's halo result is not its whole result's middle", p, src, dst, msg);
+    }
+    free(wbuf);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -224,20 +274,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (what == 3) p.opt.anchor_y = hostile_int(&in, p.kh);
         if (what == 4) p.sx = hostile_sigma(&in), p.sy = hostile_sigma(&in);
     }
+    p.opt.halo = draw_halo(&in, hostile, p.op, h, w);
+    const lumen_halo *hm = &p.opt.halo;
+    const int halo = hm->top || hm->bottom || hm->left || hm->right;
+    /* dst's sides: src's less the margins (1 where they leave nothing: the call refuses) */
+    const int64_t dh = h - hm->top - hm->bottom, dw = w - hm->left - hm->right;
+    const int64_t oh = dh >= 1 && dh <= h ? dh : 1, ow = dw >= 1 && dw <= w ? dw : 1;
 
-    /* src and dst: separate buffers, or dst over src's buffer (exactly or shifted) */
-    const int overlap = (fz_pick(&in, 4) == 0) && st == dt;
-    const int64_t count = n * c * h * w;
+    /* src and dst: separate buffers, or dst over src's buffer (exactly or shifted; same shapes
+     * only) */
+    const int overlap = (fz_pick(&in, 4) == 0) && st == dt && !halo;
+    const int64_t count = n * c * h * w, ocount = n * c * oh * ow;
     const int64_t shift = overlap ? fz_u8(&in) % count : 0;
     const size_t es = lumen_dtype_size(st), des = lumen_dtype_size(dt);
     unsigned char *sbuf = malloc((size_t)(count + shift) * es);
-    unsigned char *dbuf = overlap ? NULL : malloc((size_t)count * des);
+    unsigned char *dbuf = overlap ? NULL : malloc((size_t)ocount * des);
     FUZZ_CHECK(sbuf && (overlap || dbuf), "out of memory");
     lumen_image src = fz_view(sbuf, sl, st, n, c, h, w);
-    lumen_image dst = fz_view(overlap ? sbuf + shift * es : dbuf, dl, dt, n, c, h, w);
+    lumen_image dst = fz_view(overlap ? sbuf + shift * es : dbuf, dl, dt, n, c, oh, ow);
     const uint8_t style = fz_u8(&in);
     fill(&in, &src, style % 5);
-    if (!overlap) memset(dbuf, 0x5A, (size_t)count * des);
+    if (!overlap) memset(dbuf, 0x5A, (size_t)ocount * des);
 
     /* kernels */
     const int e = (int)(fz_u8(&in) % 31) - 20; /* taps scaled by 2^-20 .. 2^10 */
@@ -263,18 +320,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     /* the oracle, into f32 (the unrounded reference r of integer outputs) */
-    float *rbuf = malloc((size_t)count * sizeof *rbuf);
+    float *rbuf = malloc((size_t)ocount * sizeof *rbuf);
     FUZZ_CHECK(rbuf, "out of memory");
-    const lumen_image ref = fz_view(rbuf, FZ_NCHW, LUMEN_F32, n, c, h, w);
+    const lumen_image ref = fz_view(rbuf, FZ_NCHW, LUMEN_F32, n, c, oh, ow);
     const lumen_status rs = run_oracle(&p, &src0, &ref);
     /* The reference decides validity alike for every dst dtype: its status into the real
      * dst's dtype is the fast path's. The fast Gaussian's oracle is another op: compare only
      * when both succeeded. */
     lumen_status want = rs;
     if (p.op == OP_GAUSS_FAST || dt != LUMEN_F32) {
-        unsigned char *tbuf = malloc((size_t)count * des);
+        unsigned char *tbuf = malloc((size_t)ocount * des);
         FUZZ_CHECK(tbuf, "out of memory");
-        const lumen_image t = fz_view(tbuf, FZ_NCHW, dt, n, c, h, w);
+        const lumen_image t = fz_view(tbuf, FZ_NCHW, dt, n, c, oh, ow);
         want = run(ref_ctx, &p, &src0, &t);
         free(tbuf);
     }
@@ -285,6 +342,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fail("the fast path and the reference disagree on the status", &p, &src, &dst, msg);
     }
 
+    if (rs == LUMEN_OK && halo) check_halo(&p, &src0, &ref, &src, &dst);
     if (s == LUMEN_OK && rs == LUMEN_OK) {
         /* tolerances.h: KSUM_MAX (S x R) for the filters, RANGE for the fast Gaussian */
         const ts_tol_kind kind = p.op == OP_GAUSS_FAST              ? TS_TOL_GAUSS_FAST
@@ -315,8 +373,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             t += ts_tolerance_bound(ts_tolerance_of(TS_TOL_FILTER, dt), rmax);
         for (int64_t bi = 0; bi < n; bi++)
             for (int64_t ci = 0; ci < c; ci++)
-                for (int64_t y = 0; y < h; y++)
-                    for (int64_t x = 0; x < w; x++) {
+                for (int64_t y = 0; y < oh; y++)
+                    for (int64_t x = 0; x < ow; x++) {
                         const double g = fz_get(&dst, bi, ci, y, x), r = fz_get(&ref, bi, ci, y, x);
                         if (fz_element_ok(g, r, t, dt)) continue;
                         char msg[512];

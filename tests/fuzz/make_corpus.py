@@ -146,7 +146,8 @@ def exr_corpus():
 
 def ops_corpus():
     # fuzz_ops.c: op, hostile (7), src dtype, dst dtype, layouts, n, c, h, w, border, value (2),
-    # context, method, convolve, kw, kh, ax, ay, sigma x, sigma y, ... (zeros after the end)
+    # context, method, convolve, kw, kh, ax, ay, sigma x, sigma y, halo (3: on) and its four
+    # margins, ... (zeros after the end)
     for op in range(5):
         for st, dt in ((0, 0), (1, 2), (2, 2), (0, 2), (2, 1)):
             for border in range(5):
@@ -155,6 +156,11 @@ def ops_corpus():
                                        4 + op, 2 + border, 3, 1, 40, 20]),
                     f"op{op}-{st}{dt}-b{border}")
         put("fuzz_ops", bytes([op, 7, 2, 2, 0, 0, 1, 5, 5, 5]), f"op{op}-hostile")
+        # a halo (3 of 4), margins top, bottom, left, right; then the overlap byte
+        for border in (0, 3):
+            put("fuzz_ops", bytes([op, 0, 2, 2, 0, 0, 1, 12, 9, border, 40, 1, border % 3, 0, 1,
+                                   5, 4, 1, 2, 40, 20, 3, 2, 1, 0, 3]),
+                f"op{op}-halo-b{border}")
     # fuzz_conv.c: transposed, hostile (3), context, layouts, n, c, h, w, k, r, s, strides,
     # pads, dilations, groups, output pads, bias
     for tr in (0, 1):
