@@ -383,6 +383,17 @@ typedef enum lumen_interpolation {
     LUMEN_INTER_HAMMING = 7        /* Pillow HAMMING */
 } lumen_interpolation;
 
+/* A window of a larger resize (lumen.dask's blocks): src holds rows src_y.. and columns src_x..
+ * of an image of whole_h x whole_w, and dst is rows dst_y.. and columns dst_x.. of that image's
+ * result of out_h x out_w. dst then equals that part of the whole result: the coefficients are
+ * the whole resize's (factors 0 mean out over whole), and the CPU sums in the order it would
+ * for the whole image, so the bits are the same. src must hold every pixel those outputs read
+ * (an error names the rows or columns otherwise). whole_h = 0: no window (src and dst whole). */
+typedef struct lumen_resize_window {
+    int64_t whole_h, whole_w, out_h, out_w;
+    int64_t src_y, src_x, dst_y, dst_x;
+} lumen_resize_window;
+
 typedef struct lumen_resize_options {
     lumen_resize_rule rule;            /* LUMEN_RESIZE_OPENCV */
     lumen_interpolation interpolation; /* LUMEN_INTER_LINEAR */
@@ -391,6 +402,7 @@ typedef struct lumen_resize_options {
     double fx, fy;
     int antialias;     /* torch: linear and cubic widen when shrinking (Pillow's coefficients) */
     int align_corners; /* torch: linear and cubic map corner pixel centres onto each other */
+    lumen_resize_window window; /* default none: src and dst are whole */
 } lumen_resize_options;
 
 /* opencv, linear, no factors, no antialias, no align_corners. */

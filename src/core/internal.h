@@ -209,6 +209,10 @@ typedef struct lumen_resize_job {
     lumen_resize_axis x, y;
     int nearest;
     int pillow_rounding;
+    /* A window (lumen_resize_window): the whole resize's tables, which x and y are slices of
+     * (choices that depend on the sizes, such as the CPU's pass order, are made on them, so
+     * that every window sums as the whole would); NULL: x and y are whole. */
+    const lumen_resize_axis *whole_x, *whole_y;
 } lumen_resize_job;
 
 typedef struct lumen_op {

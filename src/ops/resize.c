@@ -124,6 +124,75 @@ static lumen_status check_views(const lumen_context *ctx, const lumen_image *src
     return LUMEN_OK;
 }
 
+static bool has_window(const lumen_resize_window *w)
+{
+    return w->whole_h || w->whole_w || w->out_h || w->out_w || w->src_y || w->src_x || w->dst_y ||
+           w->dst_x;
+}
+
+/* A window's sizes, and src and dst inside the whole image and the whole result. */
+static lumen_status check_window(const lumen_resize_window *w, const lumen_image *src,
+                                 const lumen_image *dst)
+{
+    if (!has_window(w)) return LUMEN_OK;
+    if (w->whole_h < 1 || w->whole_w < 1 || w->out_h < 1 || w->out_w < 1 ||
+        w->whole_h > INT32_MAX || w->whole_w > INT32_MAX || w->out_h > INT32_MAX ||
+        w->out_w > INT32_MAX)
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
+                               "window: the whole image (%lld x %lld) and result (%lld x %lld) "
+                               "need sides in 1..%d",
+                               (long long)w->whole_h, (long long)w->whole_w, (long long)w->out_h,
+                               (long long)w->out_w, INT32_MAX);
+    const struct {
+        const char *what;
+        const lumen_image *v;
+        int64_t y, x, h, w;
+    } part[2] = {{"src", src, w->src_y, w->src_x, w->whole_h, w->whole_w},
+                 {"dst", dst, w->dst_y, w->dst_x, w->out_h, w->out_w}};
+    for (int i = 0; i < 2; i++)
+        if (part[i].y < 0 || part[i].x < 0 || part[i].y > part[i].h - part[i].v->h ||
+            part[i].x > part[i].w - part[i].v->w)
+            return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
+                                   "window: %s (%lld x %lld at y=%lld, x=%lld) lies outside the "
+                                   "whole %s (%lld x %lld)",
+                                   part[i].what, (long long)part[i].v->h, (long long)part[i].v->w,
+                                   (long long)part[i].y, (long long)part[i].x,
+                                   i ? "result" : "image", (long long)part[i].h,
+                                   (long long)part[i].w);
+    return LUMEN_OK;
+}
+
+/* The window's part of a whole axis's table: outputs d0 .. d0 + n - 1, reading src, which holds
+ * the whole axis's pixels s0 .. s0 + have - 1. The weights are the whole table's rows; the
+ * starts move by s0 (*mem: free() it). */
+static lumen_status window_axis(const lumen_resize_axis *whole, int64_t d0, int64_t n, int64_t s0,
+                                int64_t have, const char *what, lumen_resize_axis *out,
+                                int32_t **mem)
+{
+    int32_t *first = *mem = malloc(sizeof(int32_t) * (size_t)n);
+    if (!first) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "resize: out of memory");
+    int64_t lo = INT64_MAX, hi = 0;
+    for (int64_t o = 0; o < n; o++) {
+        const int64_t f = whole->first[d0 + o];
+        lo = f < lo ? f : lo, hi = f + whole->taps > hi ? f + whole->taps : hi;
+        first[o] = (int32_t)(f - s0);
+    }
+    if (lo < s0 || hi > s0 + have)
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
+                               "src: the window's outputs read %s %lld..%lld of the whole image; "
+                               "src holds %lld..%lld",
+                               what, (long long)lo, (long long)hi - 1, (long long)s0,
+                               (long long)(s0 + have - 1));
+    const int64_t row = d0 * whole->taps;
+    *out = (lumen_resize_axis){have,
+                               n,
+                               whole->taps,
+                               first,
+                               whole->weights + row,
+                               whole->iweights ? whole->iweights + row : NULL};
+    return LUMEN_OK;
+}
+
 /* Same size, and (torch) no factor that moves the sample points: every rule copies. */
 static bool is_copy(const lumen_image *src, const lumen_image *dst, const lumen_resize_options *o)
 {
@@ -138,17 +207,25 @@ lumen_status lumen_resize(lumen_context *ctx, const lumen_image *src, const lume
     lumen_clear_error();
     const lumen_resize_options o = opt ? *opt : lumen_resize_options_default();
     lumen_status s = check_views(ctx, src, dst);
-    if (s || (s = check_rule(&o))) return s;
+    if (s || (s = check_rule(&o)) || (s = check_window(&o.window, src, dst))) return s;
+    /* With a window the tables are the whole resize's: its sizes stand in for src's and dst's */
+    const lumen_resize_window *win = &o.window;
+    const bool windowed = has_window(win);
+    const lumen_image whole_src = {.h = windowed ? win->whole_h : src->h,
+                                   .w = windowed ? win->whole_w : src->w};
+    const lumen_image whole_dst = {.h = windowed ? win->out_h : dst->h,
+                                   .w = windowed ? win->out_w : dst->w};
     lumen_resize_options ax = o;
-    const bool copy = is_copy(src, dst, &o);
+    const bool copy = is_copy(&whole_src, &whole_dst, &o);
     if (copy)
         ax.rule = LUMEN_RESIZE_OPENCV, ax.interpolation = LUMEN_INTER_NEAREST, ax.fx = ax.fy = 0;
     const bool nearest =
         ax.interpolation == LUMEN_INTER_NEAREST || ax.interpolation == LUMEN_INTER_NEAREST_EXACT;
-    lumen_resize_axis_spec sx = {ax.rule,      ax.interpolation, src->w, dst->w, ax.fx,
-                                 ax.antialias, ax.align_corners, 0,      0};
+    lumen_resize_axis_spec sx = {ax.rule, ax.interpolation, whole_src.w,      whole_dst.w,
+                                 ax.fx,   ax.antialias,     ax.align_corners, 0,
+                                 0};
     lumen_resize_axis_spec sy = sx;
-    sy.in = src->h, sy.out = dst->h, sy.factor = ax.fy;
+    sy.in = whole_src.h, sy.out = whole_dst.h, sy.factor = ax.fy;
     sx.area_shrinks = sy.area_shrinks =
         lumen_resize_cv_scale(&sx) >= 1 && lumen_resize_cv_scale(&sy) >= 1;
     const int pillow_u8 =
@@ -157,12 +234,24 @@ lumen_status lumen_resize(lumen_context *ctx, const lumen_image *src, const lume
     lumen_resize_job job = {
         .src = src, .dst = dst, .nearest = nearest, .pillow_rounding = pillow_u8 && !nearest};
     void *mx = NULL, *my = NULL;
-    if (!(s = lumen_resize_taps(&sx, &job.x, &mx)) && !(s = lumen_resize_taps(&sy, &job.y, &my))) {
-        const lumen_op op = lumen_op_resize(&job);
-        s = lumen_run(ctx, &op, info);
+    int32_t *wx = NULL, *wy = NULL;
+    lumen_resize_axis whole_x, whole_y;
+    if (!(s = lumen_resize_taps(&sx, &whole_x, &mx)) &&
+        !(s = lumen_resize_taps(&sy, &whole_y, &my))) {
+        job.x = whole_x, job.y = whole_y;
+        if (windowed) {
+            job.whole_x = &whole_x, job.whole_y = &whole_y;
+            if (!(s = window_axis(&whole_x, win->dst_x, dst->w, win->src_x, src->w, "columns",
+                                  &job.x, &wx)))
+                s = window_axis(&whole_y, win->dst_y, dst->h, win->src_y, src->h, "rows", &job.y,
+                                &wy);
+        }
+        if (!s) {
+            const lumen_op op = lumen_op_resize(&job);
+            s = lumen_run(ctx, &op, info);
+        }
     }
-    free(mx);
-    free(my);
+    free(mx), free(my), free(wx), free(wy);
     return s;
 }
 
@@ -170,7 +259,21 @@ lumen_status lumen_resize(lumen_context *ctx, const lumen_image *src, const lume
 
 #include "op_desc.h"
 
-enum { RS_SRC, RS_SIZE, RS_FX, RS_FY, RS_INTERP, RS_RULE, RS_ANTIALIAS, RS_ALIGN, RS_N };
+enum {
+    RS_SRC,
+    RS_SIZE,
+    RS_FX,
+    RS_FY,
+    RS_INTERP,
+    RS_RULE,
+    RS_ANTIALIAS,
+    RS_ALIGN,
+    RS_WHOLE_SRC,
+    RS_WHOLE_DST,
+    RS_SRC_ORIGIN,
+    RS_DST_ORIGIN,
+    RS_N
+};
 
 static const lumen_choice interp_choices[] = {{"nearest", LUMEN_INTER_NEAREST},
                                               {"nearest-exact", LUMEN_INTER_NEAREST_EXACT},
@@ -237,6 +340,38 @@ static const lumen_arg_desc resize_args[RS_N] = {
                   .type = LUMEN_ARG_BOOL,
                   .max = 1,
                   .help = "torch: map the corner pixels' centres onto each other"},
+    /* the window (lumen_resize_window) */
+    [RS_WHOLE_SRC] = {.name = "whole_src",
+                      .type = LUMEN_ARG_INT_PAIR,
+                      .flags = LUMEN_ARG_NULLABLE | LUMEN_ARG_PAIR_XY | LUMEN_ARG_PAIR_BOTH,
+                      .def_text = "src is whole",
+                      .min = 1,
+                      .max = INT32_MAX,
+                      .help = "a window of a larger resize (lumen.dask's blocks): the width and "
+                              "height of the whole image src is a part of; size is then the "
+                              "part of the whole result to compute, and it equals that part"},
+    [RS_WHOLE_DST] = {.name = "whole_dst",
+                      .type = LUMEN_ARG_INT_PAIR,
+                      .flags = LUMEN_ARG_NULLABLE | LUMEN_ARG_PAIR_XY | LUMEN_ARG_PAIR_BOTH,
+                      .def_text = "with whole_src: required",
+                      .min = 1,
+                      .max = INT32_MAX,
+                      .help = "the window's whole result: its width and height"},
+    [RS_SRC_ORIGIN] = {.name = "src_origin",
+                       .type = LUMEN_ARG_INT_PAIR,
+                       .flags = LUMEN_ARG_PAIR_XY | LUMEN_ARG_PAIR_BOTH,
+                       .def = {0, 0},
+                       .min = 0,
+                       .max = INT32_MAX,
+                       .help = "the window: x and y of src's first pixel in the whole image"},
+    [RS_DST_ORIGIN] = {.name = "dst_origin",
+                       .type = LUMEN_ARG_INT_PAIR,
+                       .flags = LUMEN_ARG_PAIR_XY | LUMEN_ARG_PAIR_BOTH,
+                       .def = {0, 0},
+                       .min = 0,
+                       .max = INT32_MAX,
+                       .help = "the window: x and y of the output's first pixel in the whole "
+                               "result"},
 };
 
 static lumen_resize_options resize_opts(const lumen_value *v)
@@ -249,7 +384,30 @@ static lumen_resize_options resize_opts(const lumen_value *v)
     o.align_corners = (int)lumen_value_int(d, v, RS_ALIGN);
     o.fx = v[RS_FX].given ? v[RS_FX].u.real : 0;
     o.fy = v[RS_FY].given ? v[RS_FY].u.real : o.fx;
+    if (v[RS_WHOLE_SRC].given) {
+        const int64_t *ws = v[RS_WHOLE_SRC].u.pair, *wd = v[RS_WHOLE_DST].u.pair;
+        int sx, sy, dx, dy; /* (x, y), default (0, 0) */
+        lumen_value_pair(d, v, RS_SRC_ORIGIN, &sx, &sy);
+        lumen_value_pair(d, v, RS_DST_ORIGIN, &dx, &dy);
+        o.window = (lumen_resize_window){ws[1], ws[0], wd[1], wd[0], sy, sx, dy, dx};
+    }
     return o;
+}
+
+/* The window's arguments come together: whole_src and whole_dst, and the block's size. */
+static lumen_status check_window_args(const lumen_value *v)
+{
+    const bool any = v[RS_WHOLE_SRC].given || v[RS_WHOLE_DST].given || v[RS_SRC_ORIGIN].given ||
+                     v[RS_DST_ORIGIN].given;
+    if (!any) return LUMEN_OK;
+    if (!v[RS_WHOLE_SRC].given || !v[RS_WHOLE_DST].given)
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
+                               "%s: a window needs both whole_src and whole_dst",
+                               v[RS_WHOLE_SRC].given ? "whole_dst" : "whole_src");
+    if (!v[RS_SIZE].given)
+        return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT,
+                               "size: a window needs the size of its part of the result");
+    return LUMEN_OK;
 }
 
 static lumen_status resize_shape(const lumen_value *v, lumen_out_shape *out)
@@ -257,8 +415,9 @@ static lumen_status resize_shape(const lumen_value *v, lumen_out_shape *out)
     const lumen_image *src = v[RS_SRC].u.image;
     const lumen_resize_options o = resize_opts(v);
     int64_t h, w;
-    lumen_status s = check_rule(&o); /* a combination the rule lacks: a usage error (CLI: 2) */
-    if (s) return s;
+    /* a combination the rule lacks: a usage error (CLI: 2) */
+    lumen_status s = check_rule(&o);
+    if (s || (s = check_window_args(v))) return s;
     if (v[RS_SIZE].given) {
         w = v[RS_SIZE].u.pair[0], h = v[RS_SIZE].u.pair[1];
     } else if (!v[RS_FX].given) {

@@ -255,21 +255,23 @@ static void chunk_vfirst(const lumen_resize_job *j, const lumen_resize_kernels *
  * the horizontal one a pixel per step): horizontal first touches each needed source row once
  * and then sums output-width rows; vertical first sums source-width rows per output row and
  * then resamples only those. Pillow's 8-bit rule rounds between horizontal and vertical, and
- * strided sources gather first: both keep horizontal first. */
+ * strided sources gather first: both keep horizontal first. A window of a larger resize
+ * decides on the whole resize's tables, so that it sums in the whole's order (the same bits). */
 static bool vertical_first(const lumen_resize_job *j, const plane_geom *g)
 {
     if (j->pillow_rounding || !g->src_contig) return false;
+    const lumen_resize_axis *y = j->whole_y ? j->whole_y : &j->y;
+    const lumen_resize_axis *x = j->whole_x ? j->whole_x : &j->x;
     int64_t needed = 0, hi = 0; /* distinct source rows the vertical windows cover */
-    for (int64_t oy = 0; oy < j->y.out; oy++) {
-        const int64_t lo = j->y.first[oy], top = lo + j->y.taps;
+    for (int64_t oy = 0; oy < y->out; oy++) {
+        const int64_t lo = y->first[oy], top = lo + y->taps;
         needed += top - (lo > hi ? lo : hi) > 0 ? top - (lo > hi ? lo : hi) : 0;
         hi = top > hi ? top : hi;
     }
     const double C = g->C, px = g->C <= 4 ? 1 : C, lanes = 16;
-    const double out_h = (double)j->y.out, out_w = (double)j->x.out, Ky = j->y.taps;
-    const double h_first = (double)needed * out_w * j->x.taps * px + out_h * out_w * C * Ky / lanes;
-    const double v_first =
-        out_h * (double)j->x.in * C * Ky / lanes + out_h * out_w * j->x.taps * px;
+    const double out_h = (double)y->out, out_w = (double)x->out, Ky = y->taps;
+    const double h_first = (double)needed * out_w * x->taps * px + out_h * out_w * C * Ky / lanes;
+    const double v_first = out_h * (double)x->in * C * Ky / lanes + out_h * out_w * x->taps * px;
     return v_first < h_first;
 }
 
