@@ -55,7 +55,7 @@ except ImportError as e:  # pragma: no cover - depends on the machine
 import lumen
 
 __all__ = ["filter2d", "sep_filter2d", "gaussian_blur", "box_blur", "conv2d",
-           "conv_transpose2d", "bloom",
+           "conv_transpose2d", "resize", "bloom",
            "halation", "grain", "map_images", "from_zarr", "to_zarr", "overlap_depth",
            "task_threads"]
 
@@ -614,6 +614,103 @@ def conv_transpose2d(x, weight, bias=None, *, stride=1, padding=0, output_paddin
     return _along_n(lumen.conv_transpose2d, x, weight, bias, context, threads,
                     dict(stride=stride, padding=padding, output_padding=output_padding,
                          groups=groups, dilation=dilation))
+
+
+# ---- resize ----------------------------------------------------------------------------------
+
+def _resize_shape(h, w, size, fx, fy, rule):
+    """The whole result's (height, width): size (width, height), else the factors' rule
+    (lumen_resize_output_size: round half to even for opencv and pillow, floor for torch)."""
+    if size is not None:
+        ow, oh = (size, size) if np.isscalar(size) else size
+        return int(oh), int(ow)
+    if fx is None:
+        raise lumen.ArgumentError("size: give the size or fx (and fy)")
+    fy = fx if fy is None else fy
+    rnd = np.floor if rule == "torch" else np.rint
+    oh, ow = int(rnd(h * fy)), int(rnd(w * fx))
+    if oh < 1 or ow < 1:
+        raise lumen.ArgumentError(f"fx, fy: {fx} x {w}, {fy} x {h} give an empty result")
+    return oh, ow
+
+
+def _resize_reach(n, out):
+    """Input pixels around an output's centre that it may read, on an axis of n -> out: every
+    rule's kernel (Lanczos a = 4 at most) widened by the shrink factor, plus the shifts that
+    align_corners or a given factor make (half a factor each); the C call checks the window and
+    names what is missing, so too little would be an error, never a wrong pixel."""
+    s = max(1.0, n / out)
+    return int(np.ceil(5 * s)) + 3
+
+
+def _resize_bounds(n, out, chunks):
+    """[(out start, out stop, src start, src stop)] of one axis: the output blocks (chunks, in
+    output pixels) and the input each reads."""
+    reach, edges = _resize_reach(n, out), np.concatenate([[0], np.cumsum(chunks)]).astype(int)
+    res = []
+    for o0, o1 in zip(edges[:-1], edges[1:]):
+        c0, c1 = (o0 + 0.5) * n / out - 0.5, (o1 - 0.5) * n / out - 0.5
+        res.append((int(o0), int(o1), max(0, int(np.floor(c0)) - reach),
+                    min(n, int(np.ceil(c1)) + reach + 1)))
+    return res
+
+
+def _out_chunks(chunks, n, out):
+    """Output chunks: each about the output of one input chunk (so a block reads about one
+    chunk and its margins, whether the image shrinks or grows)."""
+    c = max(1, int(round(max(chunks) * out / n)))
+    return da.core.normalize_chunks(c, (out,))[0]
+
+
+def _resize_block(block, size, kw, context, threads):
+    return lumen.resize(block, size, context=_ctx(context, threads), **kw)
+
+
+def resize(src, size=None, *, fx=None, fy=None, interpolation="linear", rule="opencv",
+           antialias=False, align_corners=False, dtype=None, layout=None, chunks=None,
+           context=None, threads=None):
+    """lumen.resize on a dask array: each output block is computed from the input it reads
+    (its window of the whole resize: whole_src, whole_dst, src_origin, dst_origin), with the
+    whole resize's coefficients and summing order, so the result equals lumen.resize on the
+    whole image bit for bit (every rule, interpolation and dtype). size: (width, height) as
+    lumen.resize's; chunks: the result's chunks along H and W as (rows, cols) (default: each
+    block the output of about one input chunk). N is chunked as src is; C is one block."""
+    x = da.asarray(src)
+    lay = _layout(x.shape, layout)
+    hax, wax = _HW_AXES[lay]
+    h, w = x.shape[hax], x.shape[wax]
+    oh, ow = _resize_shape(h, w, size, fx, fy, rule)
+    kw = dict(fx=fx, fy=fy, interpolation=interpolation, rule=rule, antialias=antialias,
+              align_corners=align_corners, dtype=dtype, layout=lay, whole_src=(w, h),
+              whole_dst=(ow, oh))
+    nax = 0 if lay.startswith("n") else None
+    x = x.rechunk(tuple(x.chunks[a] if a == nax else (s,) for a, s in enumerate(x.shape)))
+    ch = (da.core.normalize_chunks(chunks[0], (oh,))[0] if chunks else
+          _out_chunks(src.chunks[hax] if hasattr(src, "chunks") else (h,), h, oh))
+    cw = (da.core.normalize_chunks(chunks[1], (ow,))[0] if chunks else
+          _out_chunks(src.chunks[wax] if hasattr(src, "chunks") else (w,), w, ow))
+    rows, cols = _resize_bounds(h, oh, ch), _resize_bounds(w, ow, cw)
+    # The arguments checked now, on the client: the first output pixel from a zero image
+    one = np.broadcast_to(np.zeros((), x.dtype), tuple(
+        rows[0][3] if a == hax else cols[0][3] if a == wax else 1 for a in range(x.ndim)))
+    out_dtype = lumen.resize(one, (1, 1), **kw).dtype
+    n_edges = np.concatenate([[0], np.cumsum(x.chunks[nax])]).astype(int) if nax is not None \
+        else [None, None]
+    grid = np.empty([len(x.chunks[nax]) if a == nax else len(rows) if a == hax else len(cols)
+                     if a == wax else 1 for a in range(x.ndim)], dtype=object)
+    for idx in np.ndindex(grid.shape):
+        (o0, o1, s0, s1), (p0, p1, t0, t1) = rows[idx[hax]], cols[idx[wax]]
+        sl, shape = [slice(None)] * x.ndim, list(x.shape)
+        sl[hax], sl[wax], shape[hax], shape[wax] = slice(s0, s1), slice(t0, t1), o1 - o0, p1 - p0
+        if nax is not None:
+            b0, b1 = n_edges[idx[nax]], n_edges[idx[nax] + 1]
+            sl[nax], shape[nax] = slice(b0, b1), b1 - b0
+        part = x[tuple(sl)]
+        bkw = dict(kw, src_origin=(t0, s0), dst_origin=(p0, o0))
+        d = dask.delayed(_resize_block, pure=True)(part, (p1 - p0, o1 - o0), bkw, context,
+                                                   threads)
+        grid[idx] = da.from_delayed(d, tuple(shape), dtype=out_dtype)
+    return da.block(grid.tolist())
 
 
 # ---- film effects -----------------------------------------------------------------------------

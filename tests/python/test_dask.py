@@ -269,6 +269,72 @@ def test_film_effects():
           lumen.film.grain(batch, seed=3), "grain")
 
 
+#: every rule with its interpolations (and torch's antialias and align_corners)
+RESIZE_CALLS = [("opencv", "nearest", {}), ("opencv", "nearest-exact", {}), ("opencv", "linear", {}),
+                ("opencv", "cubic", {}), ("opencv", "area", {}), ("opencv", "lanczos", {}),
+                ("pillow", "nearest", {}), ("pillow", "linear", {}), ("pillow", "cubic", {}),
+                ("pillow", "lanczos", {}), ("pillow", "box", {}), ("pillow", "hamming", {}),
+                ("torch", "nearest", {}), ("torch", "linear", {"antialias": True}),
+                ("torch", "cubic", {"align_corners": True}), ("torch", "cubic", {}),
+                ("torch", "area", {})]
+
+
+@pytest.mark.parametrize("rule,interp,kw", RESIZE_CALLS)
+def test_resize_exact(rule, interp, kw):
+    """Blocks of a resize (windows of the whole one) give lumen.resize's result bit for bit:
+    shrinking and growing by sizes and by factors, one axis each way, u8 and f32, chunks
+    smaller than a shrink's support (every block then reads several chunks)."""
+    a = rng.random((61, 53, 3), np.float32)
+    for src in (a, (a * 255).astype(np.uint8)):
+        for size, f in (((17, 9), None), ((131, 150), None), ((20, 90), None), (None, 0.37),
+                        (None, 2.5)):
+            if rule == "torch" and interp == "area" and size is None:
+                continue  # adaptive pooling has no factor
+            want = lumen.resize(src, size, fx=f, interpolation=interp, rule=rule, **kw)
+            for chunks in ((7, 6, 3), (25, 53, 3)):
+                got = ld.resize(da.from_array(src, chunks=chunks), size, fx=f,
+                                interpolation=interp, rule=rule, **kw)
+                equal(got.compute(scheduler="sync"), want,
+                      f"{rule} {interp} {kw} {src.dtype} size {size} fx {f} chunks {chunks}")
+
+
+def test_resize_layouts_batch_and_chunks():
+    a = rng.random((5, 3, 40, 33), np.float32)
+    x = da.from_array(a, chunks=(2, 3, 11, 12))
+    got = ld.resize(x, (50, 19), interpolation="cubic", layout="nchw", chunks=(8, 16))
+    assert got.chunks[0] == (2, 2, 1) and got.chunks[2] == (8, 8, 3) and got.chunks[3] == (16,) * 3 + (2,)
+    equal(got.compute(scheduler="threads"),
+          lumen.resize(a, (50, 19), interpolation="cubic", layout="nchw"), "nchw")
+    b = (rng.random((4, 30, 41, 3)) * 65535).astype(np.uint16)
+    got = ld.resize(da.from_array(b, chunks=(3, 9, 10, 3)), fx=0.5, interpolation="area",
+                    dtype=np.float32)
+    equal(got.compute(scheduler="threads"),
+          lumen.resize(b, fx=0.5, interpolation="area", dtype=np.float32), "nhwc u16 -> f32")
+    tiny = rng.random((1, 1), np.float32)
+    equal(ld.resize(da.from_array(tiny), (3, 4)).compute(), lumen.resize(tiny, (3, 4)), "1x1")
+    with pytest.raises(lumen.ArgumentError, match="interpolation"):
+        ld.resize(da.from_array(tiny), (3, 4), rule="torch", interpolation="lanczos")
+    with pytest.raises(lumen.ArgumentError, match="size"):
+        ld.resize(da.from_array(tiny))
+
+
+def test_resize_window_errors():
+    """The C window refuses a src that lacks what its outputs read, and window arguments that
+    do not come together, naming them."""
+    a = rng.random((40, 30), np.float32)
+    win = dict(whole_src=(30, 40), whole_dst=(15, 20))
+    with pytest.raises(lumen.ArgumentError, match="read rows .* src holds"):
+        lumen.resize(a[10:14], (15, 5), src_origin=(0, 10), dst_origin=(0, 5), **win)
+    with pytest.raises(lumen.ArgumentError, match="whole_dst"):
+        lumen.resize(a, (15, 20), whole_src=(30, 40))
+    with pytest.raises(lumen.ArgumentError, match="outside"):
+        lumen.resize(a, (15, 20), src_origin=(1, 0), **win)
+    with pytest.raises(lumen.ArgumentError, match="outside"):
+        lumen.resize(a, (15, 20), dst_origin=(0, 1), **win)
+    part = lumen.resize(a, (15, 20), **win)  # the whole as its own window
+    equal(part, lumen.resize(a, (15, 20)), "whole window")
+
+
 def test_errors():
     x = da.from_array(IMG, chunks=8)
     with pytest.raises(lumen.ArgumentError, match="precision"):
