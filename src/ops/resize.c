@@ -425,6 +425,9 @@ static lumen_status resize_shape(const lumen_value *v, lumen_out_shape *out)
     } else if ((s = lumen_resize_output_size(src->h, src->w, o.fx, o.fy, o.rule, &h, &w))) {
         return s;
     }
+    /* the window's place in the whole image and result: a usage error too */
+    const lumen_image dst = {.h = h, .w = w};
+    if ((s = check_window(&o.window, src, &dst))) return s;
     *out = (lumen_out_shape){LUMEN_ARG_IMAGE, src->dtype, src->n, src->c, h, w};
     return LUMEN_OK;
 }

@@ -318,23 +318,6 @@ def test_resize_layouts_batch_and_chunks():
         ld.resize(da.from_array(tiny))
 
 
-def test_resize_window_errors():
-    """The C window refuses a src that lacks what its outputs read, and window arguments that
-    do not come together, naming them."""
-    a = rng.random((40, 30), np.float32)
-    win = dict(whole_src=(30, 40), whole_dst=(15, 20))
-    with pytest.raises(lumen.ArgumentError, match="read rows .* src holds"):
-        lumen.resize(a[10:14], (15, 5), src_origin=(0, 10), dst_origin=(0, 5), **win)
-    with pytest.raises(lumen.ArgumentError, match="whole_dst"):
-        lumen.resize(a, (15, 20), whole_src=(30, 40))
-    with pytest.raises(lumen.ArgumentError, match="outside"):
-        lumen.resize(a, (15, 20), src_origin=(1, 0), **win)
-    with pytest.raises(lumen.ArgumentError, match="outside"):
-        lumen.resize(a, (15, 20), dst_origin=(0, 1), **win)
-    part = lumen.resize(a, (15, 20), **win)  # the whole as its own window
-    equal(part, lumen.resize(a, (15, 20)), "whole window")
-
-
 def test_errors():
     x = da.from_array(IMG, chunks=8)
     with pytest.raises(lumen.ArgumentError, match="precision"):

@@ -456,6 +456,11 @@ def test_size_or_factor_is_needed():
      dict(fx=0.5, rule="torch", interpolation="cubic", antialias=True)),
     (["--size", "17,11", "--rule", "pillow", "--interpolation", "hamming"], (11, 17),
      dict(size=(17, 11), rule="pillow", interpolation="hamming")),
+    # a window: the whole input is the part of a 60 x 50 image at (10, 5), the output its part
+    (["--size", "12,9", "--whole-src", "60,50", "--whole-dst", "30,25", "--src-origin", "10,5",
+      "--dst-origin", "8,4"], (9, 12),
+     dict(size=(12, 9), whole_src=(60, 50), whole_dst=(30, 25), src_origin=(10, 5),
+          dst_origin=(8, 4))),
 ])
 def test_cli_resize(lumen_bin, tmp_path, args, size, call):
     """lumen resize IN OUT ... writes what lumen.resize returns for the same arguments."""
@@ -479,3 +484,50 @@ def test_cli_resize_errors(lumen_bin, tmp_path):
     assert not (tmp_path / "out.npy").exists()
     r = run_cli(lumen_bin, "resize", tmp_path / "in.npy", tmp_path / "out.npy")
     assert r.returncode == 2 and "size" in r.stderr
+    # a window that does not fit the whole image, or lacks its whole result: usage errors
+    r = run_cli(lumen_bin, "resize", tmp_path / "in.npy", tmp_path / "out.npy", "--size", "4,4",
+                "--whole-src", "9,8", "--whole-dst", "4,4", "--src-origin", "1,0")
+    assert r.returncode == 2 and "outside" in r.stderr, r.stderr
+    r = run_cli(lumen_bin, "resize", tmp_path / "in.npy", tmp_path / "out.npy", "--size", "4,4",
+                "--whole-src", "9,8")
+    assert r.returncode == 2 and "whole_dst" in r.stderr, r.stderr
+    assert not (tmp_path / "out.npy").exists()
+
+
+@pytest.mark.parametrize("rule,interp", [("opencv", "linear"), ("opencv", "area"),
+                                         ("opencv", "lanczos"), ("pillow", "cubic"),
+                                         ("torch", "cubic")])
+def test_resize_window_is_its_part(rule, interp):
+    """A window of a resize (lumen_resize_window) is its part of the whole result, bit for bit:
+    blocks of the output from the input around them, shrinking and growing, u8 and f32 (the
+    blocks and the whole call in one process, so the C window code runs under ASan too).
+    lumen.dask.resize's tests cover every interpolation."""
+    a = np.random.default_rng(6).random((50, 41, 3), dtype=np.float32)
+    for src in (a, (a * 255).astype(np.uint8)):
+        for ow, oh in ((13, 17), (90, 110)):
+            whole = lumen.resize(src, (ow, oh), interpolation=interp, rule=rule)
+            for y0, y1, x0, x1 in ((0, oh // 2, 0, ow // 3), (oh // 2, oh, ow // 3, ow)):
+                sy0, sy1 = max(0, y0 * 50 // oh - 14), min(50, y1 * 50 // oh + 14)
+                sx0, sx1 = max(0, x0 * 41 // ow - 14), min(41, x1 * 41 // ow + 14)
+                part = lumen.resize(src[sy0:sy1, sx0:sx1], (x1 - x0, y1 - y0),
+                                    interpolation=interp, rule=rule, whole_src=(41, 50),
+                                    whole_dst=(ow, oh), src_origin=(sx0, sy0),
+                                    dst_origin=(x0, y0))
+                assert np.array_equal(part, whole[y0:y1, x0:x1]), (src.dtype, ow, y0, x0)
+
+
+def test_resize_window_errors():
+    """The C window refuses a src that lacks what its outputs read, and window arguments that
+    do not come together, naming them."""
+    a = np.random.default_rng(5).random((40, 30), dtype=np.float32)
+    win = dict(whole_src=(30, 40), whole_dst=(15, 20))
+    with pytest.raises(lumen.ArgumentError, match="read rows .* src holds"):
+        lumen.resize(a[10:14], (15, 5), src_origin=(0, 10), dst_origin=(0, 5), **win)
+    with pytest.raises(lumen.ArgumentError, match="whole_dst"):
+        lumen.resize(a, (15, 20), whole_src=(30, 40))
+    with pytest.raises(lumen.ArgumentError, match="outside"):
+        lumen.resize(a, (15, 20), src_origin=(1, 0), **win)
+    with pytest.raises(lumen.ArgumentError, match="outside"):
+        lumen.resize(a, (15, 20), dst_origin=(0, 1), **win)
+    part = lumen.resize(a, (15, 20), **win)  # the whole as its own window
+    assert np.array_equal(part, lumen.resize(a, (15, 20)))
