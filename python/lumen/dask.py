@@ -662,8 +662,55 @@ def _out_chunks(chunks, n, out):
     return da.core.normalize_chunks(c, (out,))[0]
 
 
-def _resize_block(block, size, kw, context, threads):
-    return lumen.resize(block, size, context=_ctx(context, threads), **kw)
+def _cuts(chunks, lo, hi):
+    """[(chunk index, start, stop)]: the chunks of one axis that the range [lo, hi) overlaps,
+    and the part of each inside it (in the chunk's own coordinates)."""
+    edges = np.concatenate([[0], np.cumsum(chunks)]).astype(int)
+    return [(i, int(max(lo, e0) - e0), int(min(hi, e1) - e0))
+            for i, (e0, e1) in enumerate(zip(edges[:-1], edges[1:])) if e0 < hi and e1 > lo]
+
+
+def _resize_task(fn, hax, wax, rcuts, ccuts, grid, size, kw):
+    """One output block: its input window put together from the parts of the chunks it
+    overlaps (grid[i][j]; a view when they are views of one array, _padded), resized as its
+    window of the whole resize."""
+    pieces = []
+    for (_, r0, r1), row in zip(rcuts, grid):
+        cut = []
+        for (_, c0, c1), chunk in zip(ccuts, row):
+            idx = [slice(None)] * chunk.ndim
+            idx[hax], idx[wax] = slice(r0, r1), slice(c0, c1)
+            cut.append(chunk[tuple(idx)])
+        pieces.append(cut)
+    window = _padded([r1 - r0 for _, r0, r1 in rcuts], [c1 - c0 for _, c0, c1 in ccuts], pieces,
+                     hax, wax)
+    return fn(window, size=size, **kw)
+
+
+def _resize_graph(x, hax, wax, rows, cols, bind, kw, dtype):
+    """The graph of resize: per output block (rows x cols, _resize_bounds; x's chunks on the
+    other axes) one task reading the chunks its input window overlaps."""
+    token = tokenize(x.name, rows, cols, bind, sorted(kw.items()))
+    name = f"lumen-resize-{token}"
+    dsk, chunks = {}, list(x.chunks)
+    chunks[hax] = tuple(o1 - o0 for o0, o1, _, _ in rows)
+    chunks[wax] = tuple(o1 - o0 for o0, o1, _, _ in cols)
+    other = [range(len(c)) if a not in (hax, wax) else [None] for a, c in enumerate(x.chunks)]
+    for rest in itertools.product(*other):
+        def key(nm, i, j):
+            k = list(rest)
+            k[hax], k[wax] = i, j
+            return (nm,) + tuple(k)
+        for bi, (o0, o1, s0, s1) in enumerate(rows):
+            rcuts = _cuts(x.chunks[hax], s0, s1)
+            for bj, (p0, p1, t0, t1) in enumerate(cols):
+                ccuts = _cuts(x.chunks[wax], t0, t1)
+                grid = [[key(x.name, i, j) for j, _, _ in ccuts] for i, _, _ in rcuts]
+                bkw = dict(kw, src_origin=(t0, s0), dst_origin=(p0, o0))
+                dsk[key(name, bi, bj)] = (_resize_task, bind, hax, wax, rcuts, ccuts, grid,
+                                          (p1 - p0, o1 - o0), bkw)
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[x])
+    return da.Array(graph, name, tuple(chunks), meta=np.empty((0,) * x.ndim, dtype))
 
 
 def resize(src, size=None, *, fx=None, fy=None, interpolation="linear", rule="opencv",
@@ -683,34 +730,20 @@ def resize(src, size=None, *, fx=None, fy=None, interpolation="linear", rule="op
     kw = dict(fx=fx, fy=fy, interpolation=interpolation, rule=rule, antialias=antialias,
               align_corners=align_corners, dtype=dtype, layout=lay, whole_src=(w, h),
               whole_dst=(ow, oh))
-    nax = 0 if lay.startswith("n") else None
-    x = x.rechunk(tuple(x.chunks[a] if a == nax else (s,) for a, s in enumerate(x.shape)))
+    keep = (hax, wax, 0 if lay.startswith("n") else hax)  # C: one block
+    x = x.rechunk(tuple(c if a in keep else (n,) for a, (c, n) in enumerate(zip(x.chunks,
+                                                                                x.shape))))
     ch = (da.core.normalize_chunks(chunks[0], (oh,))[0] if chunks else
-          _out_chunks(src.chunks[hax] if hasattr(src, "chunks") else (h,), h, oh))
+          _out_chunks(x.chunks[hax], h, oh))
     cw = (da.core.normalize_chunks(chunks[1], (ow,))[0] if chunks else
-          _out_chunks(src.chunks[wax] if hasattr(src, "chunks") else (w,), w, ow))
+          _out_chunks(x.chunks[wax], w, ow))
     rows, cols = _resize_bounds(h, oh, ch), _resize_bounds(w, ow, cw)
     # The arguments checked now, on the client: the first output pixel from a zero image
     one = np.broadcast_to(np.zeros((), x.dtype), tuple(
         rows[0][3] if a == hax else cols[0][3] if a == wax else 1 for a in range(x.ndim)))
     out_dtype = lumen.resize(one, (1, 1), **kw).dtype
-    n_edges = np.concatenate([[0], np.cumsum(x.chunks[nax])]).astype(int) if nax is not None \
-        else [None, None]
-    grid = np.empty([len(x.chunks[nax]) if a == nax else len(rows) if a == hax else len(cols)
-                     if a == wax else 1 for a in range(x.ndim)], dtype=object)
-    for idx in np.ndindex(grid.shape):
-        (o0, o1, s0, s1), (p0, p1, t0, t1) = rows[idx[hax]], cols[idx[wax]]
-        sl, shape = [slice(None)] * x.ndim, list(x.shape)
-        sl[hax], sl[wax], shape[hax], shape[wax] = slice(s0, s1), slice(t0, t1), o1 - o0, p1 - p0
-        if nax is not None:
-            b0, b1 = n_edges[idx[nax]], n_edges[idx[nax] + 1]
-            sl[nax], shape[nax] = slice(b0, b1), b1 - b0
-        part = x[tuple(sl)]
-        bkw = dict(kw, src_origin=(t0, s0), dst_origin=(p0, o0))
-        d = dask.delayed(_resize_block, pure=True)(part, (p1 - p0, o1 - o0), bkw, context,
-                                                   threads)
-        grid[idx] = da.from_delayed(d, tuple(shape), dtype=out_dtype)
-    return da.block(grid.tolist())
+    return _resize_graph(x, hax, wax, rows, cols, _bind(lumen.resize, context, threads), kw,
+                         out_dtype)
 
 
 # ---- film effects -----------------------------------------------------------------------------

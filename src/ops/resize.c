@@ -164,10 +164,12 @@ static lumen_status check_window(const lumen_resize_window *w, const lumen_image
 
 /* The window's part of a whole axis's table: outputs d0 .. d0 + n - 1, reading src, which holds
  * the whole axis's pixels s0 .. s0 + have - 1. The weights are the whole table's rows; the
- * starts move by s0 (*mem: free() it). */
+ * starts move by s0, or (narrow) by the first pixel read, *skip pixels into src: src is then
+ * narrowed to what is read, so that a block's tables look like the whole's where they can (the
+ * 2:1 fast paths need output o to start at 2 o). *mem: free() it. */
 static lumen_status window_axis(const lumen_resize_axis *whole, int64_t d0, int64_t n, int64_t s0,
-                                int64_t have, const char *what, lumen_resize_axis *out,
-                                int32_t **mem)
+                                int64_t have, bool narrow, const char *what, lumen_resize_axis *out,
+                                int32_t **mem, int64_t *skip)
 {
     int32_t *first = *mem = malloc(sizeof(int32_t) * (size_t)n);
     if (!first) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "resize: out of memory");
@@ -183,8 +185,11 @@ static lumen_status window_axis(const lumen_resize_axis *whole, int64_t d0, int6
                                "src holds %lld..%lld",
                                what, (long long)lo, (long long)hi - 1, (long long)s0,
                                (long long)(s0 + have - 1));
+    *skip = narrow ? lo - s0 : 0;
+    for (int64_t o = 0; o < n; o++)
+        first[o] -= (int32_t)*skip;
     const int64_t row = d0 * whole->taps;
-    *out = (lumen_resize_axis){have,
+    *out = (lumen_resize_axis){narrow ? hi - lo : have,
                                n,
                                whole->taps,
                                first,
@@ -239,12 +244,18 @@ lumen_status lumen_resize(lumen_context *ctx, const lumen_image *src, const lume
     if (!(s = lumen_resize_taps(&sx, &whole_x, &mx)) &&
         !(s = lumen_resize_taps(&sy, &whole_y, &my))) {
         job.x = whole_x, job.y = whole_y;
+        lumen_image part = *src; /* a window: src narrowed to what it reads (host views) */
         if (windowed) {
-            job.whole_x = &whole_x, job.whole_y = &whole_y;
-            if (!(s = window_axis(&whole_x, win->dst_x, dst->w, win->src_x, src->w, "columns",
-                                  &job.x, &wx)))
-                s = window_axis(&whole_y, win->dst_y, dst->h, win->src_y, src->h, "rows", &job.y,
-                                &wy);
+            job.whole_x = &whole_x, job.whole_y = &whole_y, job.src = &part;
+            const bool narrow = src->device == 0;
+            int64_t sx0 = 0, sy0 = 0;
+            if (!(s = window_axis(&whole_x, win->dst_x, dst->w, win->src_x, src->w, narrow,
+                                  "columns", &job.x, &wx, &sx0)))
+                s = window_axis(&whole_y, win->dst_y, dst->h, win->src_y, src->h, narrow, "rows",
+                                &job.y, &wy, &sy0);
+            part.data = (char *)src->data + (sy0 * src->stride_h + sx0 * src->stride_w) *
+                                                (int64_t)lumen_dtype_size(src->dtype);
+            part.h = job.y.in, part.w = job.x.in;
         }
         if (!s) {
             const lumen_op op = lumen_op_resize(&job);
