@@ -128,9 +128,9 @@ static inline void feed_up(const lumen_gf_feed *f, int64_t upto, bool last, int6
  * With f, input samples (x[pad + j]) are fed one chunk ahead of the step that reads them, and
  * all of [0, n) by the end (the causal pass reads sample 0, which this pass does not).
  */
-static inline __attribute__((always_inline)) void
-anticausal(const coefs *k, const float *const *x, int64_t off, int64_t hi, int64_t lo, int64_t pad,
-           float *y, int64_t ys, float *s, int64_t m, const lumen_gf_feed *f, int u)
+static void anticausal(const coefs *k, const float *const *x, int64_t off, int64_t hi, int64_t lo,
+                       int64_t pad, float *y, int64_t ys, float *s, int64_t m,
+                       const lumen_gf_feed *f, int u)
 {
     const float *xs[STEPS_MAX];
     float *os[STEPS_MAX];
@@ -158,9 +158,9 @@ anticausal(const coefs *k, const float *const *x, int64_t off, int64_t hi, int64
  * f, finished outputs are handed over a chunk at a time, one chunk behind the step that stores
  * them (so their stores have reached the cache: loads right after them wait, unforwarded).
  */
-static inline __attribute__((always_inline)) void
-causal(const coefs *k, const float *const *x, int64_t off, int64_t lo, int64_t hi, int64_t pad,
-       float *y, int64_t ys, float *const *o, float *s, int64_t m, const lumen_gf_feed *f, int u)
+static void causal(const coefs *k, const float *const *x, int64_t off, int64_t lo, int64_t hi,
+                   int64_t pad, float *y, int64_t ys, float *const *o, float *s, int64_t m,
+                   const lumen_gf_feed *f, int u)
 {
     const int64_t xlen = hi; /* rows past hi are not read by this pass */
     const float *xs[STEPS_MAX], *as[STEPS_MAX];
@@ -185,10 +185,14 @@ causal(const coefs *k, const float *const *x, int64_t off, int64_t lo, int64_t h
     if (f) feed_up(f, hi - pad, true, &done);
 }
 
-/* GF_IIR with u steps per block (inlined with u constant: STEPS or STEPS_ONE). */
-static inline __attribute__((always_inline)) void
-iir_run(const lumen_gf_iir *c, const float *const *x, int64_t off, int64_t pad, int64_t n,
-        int64_t m, float *y, int64_t ys, float *const *o, float *s, const lumen_gf_feed *feed, int u)
+/*
+ * GF_IIR with u steps per block (u = STEPS or STEPS_ONE, a constant in each clone the compiler
+ * makes). Not forced inline: compiled into one function with both lengths, the many-lane loops
+ * ran 15 % slower (the column pass, Zen 5).
+ */
+static void iir_run(const lumen_gf_iir *c, const float *const *x, int64_t off, int64_t pad,
+                    int64_t n, int64_t m, float *y, int64_t ys, float *const *o, float *s,
+                    const lumen_gf_feed *feed, int u)
 {
     const int64_t len = n + 2 * pad;
     const coefs kc = make_coefs(c, true), ka = make_coefs(c, false);
