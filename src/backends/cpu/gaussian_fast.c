@@ -174,6 +174,16 @@ typedef struct gf_plan {
     float *vrow;    /* constant border: a row of lanes border values */
 } gf_plan;
 
+/*
+ * Float buffers the kernels walk in whole vectors, on 64-byte lines: malloc's large blocks start
+ * 16 bytes into a page, so every 64-byte lane row (and most of a strip's vectors) would span two
+ * lines (Zen 5: the column strips' recursion 1.33x slower, bench/gaussian_fast_kernel.c).
+ */
+static float *alloc_floats(int64_t n)
+{
+    return aligned_alloc(64, (sizeof(float) * (size_t)(n > 0 ? n : 1) + 63) / 64 * 64);
+}
+
 static bool interleaved(const lumen_image *im)
 {
     return im->c > 1 && im->stride_c == 1 && im->stride_w == im->c;
@@ -206,14 +216,14 @@ static lumen_status plan_memory(gf_plan *p)
     p->lanes = d->w * p->cp;
     p->strip = choose_strip(d->h, p->lanes);
     if (!p->t_is_dst) {
-        p->tbuf = malloc(sizeof(float) * (size_t)(d->h * p->lanes));
+        p->tbuf = alloc_floats(d->h * p->lanes);
         if (!p->tbuf)
             return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY,
                                    "gaussian fast: out of memory for a %lld x %lld f32 plane",
                                    (long long)d->h, (long long)p->lanes);
     }
     if (p->job->border == LUMEN_BORDER_CONSTANT) {
-        p->vrow = malloc(sizeof(float) * (size_t)p->lanes);
+        p->vrow = alloc_floats(p->lanes);
         if (!p->vrow)
             return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "gaussian fast: out of memory");
         for (int64_t i = 0; i < p->lanes; i++) p->vrow[i] = p->job->border_value;
@@ -272,11 +282,11 @@ static bool scratch_alloc(const gf_plan *p, gf_scratch *sc)
 {
     const int64_t row = p->lanes, n_out_v = p->ay.n * p->strip;
     const int64_t wide = GF_ROWS > p->strip ? GF_ROWS : p->strip;
-    sc->rows = malloc(sizeof(float) * (size_t)(row * GF_ROWS));
-    sc->lanes = malloc(sizeof(float) * (size_t)(row * GF_ROWS));
-    sc->vlane = malloc(sizeof(float) * GF_ROWS);
-    sc->out = malloc(sizeof(float) * (size_t)(row * GF_ROWS > n_out_v ? row * GF_ROWS : n_out_v));
-    sc->state = malloc(sizeof(float) * (size_t)(LUMEN_GF_STATE * wide));
+    sc->rows = alloc_floats(row * GF_ROWS);
+    sc->lanes = alloc_floats(row * GF_ROWS);
+    sc->vlane = alloc_floats(GF_ROWS);
+    sc->out = alloc_floats(row * GF_ROWS > n_out_v ? row * GF_ROWS : n_out_v);
+    sc->state = alloc_floats(LUMEN_GF_STATE * wide);
     sc->hx = malloc(sizeof(*sc->hx) * (size_t)(p->cp * p->ax.len));
     sc->vx = malloc(sizeof(*sc->vx) * (size_t)p->ay.len);
     sc->orow = malloc(sizeof(*sc->orow) * GF_ROWS);

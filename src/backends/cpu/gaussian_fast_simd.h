@@ -58,7 +58,7 @@ static coefs make_coefs(const lumen_gf_iir *c, bool causal)
     } while (0)
 
 /*
- * u steps (u = 1 or STEPS) over all lanes: for step t the input x[t] + off
+ * u steps (u = 1, STEPS or STEPS_ONE) over all lanes: for step t the input x[t] + off
  * and, unless out is NULL, the output out[t] = Re(s0 + s1) (+ add[t] unless
  * add is NULL). The state stays in registers across the u steps: loading and
  * storing it once per step made the loop bound by memory operations.
@@ -81,8 +81,17 @@ static inline void steps(const coefs *k, const float *const *x, float *s, int64_
     }
 }
 
-/* Steps per block of the recursion (see steps()). */
+/*
+ * Steps per block of the recursion (see steps()). Many lanes (the column pass) run STEPS per
+ * block: their vectors of one step overlap, and longer blocks only add register pressure.
+ * Lanes of one vector (the row pass, 16 rows at AVX-512) have nothing to overlap with: each
+ * step waits on the previous one (two FMAs), and the store and reload of the state between
+ * blocks lengthen that chain, so they run STEPS_ONE per block (Zen 5: 0.43 -> 0.35 ns per
+ * pixel for the recursion alone; docs/gaussian-fast.md).
+ */
 #define STEPS 4
+#define STEPS_ONE 16
+#define STEPS_MAX (STEPS > STEPS_ONE ? STEPS : STEPS_ONE)
 
 /* Rows i, i+d, ..., i+(u-1)d of x, offset by off. */
 static inline void gather(const float *const *x, int64_t off, int64_t i, int64_t d, int u,
@@ -121,19 +130,19 @@ static inline void feed_up(const lumen_gf_feed *f, int64_t upto, bool last, int6
  */
 static void anticausal(const coefs *k, const float *const *x, int64_t off, int64_t hi, int64_t lo,
                        int64_t pad, float *y, int64_t ys, float *s, int64_t m,
-                       const lumen_gf_feed *f)
+                       const lumen_gf_feed *f, int u)
 {
-    const float *xs[STEPS];
-    float *os[STEPS];
+    const float *xs[STEPS_MAX];
+    float *os[STEPS_MAX];
     int64_t i = hi, fed = hi + 2 - pad; /* samples above the first one read need no feed */
-    for (; i - STEPS + 1 >= lo; i -= STEPS) {
-        if (f) feed_down(f, i + 1 - (STEPS - 1) - pad - LUMEN_GF_FEED, &fed);
-        for (int t = 0; t < STEPS && i - t - PREFETCH >= 0; t++)
+    for (; i - u + 1 >= lo; i -= u) {
+        if (f) feed_down(f, i + 1 - (u - 1) - pad - LUMEN_GF_FEED, &fed);
+        for (int t = 0; t < u && i - t - PREFETCH >= 0; t++)
             prefetch_row(x[i - t - PREFETCH] + off, m);
-        gather(x, off, i + 1, -1, STEPS, xs);
-        for (int t = 0; t < STEPS && y; t++)
+        gather(x, off, i + 1, -1, u, xs);
+        for (int t = 0; t < u && y; t++)
             os[t] = y + (i - t - pad) * ys;
-        steps(k, xs, s, m, STEPS, NULL, y ? os : NULL);
+        steps(k, xs, s, m, u, NULL, y ? os : NULL);
     }
     for (; i >= lo; i--) {
         if (f) feed_down(f, i + 1 - pad - LUMEN_GF_FEED, &fed);
@@ -151,22 +160,22 @@ static void anticausal(const coefs *k, const float *const *x, int64_t off, int64
  */
 static void causal(const coefs *k, const float *const *x, int64_t off, int64_t lo, int64_t hi,
                    int64_t pad, float *y, int64_t ys, float *const *o, float *s, int64_t m,
-                   const lumen_gf_feed *f)
+                   const lumen_gf_feed *f, int u)
 {
     const int64_t xlen = hi; /* rows past hi are not read by this pass */
-    const float *xs[STEPS], *as[STEPS];
-    float *os[STEPS];
+    const float *xs[STEPS_MAX], *as[STEPS_MAX];
+    float *os[STEPS_MAX];
     int64_t i = lo, done = 0;
-    for (; i + STEPS <= hi; i += STEPS) {
-        for (int t = 0; t < STEPS && i + t + PREFETCH < xlen; t++)
+    for (; i + u <= hi; i += u) {
+        for (int t = 0; t < u && i + t + PREFETCH < xlen; t++)
             prefetch_row(x[i + t + PREFETCH] + off, m);
-        gather(x, off, i, 1, STEPS, xs);
-        for (int t = 0; t < STEPS && y; t++) {
+        gather(x, off, i, 1, u, xs);
+        for (int t = 0; t < u && y; t++) {
             as[t] = y + (i + t - pad) * ys;
             os[t] = o ? o[i + t - pad] + off : y + (i + t - pad) * ys;
         }
-        steps(k, xs, s, m, STEPS, y ? as : NULL, y ? os : NULL);
-        if (f) feed_up(f, i + STEPS - pad - LUMEN_GF_FEED, false, &done);
+        steps(k, xs, s, m, u, y ? as : NULL, y ? os : NULL);
+        if (f) feed_up(f, i + u - pad - LUMEN_GF_FEED, false, &done);
     }
     for (; i < hi; i++) {
         gather(x, off, i, 1, 1, xs);
@@ -176,24 +185,39 @@ static void causal(const coefs *k, const float *const *x, int64_t off, int64_t l
     if (f) feed_up(f, hi - pad, true, &done);
 }
 
-/* As iir_generic (gaussian_fast.c): anticausal into y, then causal + y into the output. */
-static void GF_IIR(const lumen_gf_iir *c, const float *const *x, int64_t off, int64_t pad,
-                   int64_t n, int64_t m, float *y, int64_t ys, float *const *o, float *s,
-                   const lumen_gf_feed *feed)
+/*
+ * GF_IIR with u steps per block (u = STEPS or STEPS_ONE, a constant in each clone the compiler
+ * makes). Not forced inline: compiled into one function with both lengths, the many-lane loops
+ * ran 15 % slower (the column pass, Zen 5).
+ */
+static void iir_run(const lumen_gf_iir *c, const float *const *x, int64_t off, int64_t pad,
+                    int64_t n, int64_t m, float *y, int64_t ys, float *const *o, float *s,
+                    const lumen_gf_feed *feed, int u)
 {
     const int64_t len = n + 2 * pad;
     const coefs kc = make_coefs(c, true), ka = make_coefs(c, false);
     lumen_gf_state_init(c->hr, c->hi, c->periodic ? NULL : x[len - 1] + off, s, m);
-    anticausal(&ka, x, off, len - 2, pad + n - 1, pad, NULL, 0, s, m, NULL);
+    anticausal(&ka, x, off, len - 2, pad + n - 1, pad, NULL, 0, s, m, NULL, u);
     if (c->periodic) lumen_gf_state_scale(c, s, m);
     for (int64_t j = 0; j < m; j++)
         y[(n - 1) * ys + j] = s[j] + s[2 * m + j];
-    anticausal(&ka, x, off, pad + n - 2, pad, pad, y, ys, s, m, feed);
+    anticausal(&ka, x, off, pad + n - 2, pad, pad, y, ys, s, m, feed, u);
 
     lumen_gf_state_init(c->gr, c->gi, c->periodic ? NULL : x[0] + off, s, m);
-    causal(&kc, x, off, 0, pad, pad, NULL, 0, NULL, s, m, NULL);
+    causal(&kc, x, off, 0, pad, pad, NULL, 0, NULL, s, m, NULL, u);
     if (c->periodic) lumen_gf_state_scale(c, s, m);
-    causal(&kc, x, off, pad, pad + n, pad, y, ys, o, s, m, feed);
+    causal(&kc, x, off, pad, pad + n, pad, y, ys, o, s, m, feed, u);
+}
+
+/* As iir_generic (gaussian_fast.c): anticausal into y, then causal + y into the output. The
+ * blocks' length changes only where the state lives between steps, not the bits. */
+static void GF_IIR(const lumen_gf_iir *c, const float *const *x, int64_t off, int64_t pad,
+                   int64_t n, int64_t m, float *y, int64_t ys, float *const *o, float *s,
+                   const lumen_gf_feed *feed)
+{
+    if (m <= VW) iir_run(c, x, off, pad, n, m, y, ys, o, s, feed, STEPS_ONE);
+    else
+        iir_run(c, x, off, pad, n, m, y, ys, o, s, feed, STEPS);
 }
 
 /*
