@@ -336,6 +336,19 @@ def _dest(out, starts, rest, hax, wax, rows, cols):
     return out, tuple(idx)
 
 
+def _block_keys(x, hax, wax):
+    """For each block index `rest` of x on its axes other than H and W (batch, channels; None on
+    H and W): (rest, the function (name, i, j) -> the key of the block at H index i, W index j
+    there)."""
+    other = [range(len(c)) if a not in (hax, wax) else [None] for a, c in enumerate(x.chunks)]
+    for rest in itertools.product(*other):
+        def key(nm, i, j, rest=rest):
+            k = list(rest)
+            k[hax], k[wax] = i, j
+            return (nm,) + tuple(k)
+        yield rest, key
+
+
 def _halo_graph(x, block_fn, plan, hax, wax, dtype, token, out=None):
     """The graph: per chunk one export task (its strips), per group one task (_run_group), and
     per chunk of a group of several a view of the group's result. With out (a numpy array of
@@ -351,12 +364,7 @@ def _halo_graph(x, block_fn, plan, hax, wax, dtype, token, out=None):
     ex_name, grp_name = f"lumen-halo-{token}", f"lumen-group-{token}"
     dsk = {}
     wrap = plan["wrap"]
-    other = [range(len(c)) if a not in (hax, wax) else [None] for a, c in enumerate(x.chunks)]
-    for rest in itertools.product(*other):
-        def key(nm, i, j):
-            k = list(rest)
-            k[hax], k[wax] = i, j
-            return (nm,) + tuple(k)
+    for rest, key in _block_keys(x, hax, wax):
         for gi in range(len(gh)):
             rcells = _axis_cells(ch, gh, gi, bh, ah, wrap)
             for gj in range(len(gw)):
@@ -695,12 +703,7 @@ def _resize_graph(x, hax, wax, rows, cols, bind, kw, dtype):
     dsk, chunks = {}, list(x.chunks)
     chunks[hax] = tuple(o1 - o0 for o0, o1, _, _ in rows)
     chunks[wax] = tuple(o1 - o0 for o0, o1, _, _ in cols)
-    other = [range(len(c)) if a not in (hax, wax) else [None] for a, c in enumerate(x.chunks)]
-    for rest in itertools.product(*other):
-        def key(nm, i, j):
-            k = list(rest)
-            k[hax], k[wax] = i, j
-            return (nm,) + tuple(k)
+    for _, key in _block_keys(x, hax, wax):
         for bi, (o0, o1, s0, s1) in enumerate(rows):
             rcuts = _cuts(x.chunks[hax], s0, s1)
             for bj, (p0, p1, t0, t1) in enumerate(cols):
