@@ -117,6 +117,83 @@ direct_block(const float *const *rows, const uint16_t *const *half, lumen_row_fm
             store_row16(out[o], x + 16 * u, acc[o][u], hout, m[u], masked);
 }
 
+/* v[u] shifted by J lanes: lanes J.. of v[u], then the first J lanes of v[u + 1]. */
+#define TAP_SHIFT(v, u, J)                                                                         \
+    ((J) == 0 ? (v)[u]                                                                             \
+              : _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512((v)[(u) + 1]),         \
+                                                        _mm512_castps_si512((v)[u]), (J))))
+
+/*
+ * direct_block's whole 64-column blocks of four planar rows (tap stride 1) for a square
+ * kernel of KS taps a side known at compile time. Each source row's 64 + KS - 1 values are
+ * loaded (or widened) once, as five vectors, and every tap's shifted vectors are made in
+ * registers (valignd): the tap-by-tap loads of direct_block cross cache lines (three of four
+ * taps) and, for halves, widen each value KS times. The same FMAs in the same order, lane by
+ * lane.
+ */
+static inline __attribute__((always_inline)) void
+direct_block_fixed(const float *const *rows, const uint16_t *const *half, lumen_row_fmt hin,
+                   const float *k, const int KS, void *const *out, lumen_row_fmt hout, int64_t x)
+{
+    __m512 acc[4][4];
+#pragma GCC unroll 4
+    for (int o = 0; o < 4; o++)
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++)
+            acc[o][u] = _mm512_setzero_ps();
+    const __mmask16 more = lanes(KS - 1); /* the fifth vector: the last taps' reach */
+#pragma GCC unroll 1
+    for (int r = 0; r < KS + 3; r++) {
+        const float *src = rows[r] + x;
+        const uint16_t *hsrc = hin != LUMEN_ROW_F32 && half && half[r] ? half[r] + x : NULL;
+        __m512 v[5];
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++)
+            v[u] = load_row16(src + 16 * u, hsrc ? hsrc + 16 * u : NULL, hin, 0xFFFF, false);
+        v[4] = load_row16(src + 64, hsrc ? hsrc + 64 : NULL, hin, more, true);
+#pragma GCC unroll 7
+        for (int j = 0; j < KS; j++) {
+            __m512 t[4];
+#pragma GCC unroll 4
+            for (int u = 0; u < 4; u++)
+                t[u] = TAP_SHIFT(v, u, j);
+#pragma GCC unroll 4
+            for (int o = 0; o < 4; o++) {
+                if (r - o < 0 || r - o >= KS) continue;
+                const __m512 kv = _mm512_set1_ps(k[(r - o) * KS + j]);
+#pragma GCC unroll 4
+                for (int u = 0; u < 4; u++)
+                    acc[o][u] = _mm512_fmadd_ps(kv, t[u], acc[o][u]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int o = 0; o < 4; o++)
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++)
+            store_row16(out[o], x + 16 * u, acc[o][u], hout, 0xFFFF, false);
+}
+#undef TAP_SHIFT
+
+/* Whole blocks [0, n / 64 * 64) of four rows with a kernel of KS taps a side. */
+static inline __attribute__((always_inline)) int64_t
+direct_blocks_fixed(const float *const *rows, const uint16_t *const *half, lumen_row_fmt hin,
+                    const float *k, const int KS, void *const *out, lumen_row_fmt hout, int64_t n)
+{
+    int64_t x = 0;
+    for (; x + 64 <= n; x += 64)
+        direct_block_fixed(rows, half, hin, k, KS, out, hout, x);
+    return x;
+}
+
+/* Whether (hin, hout) gets direct_block_fixed instances: same-format pairs, the common case
+ * (every instance is a few kB of code). */
+static inline __attribute__((always_inline)) bool fixed_pair(lumen_row_fmt hin,
+                                                             lumen_row_fmt hout)
+{
+    return hin == hout;
+}
+
 /* R output rows over [0, n): whole 64-column blocks, then one masked block. */
 static inline __attribute__((always_inline)) void
 direct_rows_r(const float *const *rows, const uint16_t *const *half, lumen_row_fmt hin,
@@ -125,6 +202,11 @@ direct_rows_r(const float *const *rows, const uint16_t *const *half, lumen_row_f
 {
     const __mmask16 all[4] = {0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF};
     int64_t x = 0;
+    if (R == 4 && kw == kh && ts == 1 && fixed_pair(hin, hout)) {
+        if (kw == 3) x = direct_blocks_fixed(rows, half, hin, k, 3, out, hout, n);
+        else if (kw == 5) x = direct_blocks_fixed(rows, half, hin, k, 5, out, hout, n);
+        else if (kw == 7) x = direct_blocks_fixed(rows, half, hin, k, 7, out, hout, n);
+    }
     for (; x + 64 <= n; x += 64)
         direct_block(rows, half, hin, k, kw, kh, ts, out, hout, R, x, all, false);
     if (x < n) {
