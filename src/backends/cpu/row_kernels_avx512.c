@@ -188,8 +188,7 @@ direct_blocks_fixed(const float *const *rows, const uint16_t *const *half, lumen
 
 /* Whether (hin, hout) gets direct_block_fixed instances: same-format pairs, the common case
  * (every instance is a few kB of code). */
-static inline __attribute__((always_inline)) bool fixed_pair(lumen_row_fmt hin,
-                                                             lumen_row_fmt hout)
+static inline __attribute__((always_inline)) bool fixed_pair(lumen_row_fmt hin, lumen_row_fmt hout)
 {
     return hin == hout;
 }
@@ -203,9 +202,12 @@ direct_rows_r(const float *const *rows, const uint16_t *const *half, lumen_row_f
     const __mmask16 all[4] = {0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF};
     int64_t x = 0;
     if (R == 4 && kw == kh && ts == 1 && fixed_pair(hin, hout)) {
-        if (kw == 3) x = direct_blocks_fixed(rows, half, hin, k, 3, out, hout, n);
-        else if (kw == 5) x = direct_blocks_fixed(rows, half, hin, k, 5, out, hout, n);
-        else if (kw == 7) x = direct_blocks_fixed(rows, half, hin, k, 7, out, hout, n);
+        if (kw == 3)
+            x = direct_blocks_fixed(rows, half, hin, k, 3, out, hout, n);
+        else if (kw == 5)
+            x = direct_blocks_fixed(rows, half, hin, k, 5, out, hout, n);
+        else if (kw == 7)
+            x = direct_blocks_fixed(rows, half, hin, k, 7, out, hout, n);
     }
     for (; x + 64 <= n; x += 64)
         direct_block(rows, half, hin, k, kw, kh, ts, out, hout, R, x, all, false);
