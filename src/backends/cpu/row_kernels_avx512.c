@@ -338,6 +338,60 @@ static inline __attribute__((always_inline)) void taps_row(const void *const *ba
     }
 }
 
+/* Lanes J.. of a, then the first J lanes of b: a row's vector J values on (valignd). */
+#define SHIFT16(a, b, J)                                                                           \
+    ((J) == 0 ? (a)                                                                                \
+              : _mm512_castsi512_ps(                                                               \
+                    _mm512_alignr_epi32(_mm512_castps_si512(b), _mm512_castps_si512(a), (J))))
+
+/*
+ * The row pass of a planar row (tap stride 1) with KW taps known at compile time, over whole
+ * 64-output blocks; returns where it stopped. Each block's 64 + KW - 1 inputs are loaded (or
+ * widened) once, as five vectors, and every tap's vector is shifted out of them in registers:
+ * taps64 loads (widens) every input KW times, at offsets that mostly cross cache lines. Sums
+ * as taps64: mirrored pairs added first when sym, then one FMA per pair, then the rest.
+ */
+static inline __attribute__((always_inline)) int64_t hfilter_fixed(const void *in,
+                                                                   lumen_row_fmt fin,
+                                                                   const float *k, const int KW,
+                                                                   bool sym, float *out, int64_t n)
+{
+    const __mmask16 more = lanes(KW - 1);
+    const int pairs = sym ? KW / 2 : 0;
+    int64_t x = 0;
+    for (; x + 64 <= n; x += 64) {
+        __m512 v[5], acc[4];
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++) {
+            v[u] = ldv(in, x + 16 * u, fin, 0xFFFF, false);
+            acc[u] = _mm512_setzero_ps();
+        }
+        v[4] = ldv(in, x + 64, fin, more, true);
+#pragma GCC unroll 7
+        for (int t = 0; t < KW; t++) {
+            if (t < pairs) {
+                const __m512 kv = _mm512_set1_ps(k[t]);
+#pragma GCC unroll 4
+                for (int u = 0; u < 4; u++)
+                    acc[u] = _mm512_fmadd_ps(kv,
+                                             _mm512_add_ps(SHIFT16(v[u], v[u + 1], t),
+                                                           SHIFT16(v[u], v[u + 1], KW - 1 - t)),
+                                             acc[u]);
+            } else if (t < KW - pairs) {
+                const __m512 kv = _mm512_set1_ps(k[t]);
+#pragma GCC unroll 4
+                for (int u = 0; u < 4; u++)
+                    acc[u] = _mm512_fmadd_ps(kv, SHIFT16(v[u], v[u + 1], t), acc[u]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++)
+            _mm512_storeu_ps(out + x + 16 * u, acc[u]);
+    }
+    return x;
+}
+#undef SHIFT16
+
 /* The row pass: tap t of output x reads in[x + t*ts] (f32, or halves of format fin). */
 static inline __attribute__((always_inline)) void hfilter_fmt(const void *in, lumen_row_fmt fin,
                                                               const float *k, int kw, int ts,
@@ -345,9 +399,13 @@ static inline __attribute__((always_inline)) void hfilter_fmt(const void *in, lu
 {
     const void *base[LUMEN_HTAPS_MAX];
     const int64_t es = fin == LUMEN_ROW_F32 ? 4 : 2;
+    int64_t x = 0; /* outputs done by a fixed-width instance */
+    if (ts == 1 && kw == 3) x = hfilter_fixed(in, fin, k, 3, sym, out, n);
+    else if (ts == 1 && kw == 5) x = hfilter_fixed(in, fin, k, 5, sym, out, n);
+    else if (ts == 1 && kw == 7) x = hfilter_fixed(in, fin, k, 7, sym, out, n);
     for (int t = 0; t < kw; t++)
-        base[t] = (const char *)in + (int64_t)t * ts * es;
-    taps_row(base, fin, k, kw, sym, 1.0f, out, LUMEN_ROW_F32, n);
+        base[t] = (const char *)in + ((int64_t)t * ts + x) * es;
+    taps_row(base, fin, k, kw, sym, 1.0f, out + x, LUMEN_ROW_F32, n - x);
 }
 
 static void hfilter_avx512(const float *in, const float *k, int kw, int ts, bool sym, float *out,
