@@ -557,11 +557,12 @@ static void test_half_same_bits_as_f32_path(void **state)
 
 /*
  * The AVX-512 direct kernel's square 3x3/5x5/7x7 instances (planar rows, blocks of four rows
- * and 64 columns, each tap's vector shifted in registers) give the bits of the AVX2 set (the
- * generic one does not fuse its multiply-adds: docs/semantics.md): every border, widths with whole
- * blocks and odd tails (130, 203), heights that end bands in one-, two- and three-row steps, f32
- * and the fused f16/bf16 rows. Mutation check: shifting a tap by one lane too few, or dropping the
- * fifth vector's last lane, fails.
+ * and 64 columns, each tap's vector shifted in registers), and the separable passes' 3-, 5- and
+ * 7-tap ones (row pass shifted the same way, column pass unrolled), give the bits of the AVX2 set
+ * (the generic one does not fuse its multiply-adds: docs/semantics.md): every border, widths with
+ * whole blocks and odd tails (130, 203), heights that end bands in one-, two- and three-row steps,
+ * f32 and the fused f16/bf16 rows. Mutation check: shifting a tap by one lane too few, or dropping
+ * the fifth vector's last lane, fails.
  */
 static void test_direct_square_blocks(void **state)
 {
@@ -578,10 +579,14 @@ static void test_direct_square_blocks(void **state)
     for (int ks = 3; c5 && ks <= 7; ks += 2)
         for (int bi = 0; bi < TS_COUNT(borders); bi++)
             for (int di = 0; di < TS_COUNT(dtypes); di++)
-                for (int wi = 0; wi < TS_COUNT(widths); wi++) {
-                    ts_op op = ts_with_border(ts_op_filter2d(k, ks, ks), borders[bi], 0.3f);
-                    op.opt.method = LUMEN_METHOD_DIRECT;
-                    const int64_t w = widths[wi], h = heights[wi];
+                for (int wi = 0; wi < 2 * TS_COUNT(widths); wi++) {
+                    const bool sep = wi >= TS_COUNT(widths); /* the separable passes' instances */
+                    ts_op op = ts_with_border(sep ? ts_op_sep(k, ks, k + 7, ks)
+                                                  : ts_op_filter2d(k, ks, ks),
+                                              borders[bi], 0.3f);
+                    if (!sep) op.opt.method = LUMEN_METHOD_DIRECT;
+                    const int64_t w = widths[wi % TS_COUNT(widths)],
+                                  h = heights[wi % TS_COUNT(widths)];
                     ts_image src, want, got;
                     ts_image_alloc(&src, TS_PLANAR, dtypes[di], 1, 2, h, w);
                     ts_image_alloc(&want, TS_PLANAR, dtypes[di], 1, 2, h, w);

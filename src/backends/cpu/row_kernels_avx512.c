@@ -467,6 +467,42 @@ static inline void vfilter4_at(const float *const *rows, const float *k, int kh,
     }
 }
 
+/* Whole 32-column blocks [x, n / 32 * 32) of the four rows, kh taps (KH when a constant:
+ * vfilter4_at's loops unrolled, its row tests gone); returns where it stopped. */
+static inline __attribute__((always_inline)) int64_t vfilter4_blocks(const float *const *rows,
+                                                                     const float *k, const int KH,
+                                                                     float scale, void *const *out,
+                                                                     lumen_row_fmt fout, int64_t n)
+{
+    const __m512 sc = _mm512_set1_ps(scale);
+    const bool scaled = scale != 1.0f;
+    int64_t x = 0;
+    for (; x + 32 <= n; x += 32) {
+        __m512 acc[4][2];
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++)
+            acc[j][0] = acc[j][1] = _mm512_setzero_ps();
+#pragma GCC unroll 10
+        for (int r = 0; r < KH + 3; r++) {
+            const __m512 v0 = _mm512_loadu_ps(rows[r] + x), v1 = _mm512_loadu_ps(rows[r] + x + 16);
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                if (r - j < 0 || r - j >= KH) continue;
+                const __m512 kv = _mm512_set1_ps(k[r - j]);
+                acc[j][0] = _mm512_fmadd_ps(kv, v0, acc[j][0]);
+                acc[j][1] = _mm512_fmadd_ps(kv, v1, acc[j][1]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++)
+#pragma GCC unroll 2
+            for (int v = 0; v < 2; v++)
+                store_row16(out[j], x + 16 * v, scaled ? _mm512_mul_ps(acc[j][v], sc) : acc[j][v],
+                            fout, 0xFFFF, false);
+    }
+    return x;
+}
+
 /* Four column-pass rows written as format fout (a constant where this is inlined). */
 static inline __attribute__((always_inline)) void vfilter4_fmt(const float *const *rows,
                                                                const float *k, int kh, float scale,
@@ -476,6 +512,12 @@ static inline __attribute__((always_inline)) void vfilter4_fmt(const float *cons
     const __m512 sc = _mm512_set1_ps(scale);
     const bool scaled = scale != 1.0f;
     int64_t x = 0;
+    if (kh == 3)
+        x = vfilter4_blocks(rows, k, 3, scale, out, fout, n);
+    else if (kh == 5)
+        x = vfilter4_blocks(rows, k, 5, scale, out, fout, n);
+    else if (kh == 7)
+        x = vfilter4_blocks(rows, k, 7, scale, out, fout, n);
     for (; x + 32 <= n; x += 32) {
         __m512 acc[4][2];
         vfilter4_at(rows, k, kh, x, acc);
