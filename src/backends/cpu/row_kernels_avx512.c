@@ -117,11 +117,11 @@ direct_block(const float *const *rows, const uint16_t *const *half, lumen_row_fm
             store_row16(out[o], x + 16 * u, acc[o][u], hout, m[u], masked);
 }
 
-/* v[u] shifted by J lanes: lanes J.. of v[u], then the first J lanes of v[u + 1]. */
-#define TAP_SHIFT(v, u, J)                                                                         \
-    ((J) == 0 ? (v)[u]                                                                             \
-              : _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512((v)[(u) + 1]),         \
-                                                        _mm512_castps_si512((v)[u]), (J))))
+/* Lanes J.. of a, then the first J lanes of b: a row's vector J values on (valignd). */
+#define SHIFT16(a, b, J)                                                                           \
+    ((J) == 0 ? (a)                                                                                \
+              : _mm512_castsi512_ps(                                                               \
+                    _mm512_alignr_epi32(_mm512_castps_si512(b), _mm512_castps_si512(a), (J))))
 
 /*
  * direct_block's whole 64-column blocks of four planar rows (tap stride 1) for a square
@@ -156,7 +156,7 @@ direct_block_fixed(const float *const *rows, const uint16_t *const *half, lumen_
             __m512 t[4];
 #pragma GCC unroll 4
             for (int u = 0; u < 4; u++)
-                t[u] = TAP_SHIFT(v, u, j);
+                t[u] = SHIFT16(v[u], v[u + 1], j);
 #pragma GCC unroll 4
             for (int o = 0; o < 4; o++) {
                 if (r - o < 0 || r - o >= KS) continue;
@@ -173,7 +173,6 @@ direct_block_fixed(const float *const *rows, const uint16_t *const *half, lumen_
         for (int u = 0; u < 4; u++)
             store_row16(out[o], x + 16 * u, acc[o][u], hout, 0xFFFF, false);
 }
-#undef TAP_SHIFT
 
 /* Whole blocks [0, n / 64 * 64) of four rows with a kernel of KS taps a side. */
 static inline __attribute__((always_inline)) int64_t
@@ -337,12 +336,6 @@ static inline __attribute__((always_inline)) void taps_row(const void *const *ba
         store_row16(out, x, scaled ? _mm512_mul_ps(a, sc) : a, fout, m, true);
     }
 }
-
-/* Lanes J.. of a, then the first J lanes of b: a row's vector J values on (valignd). */
-#define SHIFT16(a, b, J)                                                                           \
-    ((J) == 0 ? (a)                                                                                \
-              : _mm512_castsi512_ps(                                                               \
-                    _mm512_alignr_epi32(_mm512_castps_si512(b), _mm512_castps_si512(a), (J))))
 
 /*
  * The row pass of a planar row (tap stride 1) with KW taps known at compile time, over whole
