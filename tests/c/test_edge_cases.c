@@ -555,6 +555,60 @@ static void test_half_same_bits_as_f32_path(void **state)
     }
 }
 
+/*
+ * The AVX-512 direct kernel's square 3x3/5x5/7x7 instances (planar rows, blocks of four rows
+ * and 64 columns, each tap's vector shifted in registers), and the separable passes' 3-, 5- and
+ * 7-tap ones (row pass shifted the same way, column pass unrolled), give the bits of the AVX2 set
+ * (the generic one does not fuse its multiply-adds: docs/semantics.md): every border, widths with
+ * whole blocks and odd tails (130, 203), heights that end bands in one-, two- and three-row steps,
+ * f32 and the fused f16/bf16 rows. Mutation check: shifting a tap by one lane too few, or dropping
+ * the fifth vector's last lane, fails.
+ */
+static void test_direct_square_blocks(void **state)
+{
+    (void)state;
+    float k[49];
+    ts_random_kernel(k, 49, 29);
+    const lumen_border borders[] = {LUMEN_BORDER_REFLECT, LUMEN_BORDER_CONSTANT,
+                                    LUMEN_BORDER_REPLICATE, LUMEN_BORDER_REFLECT101,
+                                    LUMEN_BORDER_WRAP};
+    const lumen_dtype dtypes[] = {LUMEN_F32, LUMEN_F16, LUMEN_BF16};
+    const int64_t widths[] = {130, 203}, heights[] = {21, 23};
+    const ts_engine others[] = {TS_AVX2};
+    lumen_context *c5 = ts_context(TS_AVX512, 2);
+    for (int ks = 3; c5 && ks <= 7; ks += 2)
+        for (int bi = 0; bi < TS_COUNT(borders); bi++)
+            for (int di = 0; di < TS_COUNT(dtypes); di++)
+                for (int wi = 0; wi < 2 * TS_COUNT(widths); wi++) {
+                    const bool sep = wi >= TS_COUNT(widths); /* the separable passes' instances */
+                    ts_op op = ts_with_border(sep ? ts_op_sep(k, ks, k + 7, ks)
+                                                  : ts_op_filter2d(k, ks, ks),
+                                              borders[bi], 0.3f);
+                    if (!sep) op.opt.method = LUMEN_METHOD_DIRECT;
+                    const int64_t w = widths[wi % TS_COUNT(widths)],
+                                  h = heights[wi % TS_COUNT(widths)];
+                    ts_image src, want, got;
+                    ts_image_alloc(&src, TS_PLANAR, dtypes[di], 1, 2, h, w);
+                    ts_image_alloc(&want, TS_PLANAR, dtypes[di], 1, 2, h, w);
+                    ts_image_alloc(&got, TS_PLANAR, dtypes[di], 1, 2, h, w);
+                    ts_image_fill_random(&src, 41 + (uint64_t)wi);
+                    assert_int_equal(ts_op_run(c5, &op, &src.v, &want.v, NULL), LUMEN_OK);
+                    for (int ei = 0; ei < TS_COUNT(others); ei++) {
+                        lumen_context *c = ts_context(others[ei], 2);
+                        if (!c) continue;
+                        assert_int_equal(ts_op_run(c, &op, &src.v, &got.v, NULL), LUMEN_OK);
+                        char label[200], d[96];
+                        snprintf(label, sizeof label, "avx512 vs %s: %s, w %lld, %s",
+                                 ts_engine_name(others[ei]), ts_op_describe(&op, d, sizeof d),
+                                 (long long)w, lumen_dtype_name(dtypes[di]));
+                        ts_assert_equal_images(&want.v, &got.v, label);
+                        lumen_context_destroy(c);
+                    }
+                    ts_image_free(&src), ts_image_free(&want), ts_image_free(&got);
+                }
+    lumen_context_destroy(c5);
+}
+
 /* A kernel of zeros gives zeros (auto cannot factor it). */
 static void test_zero_kernel(void **state)
 {
@@ -582,6 +636,7 @@ int main(void)
         cmocka_unit_test(test_same_bits_any_thread_count),
         cmocka_unit_test(test_same_bits_avx2_avx512),
         cmocka_unit_test(test_half_same_bits_as_f32_path),
+        cmocka_unit_test(test_direct_square_blocks),
         cmocka_unit_test(test_zero_kernel),
     };
     return cmocka_run_group_tests(tests, setup_kernels, NULL);

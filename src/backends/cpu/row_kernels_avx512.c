@@ -117,6 +117,81 @@ direct_block(const float *const *rows, const uint16_t *const *half, lumen_row_fm
             store_row16(out[o], x + 16 * u, acc[o][u], hout, m[u], masked);
 }
 
+/* Lanes J.. of a, then the first J lanes of b: a row's vector J values on (valignd). */
+#define SHIFT16(a, b, J)                                                                           \
+    ((J) == 0 ? (a)                                                                                \
+              : _mm512_castsi512_ps(                                                               \
+                    _mm512_alignr_epi32(_mm512_castps_si512(b), _mm512_castps_si512(a), (J))))
+
+/*
+ * direct_block's whole 64-column blocks of four planar rows (tap stride 1) for a square
+ * kernel of KS taps a side known at compile time. Each source row's 64 + KS - 1 values are
+ * loaded (or widened) once, as five vectors, and every tap's shifted vectors are made in
+ * registers (valignd): the tap-by-tap loads of direct_block cross cache lines (three of four
+ * taps) and, for halves, widen each value KS times. The same FMAs in the same order, lane by
+ * lane.
+ */
+static inline __attribute__((always_inline)) void
+direct_block_fixed(const float *const *rows, const uint16_t *const *half, lumen_row_fmt hin,
+                   const float *k, const int KS, void *const *out, lumen_row_fmt hout, int64_t x)
+{
+    __m512 acc[4][4];
+#pragma GCC unroll 4
+    for (int o = 0; o < 4; o++)
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++)
+            acc[o][u] = _mm512_setzero_ps();
+    const __mmask16 more = lanes(KS - 1); /* the fifth vector: the last taps' reach */
+#pragma GCC unroll 1
+    for (int r = 0; r < KS + 3; r++) {
+        const float *src = rows[r] + x;
+        const uint16_t *hsrc = hin != LUMEN_ROW_F32 && half && half[r] ? half[r] + x : NULL;
+        __m512 v[5];
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++)
+            v[u] = load_row16(src + 16 * u, hsrc ? hsrc + 16 * u : NULL, hin, 0xFFFF, false);
+        v[4] = load_row16(src + 64, hsrc ? hsrc + 64 : NULL, hin, more, true);
+#pragma GCC unroll 7
+        for (int j = 0; j < KS; j++) {
+            __m512 t[4];
+#pragma GCC unroll 4
+            for (int u = 0; u < 4; u++)
+                t[u] = SHIFT16(v[u], v[u + 1], j);
+#pragma GCC unroll 4
+            for (int o = 0; o < 4; o++) {
+                if (r - o < 0 || r - o >= KS) continue;
+                const __m512 kv = _mm512_set1_ps(k[(r - o) * KS + j]);
+#pragma GCC unroll 4
+                for (int u = 0; u < 4; u++)
+                    acc[o][u] = _mm512_fmadd_ps(kv, t[u], acc[o][u]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int o = 0; o < 4; o++)
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++)
+            store_row16(out[o], x + 16 * u, acc[o][u], hout, 0xFFFF, false);
+}
+
+/* Whole blocks [0, n / 64 * 64) of four rows with a kernel of KS taps a side. */
+static inline __attribute__((always_inline)) int64_t
+direct_blocks_fixed(const float *const *rows, const uint16_t *const *half, lumen_row_fmt hin,
+                    const float *k, const int KS, void *const *out, lumen_row_fmt hout, int64_t n)
+{
+    int64_t x = 0;
+    for (; x + 64 <= n; x += 64)
+        direct_block_fixed(rows, half, hin, k, KS, out, hout, x);
+    return x;
+}
+
+/* Whether (hin, hout) gets direct_block_fixed instances: same-format pairs, the common case
+ * (every instance is a few kB of code). */
+static inline __attribute__((always_inline)) bool fixed_pair(lumen_row_fmt hin, lumen_row_fmt hout)
+{
+    return hin == hout;
+}
+
 /* R output rows over [0, n): whole 64-column blocks, then one masked block. */
 static inline __attribute__((always_inline)) void
 direct_rows_r(const float *const *rows, const uint16_t *const *half, lumen_row_fmt hin,
@@ -125,6 +200,14 @@ direct_rows_r(const float *const *rows, const uint16_t *const *half, lumen_row_f
 {
     const __mmask16 all[4] = {0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF};
     int64_t x = 0;
+    if (R == 4 && kw == kh && ts == 1 && fixed_pair(hin, hout)) {
+        if (kw == 3)
+            x = direct_blocks_fixed(rows, half, hin, k, 3, out, hout, n);
+        else if (kw == 5)
+            x = direct_blocks_fixed(rows, half, hin, k, 5, out, hout, n);
+        else if (kw == 7)
+            x = direct_blocks_fixed(rows, half, hin, k, 7, out, hout, n);
+    }
     for (; x + 64 <= n; x += 64)
         direct_block(rows, half, hin, k, kw, kh, ts, out, hout, R, x, all, false);
     if (x < n) {
@@ -254,6 +337,54 @@ static inline __attribute__((always_inline)) void taps_row(const void *const *ba
     }
 }
 
+/*
+ * The row pass of a planar row (tap stride 1) with KW taps known at compile time, over whole
+ * 64-output blocks; returns where it stopped. Each block's 64 + KW - 1 inputs are loaded (or
+ * widened) once, as five vectors, and every tap's vector is shifted out of them in registers:
+ * taps64 loads (widens) every input KW times, at offsets that mostly cross cache lines. Sums
+ * as taps64: mirrored pairs added first when sym, then one FMA per pair, then the rest.
+ */
+static inline __attribute__((always_inline)) int64_t hfilter_fixed(const void *in,
+                                                                   lumen_row_fmt fin,
+                                                                   const float *k, const int KW,
+                                                                   bool sym, float *out, int64_t n)
+{
+    const __mmask16 more = lanes(KW - 1);
+    const int pairs = sym ? KW / 2 : 0;
+    int64_t x = 0;
+    for (; x + 64 <= n; x += 64) {
+        __m512 v[5], acc[4];
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++) {
+            v[u] = ldv(in, x + 16 * u, fin, 0xFFFF, false);
+            acc[u] = _mm512_setzero_ps();
+        }
+        v[4] = ldv(in, x + 64, fin, more, true);
+#pragma GCC unroll 7
+        for (int t = 0; t < KW; t++) {
+            if (t < pairs) {
+                const __m512 kv = _mm512_set1_ps(k[t]);
+#pragma GCC unroll 4
+                for (int u = 0; u < 4; u++)
+                    acc[u] = _mm512_fmadd_ps(kv,
+                                             _mm512_add_ps(SHIFT16(v[u], v[u + 1], t),
+                                                           SHIFT16(v[u], v[u + 1], KW - 1 - t)),
+                                             acc[u]);
+            } else if (t < KW - pairs) {
+                const __m512 kv = _mm512_set1_ps(k[t]);
+#pragma GCC unroll 4
+                for (int u = 0; u < 4; u++)
+                    acc[u] = _mm512_fmadd_ps(kv, SHIFT16(v[u], v[u + 1], t), acc[u]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++)
+            _mm512_storeu_ps(out + x + 16 * u, acc[u]);
+    }
+    return x;
+}
+#undef SHIFT16
+
 /* The row pass: tap t of output x reads in[x + t*ts] (f32, or halves of format fin). */
 static inline __attribute__((always_inline)) void hfilter_fmt(const void *in, lumen_row_fmt fin,
                                                               const float *k, int kw, int ts,
@@ -261,9 +392,13 @@ static inline __attribute__((always_inline)) void hfilter_fmt(const void *in, lu
 {
     const void *base[LUMEN_HTAPS_MAX];
     const int64_t es = fin == LUMEN_ROW_F32 ? 4 : 2;
+    int64_t x = 0; /* outputs done by a fixed-width instance */
+    if (ts == 1 && kw == 3) x = hfilter_fixed(in, fin, k, 3, sym, out, n);
+    else if (ts == 1 && kw == 5) x = hfilter_fixed(in, fin, k, 5, sym, out, n);
+    else if (ts == 1 && kw == 7) x = hfilter_fixed(in, fin, k, 7, sym, out, n);
     for (int t = 0; t < kw; t++)
-        base[t] = (const char *)in + (int64_t)t * ts * es;
-    taps_row(base, fin, k, kw, sym, 1.0f, out, LUMEN_ROW_F32, n);
+        base[t] = (const char *)in + ((int64_t)t * ts + x) * es;
+    taps_row(base, fin, k, kw, sym, 1.0f, out + x, LUMEN_ROW_F32, n - x);
 }
 
 static void hfilter_avx512(const float *in, const float *k, int kw, int ts, bool sym, float *out,
@@ -325,6 +460,42 @@ static inline void vfilter4_at(const float *const *rows, const float *k, int kh,
     }
 }
 
+/* Whole 32-column blocks [x, n / 32 * 32) of the four rows, kh taps (KH when a constant:
+ * vfilter4_at's loops unrolled, its row tests gone); returns where it stopped. */
+static inline __attribute__((always_inline)) int64_t vfilter4_blocks(const float *const *rows,
+                                                                     const float *k, const int KH,
+                                                                     float scale, void *const *out,
+                                                                     lumen_row_fmt fout, int64_t n)
+{
+    const __m512 sc = _mm512_set1_ps(scale);
+    const bool scaled = scale != 1.0f;
+    int64_t x = 0;
+    for (; x + 32 <= n; x += 32) {
+        __m512 acc[4][2];
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++)
+            acc[j][0] = acc[j][1] = _mm512_setzero_ps();
+#pragma GCC unroll 10
+        for (int r = 0; r < KH + 3; r++) {
+            const __m512 v0 = _mm512_loadu_ps(rows[r] + x), v1 = _mm512_loadu_ps(rows[r] + x + 16);
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                if (r - j < 0 || r - j >= KH) continue;
+                const __m512 kv = _mm512_set1_ps(k[r - j]);
+                acc[j][0] = _mm512_fmadd_ps(kv, v0, acc[j][0]);
+                acc[j][1] = _mm512_fmadd_ps(kv, v1, acc[j][1]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++)
+#pragma GCC unroll 2
+            for (int v = 0; v < 2; v++)
+                store_row16(out[j], x + 16 * v, scaled ? _mm512_mul_ps(acc[j][v], sc) : acc[j][v],
+                            fout, 0xFFFF, false);
+    }
+    return x;
+}
+
 /* Four column-pass rows written as format fout (a constant where this is inlined). */
 static inline __attribute__((always_inline)) void vfilter4_fmt(const float *const *rows,
                                                                const float *k, int kh, float scale,
@@ -334,6 +505,12 @@ static inline __attribute__((always_inline)) void vfilter4_fmt(const float *cons
     const __m512 sc = _mm512_set1_ps(scale);
     const bool scaled = scale != 1.0f;
     int64_t x = 0;
+    if (kh == 3)
+        x = vfilter4_blocks(rows, k, 3, scale, out, fout, n);
+    else if (kh == 5)
+        x = vfilter4_blocks(rows, k, 5, scale, out, fout, n);
+    else if (kh == 7)
+        x = vfilter4_blocks(rows, k, 7, scale, out, fout, n);
     for (; x + 32 <= n; x += 32) {
         __m512 acc[4][2];
         vfilter4_at(rows, k, kh, x, acc);
