@@ -198,6 +198,27 @@ static lumen_status window_axis(const lumen_resize_axis *whole, int64_t d0, int6
     return LUMEN_OK;
 }
 
+/* A window's job: the whole tables (job->x, job->y on entry) sliced to the block (*wx, *wy:
+ * free() them), and src narrowed to the pixels they read where it is a host view (*part). */
+static lumen_status window_job(const lumen_resize_window *win, const lumen_image *src,
+                               const lumen_image *dst, lumen_resize_job *job, lumen_image *part,
+                               int32_t **wx, int32_t **wy)
+{
+    const bool narrow = src->device == 0;
+    int64_t sx0 = 0, sy0 = 0;
+    lumen_status s = window_axis(job->whole_x, win->dst_x, dst->w, win->src_x, src->w, narrow,
+                                 "columns", &job->x, wx, &sx0);
+    if (s || (s = window_axis(job->whole_y, win->dst_y, dst->h, win->src_y, src->h, narrow, "rows",
+                              &job->y, wy, &sy0)))
+        return s;
+    *part = *src;
+    part->data = (char *)src->data + (sy0 * src->stride_h + sx0 * src->stride_w) *
+                                         (int64_t)lumen_dtype_size(src->dtype);
+    part->h = job->y.in, part->w = job->x.in;
+    job->src = part;
+    return LUMEN_OK;
+}
+
 /* Same size, and (torch) no factor that moves the sample points: every rule copies. */
 static bool is_copy(const lumen_image *src, const lumen_image *dst, const lumen_resize_options *o)
 {
@@ -244,18 +265,10 @@ lumen_status lumen_resize(lumen_context *ctx, const lumen_image *src, const lume
     if (!(s = lumen_resize_taps(&sx, &whole_x, &mx)) &&
         !(s = lumen_resize_taps(&sy, &whole_y, &my))) {
         job.x = whole_x, job.y = whole_y;
-        lumen_image part = *src; /* a window: src narrowed to what it reads (host views) */
+        lumen_image part;
         if (windowed) {
-            job.whole_x = &whole_x, job.whole_y = &whole_y, job.src = &part;
-            const bool narrow = src->device == 0;
-            int64_t sx0 = 0, sy0 = 0;
-            if (!(s = window_axis(&whole_x, win->dst_x, dst->w, win->src_x, src->w, narrow,
-                                  "columns", &job.x, &wx, &sx0)))
-                s = window_axis(&whole_y, win->dst_y, dst->h, win->src_y, src->h, narrow, "rows",
-                                &job.y, &wy, &sy0);
-            part.data = (char *)src->data + (sy0 * src->stride_h + sx0 * src->stride_w) *
-                                                (int64_t)lumen_dtype_size(src->dtype);
-            part.h = job.y.in, part.w = job.x.in;
+            job.whole_x = &whole_x, job.whole_y = &whole_y;
+            s = window_job(win, src, dst, &job, &part, &wx, &wy);
         }
         if (!s) {
             const lumen_op op = lumen_op_resize(&job);
