@@ -192,38 +192,18 @@ def _axis_plan(n, chunks, before, after, wrap):
     return ensure_minimum_chunksize(k, chunks), (before, after)
 
 
-def _groups(chunks, before, after, widest=0):
-    """[(first, stop)]: the runs of consecutive chunks filtered as one block: as many as the
-    halo needs (_HALO_SHARE), and as many as fit in `widest` px (_group_side): a task costs
-    about a millisecond of Dask and lumen set-up in this process and several on a distributed
-    worker, which a cheap filter's 2048² block (a few ms) feels (5x5 direct on 16384²: 0.63x
-    plain's speed in 2048² tasks, 0.84x in 4096²)."""
+def _groups(chunks, before, after, local=False):
+    """[(first, stop)]: the runs of consecutive chunks filtered as one block (_HALO_SHARE). With
+    out= (local: the graph runs in this process) as wide as _MAX_GROUP_SIDE allows: a task costs
+    about a millisecond of Dask and lumen set-up, which a cheap filter's 2048² block (a few ms)
+    feels (5x5 direct on 16384²: 0.63x plain's speed in 2048² tasks, 0.84x in 4096²), and a
+    group gathers nothing from other processes there."""
     h, c = before + after, max(chunks)
     g = 1 if h == 0 else -(-h // max(1, int(c * _HALO_SHARE)))
-    g = max(g, widest // c)
+    if local:
+        g = max(g, _MAX_GROUP_SIDE // c)
     g = max(1, min(g, max(1, _MAX_GROUP_SIDE // c), len(chunks) // 2))
     return [(i, min(i + g, len(chunks))) for i in range(0, len(chunks), g)]
-
-
-def _group_side(x, hax, wax, local):
-    """The widest group (px a side) a task takes whatever the halo: with out= (local: the graph
-    runs in this process, and a group gathers nothing from other processes) _MAX_GROUP_SIDE; on
-    the current Distributed client's workers as wide as keeps a group's block (its input with
-    the halo, its result, lumen's scratch: about 4x its bytes) within 1/8 of the smallest
-    worker's memory limit per thread, at most _MAX_GROUP_SIDE; 0 otherwise (no client: the
-    workers' memory is unknown)."""
-    if local:
-        return _MAX_GROUP_SIDE
-    try:
-        from distributed import default_client
-        workers = default_client().scheduler_info()["workers"].values()
-        per_thread = min(w["memory_limit"] / max(1, w["nthreads"]) for w in workers
-                         if w.get("memory_limit"))
-    except (ImportError, ValueError, KeyError, TypeError):
-        return 0  # no client, no workers, or no memory limit
-    px_bytes = x.dtype.itemsize * int(np.prod([n for a, n in enumerate(x.chunksize)
-                                               if a not in (hax, wax)]))
-    return min(_MAX_GROUP_SIDE, int(np.sqrt(per_thread / 8 / (4 * px_bytes))))
 
 
 def _root(a):
@@ -379,8 +359,7 @@ def _halo_graph(x, block_fn, plan, hax, wax, dtype, token, out=None):
     ch, cw = x.chunks[hax], x.chunks[wax]
     starts = [np.concatenate([[0], np.cumsum(c)]) for c in x.chunks]
     local = out is not None
-    widest = _group_side(x, hax, wax, local)
-    gh, gw = _groups(ch, bh, ah, widest), _groups(cw, bw, aw, widest)
+    gh, gw = _groups(ch, bh, ah, local), _groups(cw, bw, aw, local)
     name = f"lumen-{token}"
     ex_name, grp_name = f"lumen-halo-{token}", f"lumen-group-{token}"
     dsk = {}
@@ -452,9 +431,7 @@ def _apply(x, block_fn, reach_h, reach_w, border, layout, dtype, out=None):
     for ax, (b, a) in ((hax, reach_h), (wax, reach_w)):
         chunks[ax], plan[ax] = _axis_plan(x.shape[ax], x.chunks[ax], b, a, wrap)
     x = x.rechunk(tuple(chunks))
-    # the groups follow the client's workers (_group_side): part of the graph's name
-    token = tokenize(x.name, block_fn, plan, dtype, None if out is None else id(out),
-                     _group_side(x, hax, wax, out is not None))
+    token = tokenize(x.name, block_fn, plan, dtype, None if out is None else id(out))
     if out is None and plan[hax] == (0, 0) and plan[wax] == (0, 0):
         return x.map_blocks(block_fn, dtype=dtype, meta=np.empty((0,) * x.ndim, dtype),
                             name=f"lumen-{token}")

@@ -368,21 +368,6 @@ def test_cluster_workers(client):
             OMP_NUM_THREADS=old)
 
 
-def test_group_side(client):
-    """Groups on a cluster stay within the workers' memory: 1/8 of a 400 MB worker's limit for
-    4x a group's bytes is 1767 px a side of f32 (three channels: 1020), and a f64 image's
-    groups are narrower; with out= (this process) 4096."""
-    x = da.zeros((4096, 4096), dtype=np.float32, chunks=512)
-    assert ld._group_side(x, 0, 1, False) == int(np.sqrt(400e6 / 8 / 16))
-    assert ld._group_side(da.zeros((99, 99, 3), dtype=np.float32), 0, 1, False) == \
-        int(np.sqrt(400e6 / 8 / 48))
-    assert ld._group_side(x.astype(np.float64), 0, 1, False) == int(np.sqrt(400e6 / 8 / 32))
-    assert ld._group_side(x, 0, 1, True) == 4096
-    # the groups it makes: 512-px chunks in threes (1767 // 512), at most half the chunks
-    assert ld._groups((512,) * 8, 2, 2, ld._group_side(x, 0, 1, False)) == [(0, 3), (3, 6),
-                                                                            (6, 8)]
-
-
 def test_cluster_exact(client):
     a = rng.random((150, 170, 3), np.float32)
     x = da.from_array(a, chunks=(40, 33, 3))
