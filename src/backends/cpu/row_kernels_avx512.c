@@ -117,11 +117,25 @@ direct_block(const float *const *rows, const uint16_t *const *half, lumen_row_fm
             store_row16(out[o], x + 16 * u, acc[o][u], hout, m[u], masked);
 }
 
-/* Lanes J.. of a, then the first J lanes of b: a row's vector J values on (valignd). */
-#define SHIFT16(a, b, J)                                                                           \
-    ((J) == 0 ? (a)                                                                                \
-              : _mm512_castsi512_ps(                                                               \
-                    _mm512_alignr_epi32(_mm512_castps_si512(b), _mm512_castps_si512(a), (J))))
+/* Lanes j.. of a, then the first j lanes of b: a row's vector j values on (valignd). valignd
+ * takes its count as an immediate: the callers' loops are unrolled, so j is a constant there
+ * and the switch folds away (gcc); clang wants the immediate written as a literal in the
+ * source, which the cases give it. */
+static inline __attribute__((always_inline)) __m512 shift16(__m512 a, __m512 b, int j)
+{
+    const __m512i x = _mm512_castps_si512(a), y = _mm512_castps_si512(b);
+    switch (j) {
+#define SHIFT16_CASE(J)                                                                            \
+    case J: return _mm512_castsi512_ps(_mm512_alignr_epi32(y, x, J));
+        SHIFT16_CASE(1)
+        SHIFT16_CASE(2) SHIFT16_CASE(3) SHIFT16_CASE(4) SHIFT16_CASE(5) SHIFT16_CASE(6)
+            SHIFT16_CASE(7) SHIFT16_CASE(8) SHIFT16_CASE(9) SHIFT16_CASE(10) SHIFT16_CASE(11)
+                SHIFT16_CASE(12) SHIFT16_CASE(13) SHIFT16_CASE(14) SHIFT16_CASE(15)
+#undef SHIFT16_CASE
+                    default : return a; /* j = 0 */
+    }
+}
+#define SHIFT16(a, b, J) shift16((a), (b), (J))
 
 /*
  * direct_block's whole 64-column blocks of four planar rows (tap stride 1) for a square
