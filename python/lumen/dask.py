@@ -29,6 +29,8 @@ Each task runs lumen on ``threads=`` threads (default $LUMEN_NUM_THREADS, else
 $OMP_NUM_THREADS, else 1) on a context of its own thread; ``context=`` is for the threaded and
 synchronous schedulers only (a context does not travel to other processes).
 halation and grain are global reductions and run on whole images (their docstrings).
+``resize`` computes each output block from its window of the whole resize (lumen.resize's
+``whole_src``/``src_origin`` window): bit-identical to the single call, every rule and dtype.
 This module imports Dask; ``import lumen`` does not.
 """
 
