@@ -8,8 +8,8 @@ minimum (and median) of the rounds is printed, with each variant's ratio to the 
     /usr/bin/python3 bench/lib_ab.py --variant base=/tmp/base/build/liblumen.so \\
         --variant new=build/liblumen.so --case k3 --case k7 --threads 2 --rounds 30
 
-Cases: kK (filter2d K x K, method direct), boxK (box_blur K x K mean), gfS (fast Gaussian,
-sigma S), gsS (exact Gaussian, sigma S, separable). --dtype picks the images' dtype (f32, f16,
+Cases: kK (filter2d K x K, method direct), fK (the same through the FFT), boxK (box_blur K x K
+mean), gfS (fast Gaussian, sigma S), gsS / gtS (exact Gaussian, sigma S, separable / FFT). --dtype picks the images' dtype (f32, f16,
 bf16) for src and dst; --size WxH (3000x2000 by default, the issue's image).
 """
 import argparse
@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 F32, F16, BF16 = 2, 3, 4
-DIRECT, SEPARABLE = 1, 2
+DIRECT, SEPARABLE, FFT = 1, 2, 3
 
 
 class Image(C.Structure):
@@ -81,19 +81,19 @@ def case_call(v, case, src, dst):
         k = int(case[3:])
         return lambda: L.lumen_box_blur(ctx, C.byref(src), C.byref(dst), k, k, 1, 2,
                                         C.c_float(0), None)
-    if case.startswith("gf") or case.startswith("gs"):
+    if case[:2] in ("gf", "gs", "gt"):
         o = L.lumen_gaussian_options_default()
         o.sigma_x = o.sigma_y = float(case[2:])
         if case.startswith("gf"):
             o.precision = 1
         else:
             o.ksize_x = o.ksize_y = 2 * round(3 * o.sigma_x) + 1
-            o.method = SEPARABLE
+            o.method = SEPARABLE if case.startswith("gs") else FFT
         return lambda: L.lumen_gaussian_blur_ex(ctx, C.byref(src), C.byref(dst), C.byref(o), None)
     k = int(case[1:])
     ker = (np.random.default_rng(k).random(k * k, dtype=np.float32) / (k * k)).astype(np.float32)
     o = L.lumen_filter_options_default()
-    o.method = DIRECT
+    o.method = FFT if case.startswith("f") else DIRECT
     kp = ker.ctypes.data_as(C.POINTER(C.c_float))
     return lambda: L.lumen_filter2d(ctx, C.byref(src), C.byref(dst), kp, k, k, C.byref(o), None)
 

@@ -14,10 +14,11 @@
  * Per-op test files keep what is specific to an op's semantics (hand-computed borders, anchor
  * rules, NaN, bad arguments, the fast paths' own engines); this file asks one question of every
  * backend: the same answer as the reference, within the table, for every combination.
- * Adding an op = one row of `rows` below. Today: 17 image rows x 3 dtypes x 5 borders x 7
- * layouts x 3 sizes and 8 conv rows x 7 layouts, 5411 cases per device; small images (13x17,
- * 4x5, 1x1), so the whole runs in seconds, also under ASan. Prints one line per device (cases,
- * fallbacks) and each op's largest error per device.
+ * Adding an op = one row of `rows` below. Today: 17 image rows x 5 dtypes x 5 borders x 7
+ * layouts x 3 sizes, 14 resize rows (3 of them a window of a larger resize) x 5 dtypes x 7
+ * layouts x 3 sizes, and 8 conv rows x 3 dtypes x 7 layouts: 10563 cases per device; small
+ * images (13x17, 4x5, 1x1), so the whole runs in seconds, also under ASan. Prints one line per
+ * device (cases, fallbacks) and each op's largest error per device.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include "semantics.h"
@@ -60,11 +61,28 @@ typedef struct xb_row xb_row;
 typedef lumen_status (*xb_run)(lumen_context *ctx, const xb_row *row, const xb_views *v,
                                lumen_run_info *info);
 
-/* A resize: the options, and dst's size as num/den of src's (at least 1). */
+/* A resize: the options, and the whole result's size as num/den of src's (at least 1). With
+ * `window`, dst is the middle of that result (a third less on each axis, where it has 3 pixels
+ * or more), computed as lumen.dask computes a block: a lumen_resize_window over the whole. */
 typedef struct xb_resize {
     lumen_resize_options o;
     int num_h, den_h, num_w, den_w;
+    int window;
 } xb_resize;
+
+/* The whole result's size on an axis of n, and the block's size and offset in it. */
+static int64_t resize_whole(int64_t n, int num, int den)
+{
+    const int64_t o = n * num / den;
+    return o < 1 ? 1 : o;
+}
+
+static int64_t resize_block(int64_t whole, int window, int64_t *offset)
+{
+    const int64_t b = window ? whole - whole / 3 : whole;
+    *offset = (whole - b) / 2;
+    return b;
+}
 
 struct xb_row {
     const char *name;
@@ -109,7 +127,18 @@ static lumen_status oracle_gauss_fast(lumen_context *ctx, const xb_row *row, con
 static lumen_status run_resize(lumen_context *ctx, const xb_row *row, const xb_views *v,
                                lumen_run_info *info)
 {
-    return lumen_resize(ctx, v->in[0], v->out, &row->rs->o, info);
+    const xb_resize *rs = row->rs;
+    lumen_resize_options o = rs->o;
+    if (rs->window) { /* src is the whole image; dst the block of the whole result */
+        const lumen_image *src = v->in[0];
+        lumen_resize_window *w = &o.window;
+        w->whole_h = src->h, w->whole_w = src->w;
+        w->out_h = resize_whole(src->h, rs->num_h, rs->den_h);
+        w->out_w = resize_whole(src->w, rs->num_w, rs->den_w);
+        resize_block(w->out_h, 1, &w->dst_y);
+        resize_block(w->out_w, 1, &w->dst_x);
+    }
+    return lumen_resize(ctx, v->in[0], v->out, &o, info);
 }
 
 static lumen_status run_conv(lumen_context *ctx, const xb_row *row, const xb_views *v,
@@ -160,12 +189,14 @@ static float bias6[6], bias4[4], bias3[3];
     {name, XB_IMAGE, run_gauss_fast, oracle_gauss_fast, TS_TOL_GAUSS_FAST,                         \
      LUMEN_METHOD_RECURSIVE, GAUSS(0, 0, sx, sy, AUTO), {0}, NULL}
 /* resize: rule, interpolation, antialias, align_corners, dst = src * (nh/dh, nw/dw) */
-#define RESIZE(name_, tol_, rule_, ip, aa, ac, nh, dh, nw, dw)                                   \
+#define RESIZE_W(name_, tol_, rule_, ip, aa, ac, nh, dh, nw, dw, win)                            \
     {.name = name_, .family = XB_RESIZE, .run = run_resize, .tol = tol_,                           \
      .want_method = SEPARABLE,                                                                     \
      .rs = &(const xb_resize){.o = {.rule = rule_, .interpolation = ip, .antialias = aa,           \
                                     .align_corners = ac},                                          \
-                              .num_h = nh, .den_h = dh, .num_w = nw, .den_w = dw}}
+                              .num_h = nh, .den_h = dh, .num_w = nw, .den_w = dw, .window = win}}
+#define RESIZE(name_, tol_, rule_, ip, aa, ac, nh, dh, nw, dw)                                   \
+    RESIZE_W(name_, tol_, rule_, ip, aa, ac, nh, dh, nw, dw, 0)
 #define CV LUMEN_RESIZE_OPENCV
 #define PIL LUMEN_RESIZE_PILLOW
 #define TORCH LUMEN_RESIZE_TORCH
@@ -225,6 +256,13 @@ static const xb_row rows[] = {
            9, 4, 9, 4),
     RESIZE("resize torch area 2/3, 1/4", TS_TOL_RESIZE, TORCH, LUMEN_INTER_AREA, 0, 0, 2, 3, 1,
            4),
+    /* a window of a larger resize (lumen.dask's blocks): the middle of the result */
+    RESIZE_W("resize window opencv cubic up 7/3, down 3/5", TS_TOL_RESIZE, CV, LUMEN_INTER_CUBIC,
+             0, 0, 7, 3, 3, 5, 1),
+    RESIZE_W("resize window pillow lanczos down 1/2", TS_TOL_RESIZE_PILLOW_U8, PIL,
+             LUMEN_INTER_LANCZOS, 0, 0, 1, 2, 1, 2, 1),
+    RESIZE_W("resize window torch linear antialias 3/4, area 2", TS_TOL_RESIZE, TORCH,
+             LUMEN_INTER_LINEAR, 1, 0, 3, 4, 2, 1, 1),
     /* conv2d                    tr  n  c  h   w  k  r  s  sh sw ph pw dh dw g  oph opw bias */
     TENSOR("conv2d 3x3 pad 1 bias",
            CONV(0, 2, 3, 9, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0, bias4)),
@@ -526,8 +564,9 @@ static void prepare(xb_data *d, const xb_row *row, const xb_case *cs)
         const xb_resize *rs = row->rs;
         d->n_in = 1;
         ts_layout_shape(cs->layout, &d->on, &d->oc);
-        d->oh = cs->h * rs->num_h / rs->den_h, d->ow = cs->w * rs->num_w / rs->den_w;
-        d->oh = d->oh < 1 ? 1 : d->oh, d->ow = d->ow < 1 ? 1 : d->ow;
+        int64_t off;
+        d->oh = resize_block(resize_whole(cs->h, rs->num_h, rs->den_h), rs->window, &off);
+        d->ow = resize_block(resize_whole(cs->w, rs->num_w, rs->den_w), rs->window, &off);
         d->out_dtype = cs->dtype;
         ts_image_alloc(&d->in[0], cs->layout, cs->dtype, d->on, d->oc, cs->h, cs->w);
         ts_image_fill_random(&d->in[0], cs->seed);
