@@ -233,10 +233,10 @@ def _as_one_view(pieces, shape):
     return np.lib.stride_tricks.as_strided(corner, shape, corner.strides, writeable=False)
 
 
-def _padded(rows, cols, grid, hax, wax):
+def _padded(rows, cols, grid, hax, wax, view_only=False):
     """The block with its halo, from grid[i][j], the pieces of the (len(rows) x len(cols)) grid
     of chunks and strips around and inside it (rows, cols: their heights and widths): a view
-    when they are views of one array (_as_one_view), else a copy."""
+    when they are views of one array (_as_one_view), else a copy (view_only: None)."""
     ref = grid[len(rows) // 2][len(cols) // 2]
     y = np.concatenate([[0], np.cumsum(rows)]).astype(int)
     x = np.concatenate([[0], np.cumsum(cols)]).astype(int)
@@ -252,6 +252,8 @@ def _padded(rows, cols, grid, hax, wax):
                         + [n for a, n in enumerate(shape) if a not in (hax, wax)])
     if view is not None:
         return np.moveaxis(view, (0, 1), (hax, wax)) if hw_first else view
+    if view_only:
+        return None
     buf = np.empty(shape, ref.dtype)
     bv = first(buf)
     for (r, c), p in pieces.items():
@@ -291,12 +293,16 @@ def _pick(strips, d):
     return strips[d]
 
 
-def _run_group(fn, hax, wax, rows, cols, keep, grid, dest=None):
+def _run_group(fn, hax, wax, rows, cols, keep, grid, dest=None, reach=None, dtype=None):
     """One task: the group's chunks and its neighbours' strips (grid[i][j]) -> fn on the padded
     block -> the part kept. Filters with a halo (_Block.halo) compute only that part (the strips
     are their halo_y, halo_x), into dest = (out, index) when given; other ops filter the whole
-    padded block and the part kept is a view of it (copied into dest)."""
-    padded = _padded(rows, cols, grid, hax, wax)
+    padded block and the part kept is a view of it (copied into dest). reach: the kernel's
+    (before_h, after_h, before_w, after_w); dtype: the result's."""
+    view = _padded(rows, cols, grid, hax, wax, view_only=True)
+    if view is None and _banded_ok(fn, rows, cols, keep, reach):
+        return _run_banded(fn, hax, wax, rows, cols, keep, grid, dest, reach, dtype)
+    padded = view if view is not None else _padded(rows, cols, grid, hax, wax)
     target = None if dest is None else dest[0][dest[1]]
     if getattr(fn, "halo", False):
         (y, x), h, w = keep, padded.shape[hax], padded.shape[wax]
@@ -308,6 +314,71 @@ def _run_group(fn, hax, wax, rows, cols, keep, grid, dest=None):
     if target is None:
         return res[tuple(idx)]
     target[...] = res[tuple(idx)]
+    return target
+
+
+def _banded_ok(fn, rows, cols, keep, reach):
+    """Whether _run_banded may compute this group: a filter with a halo, by a method whose
+    every output is its own window's sum (direct, separable: the same bits whatever the block;
+    the FFT's thin bands would cost tiles), on a group of one chunk."""
+    if reach is None or not getattr(fn, "halo", False):
+        return False
+    if fn.kwargs.get("method") not in ("direct", "separable"):
+        return False
+    (y, x) = keep
+    own_h = [o for o in np.cumsum([0] + list(rows[:-1])) if y.start <= o < y.stop]
+    own_w = [o for o in np.cumsum([0] + list(cols[:-1])) if x.start <= o < x.stop]
+    return len(own_h) == 1 and len(own_w) == 1
+
+
+def _ix(ndim, hax, wax, ys, xs):
+    """The index of rows ys and columns xs of an array of ndim axes (H at hax, W at wax)."""
+    idx = [slice(None)] * ndim
+    idx[hax], idx[wax] = ys, xs
+    return tuple(idx)
+
+
+def _run_banded(fn, hax, wax, rows, cols, keep, grid, dest, reach, dtype):
+    """_run_group for a group of one chunk whose pieces are arrays of their own (a cluster's,
+    Zarr's), without the padded copy of the block: the chunk computes its interior (every
+    output whose window lies inside it) as a call on the chunk itself with a halo, and the
+    outputs whose windows reach into the strips (T and B rows at the top and bottom, L and R
+    columns at the sides: as many as the strips are deep, none at a true edge, where lumen's
+    border applies) come from four thin bands, each a small padded copy of what it reads. Each
+    output is the same sum of the same pixels as in the padded block (direct, separable)."""
+    bh, ah, bw, aw = reach
+    ky, kx = keep
+    T, L = ky.start, kx.start
+    B, R = sum(rows) - ky.stop, sum(cols) - kx.stop
+    i0, j0 = (1 if T else 0), (1 if L else 0)
+    c = grid[i0][j0]
+    n, m, nd = c.shape[hax], c.shape[wax], c.ndim
+    mid = grid[i0]  # the chunk's row of pieces: left strip, chunk, right strip
+
+    def rows_of(pieces, ys):
+        return [p[_ix(nd, hax, wax, ys, slice(None))] for p in pieces]
+
+    def cols_of(p, xs):
+        return p[_ix(nd, hax, wax, slice(None), xs)]
+    # (the input, its halo_y and halo_x, the rows and columns of the block it computes)
+    parts = [(lambda: c, (T, B), (L, R), slice(T, n - B), slice(L, m - R))]
+    if T:
+        parts.append((lambda: _padded([T, T + ah], cols, [grid[0], rows_of(mid, slice(0, T + ah))],
+                                      hax, wax), (T, ah), (L, R), slice(0, T), slice(0, m)))
+    if B:
+        parts.append((lambda: _padded([B + bh, B], cols,
+                                      [rows_of(mid, slice(n - B - bh, n)), grid[-1]], hax, wax),
+                      (bh, B), (L, R), slice(n - B, n), slice(0, m)))
+    if L:
+        parts.append((lambda: _padded([n], [L, L + aw], [[mid[0], cols_of(c, slice(0, L + aw))]],
+                                      hax, wax), (T, B), (L, aw), slice(T, n - B), slice(0, L)))
+    if R:
+        parts.append((lambda: _padded([n], [R + bw, R],
+                                      [[cols_of(c, slice(m - R - bw, m)), mid[-1]]], hax, wax),
+                      (T, B), (bw, R), slice(T, n - B), slice(m - R, m)))
+    target = dest[0][dest[1]] if dest is not None else np.empty(c.shape, dtype)
+    for src, hy, hx, ys, xs in parts:
+        fn(src(), out=target[_ix(nd, hax, wax, ys, xs)], halo_y=hy, halo_x=hx)
     return target
 
 
@@ -393,7 +464,7 @@ def _halo_graph(x, block_fn, plan, hax, wax, dtype, token, out=None):
                 keep = (slice(top, top + kh), slice(left, left + kw_))
                 dest = _dest(out, starts, rest, hax, wax, (r0, r1), (c0, c1))
                 task = (_run_group, block_fn, hax, wax, [s for _, _, s in rcells],
-                        [s for _, _, s in ccells], keep, cells, dest)
+                        [s for _, _, s in ccells], keep, cells, dest, (bh, ah, bw, aw), dtype)
                 if local or (r1 - r0 == 1 and c1 - c0 == 1):
                     dsk[key(name, gi, gj) if local else key(name, r0, c0)] = task
                     continue

@@ -7,6 +7,7 @@ of 2 worker processes. Also map_images (atomic outputs, a killed run restarted) 
 image larger than the workers' memory limit.
 """
 
+import itertools
 import os
 import signal
 import subprocess
@@ -71,15 +72,20 @@ def test_overlap_depth():
 @pytest.mark.parametrize("border", BORDERS)
 @pytest.mark.parametrize("ksize,anchor", KERNELS)
 def test_filter2d_exact(border, ksize, anchor):
+    """Chunks that are views of one array (a padded block is then a view too) and chunks that
+    are arrays of their own (a cluster's, Zarr's: each block's interior then comes from the
+    chunk and its edges from thin bands, _run_banded)."""
     k = rng.standard_normal(ksize).astype(np.float32)
-    for chunks in CHUNKS:
+    for chunks, own in itertools.product(CHUNKS, (False, True)):
         x = da.from_array(IMG, chunks=chunks)
+        x = x.map_blocks(np.copy) if own else x
         for convolve in (False, True):
             kw = dict(border=border, border_value=0.25, anchor=anchor, convolve=convolve,
                       method="direct")
             got = ld.filter2d(x, k, **kw).compute(scheduler="sync")
             equal(got, lumen.filter2d(IMG, k, **kw),
-                  f"filter2d {ksize} anchor {anchor} convolve {convolve} chunks {chunks}")
+                  f"filter2d {ksize} anchor {anchor} convolve {convolve} chunks {chunks} "
+                  f"{'own arrays' if own else 'views'}")
 
 
 @pytest.mark.parametrize("border", BORDERS)
