@@ -208,6 +208,25 @@ def _groups(chunks, before, after, local=False):
     return [(i, min(i + g, len(chunks))) for i in range(0, len(chunks), g)]
 
 
+#: Transparent huge pages come in aligned extents of this size (x86-64).
+_HUGE_PAGE = 2 << 20
+
+
+def _fresh(shape, dtype):
+    """np.empty(shape, dtype), starting on a 2 MiB boundary when it is 4 MiB or more. numpy asks
+    for transparent huge pages for large arrays, but only whole aligned 2 MiB extents get them:
+    a block's result at a heap address pays its unaligned head and tail in 4 KiB page faults,
+    about 500 per 16 MB block (docs/scale-out.md, "Fresh memory"). The slack is never touched,
+    so it costs address space, not memory."""
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if n < 2 * _HUGE_PAGE:
+        return np.empty(shape, dtype)
+    raw = np.empty(n + _HUGE_PAGE, np.uint8)
+    off = -raw.ctypes.data % _HUGE_PAGE
+    return raw[off:off + n].view(dtype).reshape(shape)
+
+
 def _root(a):
     """The object that owns a's memory (the end of its .base chain)."""
     while isinstance(a, np.ndarray) and a.base is not None:
@@ -254,7 +273,7 @@ def _padded(rows, cols, grid, hax, wax, view_only=False):
         return np.moveaxis(view, (0, 1), (hax, wax)) if hw_first else view
     if view_only:
         return None
-    buf = np.empty(shape, ref.dtype)
+    buf = _fresh(shape, ref.dtype)
     bv = first(buf)
     for (r, c), p in pieces.items():
         bv[r:r + p.shape[0], c:c + p.shape[1]] = p
@@ -307,6 +326,10 @@ def _run_group(fn, hax, wax, rows, cols, keep, grid, dest=None, reach=None, dtyp
     if getattr(fn, "halo", False):
         (y, x), h, w = keep, padded.shape[hax], padded.shape[wax]
         extra = dict(halo_y=(y.start, h - y.stop), halo_x=(x.start, w - x.stop))
+        if target is None and dtype is not None:
+            shape = list(padded.shape)
+            shape[hax], shape[wax] = y.stop - y.start, x.stop - x.start
+            target = _fresh(shape, dtype)
         return fn(padded, **extra) if target is None else fn(padded, out=target, **extra)
     res = fn(padded) if target is None else fn(padded, dtype=target.dtype)  # made in out's
     idx = [slice(None)] * res.ndim
@@ -376,7 +399,7 @@ def _run_banded(fn, hax, wax, rows, cols, keep, grid, dest, reach, dtype):
         parts.append((lambda: _padded([n], [R + bw, R],
                                       [[cols_of(c, slice(m - R - bw, m)), mid[-1]]], hax, wax),
                       (T, B), (bw, R), slice(T, n - B), slice(m - R, m)))
-    target = dest[0][dest[1]] if dest is not None else np.empty(c.shape, dtype)
+    target = dest[0][dest[1]] if dest is not None else _fresh(c.shape, dtype)
     for src, hy, hx, ys, xs in parts:
         fn(src(), out=target[_ix(nd, hax, wax, ys, xs)], halo_y=hy, halo_x=hx)
     return target
