@@ -774,10 +774,10 @@ def _cuts(chunks, lo, hi):
             for i, (e0, e1) in enumerate(zip(edges[:-1], edges[1:])) if e0 < hi and e1 > lo]
 
 
-def _resize_task(fn, hax, wax, rcuts, ccuts, grid, size, kw):
+def _resize_task(fn, hax, wax, rcuts, ccuts, grid, size, kw, dtype=None):
     """One output block: its input window put together from the parts of the chunks it
     overlaps (grid[i][j]; a view when they are views of one array, _padded), resized as its
-    window of the whole resize."""
+    window of the whole resize (into fresh memory of dtype, _fresh)."""
     pieces = []
     for (_, r0, r1), row in zip(rcuts, grid):
         cut = []
@@ -788,7 +788,11 @@ def _resize_task(fn, hax, wax, rcuts, ccuts, grid, size, kw):
         pieces.append(cut)
     window = _padded([r1 - r0 for _, r0, r1 in rcuts], [c1 - c0 for _, c0, c1 in ccuts], pieces,
                      hax, wax)
-    return fn(window, size=size, **kw)
+    if dtype is None:
+        return fn(window, size=size, **kw)
+    shape = list(window.shape)
+    shape[hax], shape[wax] = size[1], size[0]
+    return fn(window, size=size, out=_fresh(shape, dtype), **kw)
 
 
 def _resize_graph(x, hax, wax, rows, cols, bind, kw, dtype):
@@ -807,7 +811,7 @@ def _resize_graph(x, hax, wax, rows, cols, bind, kw, dtype):
                 grid = [[key(x.name, i, j) for j, _, _ in ccuts] for i, _, _ in rcuts]
                 bkw = dict(kw, src_origin=(t0, s0), dst_origin=(p0, o0))
                 dsk[key(name, bi, bj)] = (_resize_task, bind, hax, wax, rcuts, ccuts, grid,
-                                          (p1 - p0, o1 - o0), bkw)
+                                          (p1 - p0, o1 - o0), bkw, dtype)
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=[x])
     return da.Array(graph, name, tuple(chunks), meta=np.empty((0,) * x.ndim, dtype))
 
