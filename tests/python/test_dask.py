@@ -69,6 +69,20 @@ def test_overlap_depth():
         ld.overlap_depth(3, 3)
 
 
+def test_fresh_blocks_start_on_huge_page_boundaries():
+    """Block results of 4 MiB and more start on a 2 MiB boundary (docs/scale-out.md, "Fresh
+    memory"); smaller ones are plain arrays."""
+    for shape, dt in (((2048, 2048), np.float32), ((3, 1024, 1024), np.float64),
+                      ((1000, 700, 3), np.uint8)):  # 16 MB, 24 MB, 2 MB
+        a = ld._fresh(shape, dt)
+        assert a.shape == shape and a.dtype == dt and a.flags.writeable and a.flags.c_contiguous
+        if a.nbytes >= 4 << 20:
+            assert a.ctypes.data % (2 << 20) == 0, (shape, hex(a.ctypes.data))
+        a[...] = 1  # all of it is usable
+    small = ld._fresh((100, 100), np.float32)
+    assert small.shape == (100, 100) and small.base is None
+
+
 @pytest.mark.parametrize("border", BORDERS)
 @pytest.mark.parametrize("ksize,anchor", KERNELS)
 def test_filter2d_exact(border, ksize, anchor):
