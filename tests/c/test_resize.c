@@ -369,12 +369,12 @@ static void test_half_size_f32_box(void **state)
 }
 
 /* The separable path gives the same bits under the AVX-512 and AVX2 caps (products then sums
- * in tap order on both): shrinking to half (windows of 4 and more taps: the AVX-512
- * horizontal pass picks a step's taps from two vectors by permutes where its 4 windows span
- * at most 32 elements), enlarging (horizontal first, reading src) and an odd factor, for 1, 3
- * and 4 interleaved channels, u8, f16 and f32 sources, f32 and f16 results, widths that leave
- * every remainder of the 4-pixel steps; on buffers of the exact size (the sanitizer build
- * runs this: the two vectors must not be read past the row). */
+ * in tap order on both): shrinking to half (windows of 4 and more taps), enlarging (horizontal
+ * first, reading src: with 5 to 8 taps the AVX-512 horizontal pass picks a step's taps from
+ * two vectors by permutes where its 4 windows span at most 32 elements) and an odd factor,
+ * for 1, 3 and 4 interleaved channels, u8, f16 and f32 sources, f32 and f16 results, widths
+ * that leave every remainder of the 4-pixel steps; on buffers of the exact size (the
+ * sanitizer build runs this: the two vectors must not be read past the row). */
 static void test_separable_isas_same_bits(void **state)
 {
     (void)state;
