@@ -171,14 +171,14 @@ static void h_row(const lumen_resize_job *j, const lumen_resize_kernels *k, cons
     const lumen_image *s = j->src;
     const char *row = lumen_px_addr(s, b, grp * g->C, y, 0);
     if (g->src_contig) {
-        k->hpass(row, s->dtype, g->C, &j->x, out);
+        k->hpass(row, s->dtype, g->C, &j->x, 1, out);
     } else { /* gathered into f32 first */
         const int64_t es = (int64_t)lumen_dtype_size(s->dtype);
         for (int64_t x = 0; x < j->x.in; x++)
             for (int c = 0; c < g->C; c++)
                 t->srow[x * g->C + c] =
                     lumen_load_px(row + (x * s->stride_w + c * s->stride_c) * es, s->dtype);
-        k->hpass(t->srow, LUMEN_F32, g->C, &j->x, out);
+        k->hpass(t->srow, LUMEN_F32, g->C, &j->x, 0, out);
     }
 }
 
@@ -246,7 +246,7 @@ static void chunk_vfirst(const lumen_resize_job *j, const lumen_resize_kernels *
             t->rows[i] = lumen_px_addr(j->src, b, grp * g->C, j->y.first[oy] + i, 0);
         k->vpass(t->rows, j->src->dtype, j->y.weights + oy * K, K, j->x.in * g->C, t->srow);
         float *sums = sums_to(j, g, t, b, grp, oy);
-        k->hpass(t->srow, LUMEN_F32, g->C, &j->x, sums);
+        k->hpass(t->srow, LUMEN_F32, g->C, &j->x, 0, sums);
         if (sums == t->acc) store(j, k, g, t->acc, b, grp, oy);
     }
 }

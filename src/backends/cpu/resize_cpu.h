@@ -9,7 +9,9 @@ typedef struct lumen_resize_kernels {
     const char *isa;
     void (*load_row)(const void *src, lumen_dtype t, int64_t n, float *out);
     void (*store_row)(const float *v, int64_t n, lumen_dtype t, void *dst);
-    void (*hpass)(const void *in, lumen_dtype t, int C, const lumen_resize_axis *x, float *out);
+    /* streamed: in comes from memory, read once (else a row just written, in cache) */
+    void (*hpass)(const void *in, lumen_dtype t, int C, const lumen_resize_axis *x, int streamed,
+                  float *out);
     /* Pillow's 8-bit rule: one contiguous byte row horizontally; the vertical sums */
     void (*pillow_hrow)(const uint8_t *row, int C, const lumen_resize_axis *x, uint8_t *out);
     void (*pillow_vrow)(const uint8_t *const *rows, const int32_t *w, int K, int64_t n,
@@ -41,7 +43,7 @@ typedef struct lumen_resize_kernels {
     void lumen_resize_load_row_##sfx(const void *src, lumen_dtype t, int64_t n, float *out);       \
     void lumen_resize_store_row_##sfx(const float *v, int64_t n, lumen_dtype t, void *dst);        \
     void lumen_resize_hpass_##sfx(const void *in, lumen_dtype t, int C,                            \
-                                  const lumen_resize_axis *x, float *out);                         \
+                                  const lumen_resize_axis *x, int streamed, float *out);           \
     void lumen_resize_pillow_hrow_##sfx(const uint8_t *row, int C, const lumen_resize_axis *x,     \
                                         uint8_t *out);                                             \
     void lumen_resize_pillow_vrow_##sfx(const uint8_t *const *rows, const int32_t *w, int K,       \
