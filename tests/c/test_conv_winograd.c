@@ -116,7 +116,8 @@ static double run_case(const runner *ru, const wshape *sp, const data_opts *o)
     const double lo = o->positive ? 0.0 : -1.0;
     fill(&x.v, o->seed, lo), fill(&w.v, o->seed + 1, lo);
     ts_image_fill_bytes(&y, 0x5A);
-    float bias[64];
+    float bias[512];
+    assert_true(sp->k <= 512);
     for (int i = 0; i < sp->k; i++)
         bias[i] = o->positive ? 0.125f * (i % 5) : 0.25f * (i % 7) - 0.5f;
     lumen_conv2d_params p = lumen_conv2d_params_default();
@@ -335,7 +336,8 @@ static void test_direct_tiles(void **state)
  * The work splits of lumen_cpu_conv2d_winograd_run (items per thread; shared blocks of one
  * sliver, so several blocks per group; shared blocks of every tile) must each meet the oracle
  * and give the same bits as each other, on every engine and thread count: several panels, a
- * partial last panel and sliver, groups, reductions over several blocks. */
+ * partial last panel and sliver, groups, reductions over several blocks, and a U large enough
+ * for the AVX-512 weight transform's streaming stores. */
 static void run_split(lumen_context *ctx, const wshape *sp, int m, int shared, float *out,
                       size_t bytes)
 {
@@ -345,7 +347,8 @@ static void run_split(lumen_context *ctx, const wshape *sp, int m, int shared, f
     ts_image_alloc(&w, TS_PLANAR, LUMEN_F32, sp->k, sp->c / sp->groups, 3, 3);
     ts_image_alloc(&y, TS_PLANAR, LUMEN_F32, sp->n, sp->k, P, Q);
     fill(&x.v, 77, -1.0), fill(&w.v, 78, -1.0);
-    float bias[64];
+    float bias[512];
+    assert_true(sp->k <= 512);
     for (int i = 0; i < sp->k; i++)
         bias[i] = 0.25f * (i % 7) - 0.5f;
     lumen_conv2d_params p = lumen_conv2d_params_default();
@@ -364,6 +367,7 @@ static void test_shared_blocks(void **state)
         {2, 70, 21, 17, 40, 1, 1}, /* F(2): 7 slivers, F(4): 2; 3+ panels; kc blocks of 35 */
         {3, 16, 9, 12, 18, 1, 2},  /* groups 2, a partial last panel */
         {1, 6, 1, 1, 6, 1, 2},     /* one tile per group */
+        {1, 352, 6, 5, 352, 1, 1}, /* F(4x4)'s U over 16 MB: streamed stores (AVX-512) */
     };
     int idx = 0;
     for (int engine = 0; engine < 3; engine++)

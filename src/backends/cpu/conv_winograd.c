@@ -45,7 +45,7 @@
 /* Shared blocks (lumen_cpu_conv2d_winograd_run): taken when U is larger than an L2, since a
  * thread's item then streams the whole U from L3 or memory again (l1: 37.7 MB per item, four
  * items per call). A shared block's V and M together stay under WINO_SHARED_BYTES. */
-#define WINO_SHARED_U_BYTES (2 << 20)
+#define WINO_SHARED_U_BYTES (16 << 20)
 #define WINO_SHARED_BYTES (32 << 20)
 /* The microkernel's bias when it only accumulates: one float per tile row. */
 static const float zeros[64];
@@ -54,16 +54,18 @@ typedef struct wino_scheme {
     wino_input_fn input;
     wino_output_fn output;
     wino_weight_fn weight;
+    wino_weight_rows_fn weight_rows;
 } wino_scheme;
 
+#define SCHEME(sfx)                                                                                \
+    {                                                                                              \
+        lumen_wino_input_##sfx, lumen_wino_output_##sfx, lumen_wino_weight_##sfx,                  \
+            lumen_wino_weight_rows_##sfx                                                           \
+    }
 /* [tile 2 or 4][generic, avx2, avx512] */
 static const wino_scheme schemes[2][3] = {
-    {{lumen_wino_input_f2_generic, lumen_wino_output_f2_generic, lumen_wino_weight_f2_generic},
-     {lumen_wino_input_f2_avx2, lumen_wino_output_f2_avx2, lumen_wino_weight_f2_avx2},
-     {lumen_wino_input_f2_avx512, lumen_wino_output_f2_avx512, lumen_wino_weight_f2_avx512}},
-    {{lumen_wino_input_f4_generic, lumen_wino_output_f4_generic, lumen_wino_weight_f4_generic},
-     {lumen_wino_input_f4_avx2, lumen_wino_output_f4_avx2, lumen_wino_weight_f4_avx2},
-     {lumen_wino_input_f4_avx512, lumen_wino_output_f4_avx512, lumen_wino_weight_f4_avx512}},
+    {SCHEME(f2_generic), SCHEME(f2_avx2), SCHEME(f2_avx512)},
+    {SCHEME(f4_generic), SCHEME(f4_avx2), SCHEME(f4_avx512)},
 };
 
 typedef struct wino_plan {
@@ -101,11 +103,13 @@ static const float *u_sliver(const wino_plan *pl, int64_t xi, int64_t g, int64_t
 }
 
 /* Transforms and packs the weights; rows past K/g in the last panel are zero. The units are
- * (group, panel, channel range), and within one the mr rows of the panel take turns per block
- * of WINO_LANES channels: the block's U lines (alpha^2 positions x WINO_LANES x mr floats, 32 KB
- * for F(4x4) at mr 14) stay in L1 while all mr rows fill them. Row by row over every channel
- * (the order before) each row wrote one float into every line of the panel's U (1.2 MB for l1),
- * so the lines left L2 between rows: 25% of l1's time against 14% now (Zen 5). */
+ * (group, panel, channel range). With the AVX-512 tiles (mr >= 12) the panel's rows are the
+ * transform's lanes, so each U sliver row is written whole (weight_rows); the small tiles keep
+ * lanes over channels, the mr rows taking turns per block of WINO_LANES channels so that the
+ * block's U lines stay in L1 while all mr rows fill them (row by row over every channel each
+ * row wrote one float into every line of the panel's U, 1.2 MB for l1). */
+static size_t u_size(const wino_plan *pl);
+
 static void pack_weights(const wino_plan *pl, int threads)
 {
     const lumen_image *w = pl->job->w;
@@ -114,11 +118,26 @@ static void pack_weights(const wino_plan *pl, int threads)
     const int64_t cblocks = cdiv(pl->cg, WINO_LANES), panels = pl->groups * pl->panels;
     const int64_t cchunks = min64(cdiv(4 * (int64_t)threads, panels), cblocks);
     const int64_t per_chunk = cdiv(cblocks, cchunks) * WINO_LANES;
+    const bool dense = w->stride_w == 1 && w->stride_h == 3 && w->stride_c == 9;
+    /* lanes over the panel's rows when they fill most of them (the AVX-512 tiles, mr >= 12) */
+    const bool rows_lanes = 2 * mr > WINO_LANES;
+    /* a U larger than the L3 share would leave it before the GEMMs read it: its stores skip
+     * the caches (no read for ownership of lines that are only written) */
+    const bool stream = u_size(pl) > WINO_SHARED_U_BYTES;
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
     for (int64_t unit = 0; unit < panels * cchunks; unit++) {
         const int64_t gp = unit / cchunks, g = gp / pl->panels, panel = gp % pl->panels;
         const int64_t c1 = min64(pl->cg, (unit % cchunks + 1) * per_chunk);
         float *up = (float *)u_sliver(pl, 0, g, panel);
+        if (rows_lanes) { /* the panel's rows in the lanes: one store per U sliver row */
+            const int64_t c0 = unit % cchunks * per_chunk, k0 = g * pl->kg + panel * mr;
+            const float *wk = (const float *)w->data + k0 * w->stride_n + c0 * w->stride_c;
+            if (c0 < c1)
+                pl->sc->weight_rows(wk, w->stride_n, w->stride_c, w->stride_h, w->stride_w,
+                                    (int)min64(mr, pl->kg - panel * mr), c1 - c0, up + c0 * mr,
+                                    u_pos, mr, stream);
+            continue;
+        }
         for (int64_t c0 = unit % cchunks * per_chunk; c0 < c1; c0 += WINO_LANES) {
             const int64_t n = min64(WINO_LANES, c1 - c0);
             for (int64_t i = 0; i < mr; i++) {
@@ -132,6 +151,9 @@ static void pack_weights(const wino_plan *pl, int threads)
                 }
                 const float *wk =
                     (const float *)w->data + (g * pl->kg + kk) * w->stride_n + c0 * w->stride_c;
+                if (dense && c0 + WINO_LANES < c1) /* the row's next block, 9 * 16 floats */
+                    for (int64_t b = 0; b < 9 * WINO_LANES; b += 16)
+                        __builtin_prefetch(wk + 9 * WINO_LANES + b);
                 pl->sc->weight(wk, w->stride_c, w->stride_h, w->stride_w, n, u, u_pos, mr);
             }
         }

@@ -12,6 +12,7 @@
 #define LUMEN_CONV_WINOGRAD_SHARED
 
 #include "conv.h"
+#include <stdlib.h>
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -51,13 +52,23 @@ typedef void (*wino_output_fn)(const wino_geom *g, const wino_lanes *ln, const f
  * channel, computed in double and rounded once. */
 typedef void (*wino_weight_fn)(const float *wk, int64_t ws_c, int64_t ws_h, int64_t ws_w,
                                int64_t cg, float *u, int64_t u_pos, int64_t u_chan);
+/* The same transform with the lanes over output channels: for channels c < cg of the n <=
+ * u_chan <= WINO_LANES kernels wk + j*ws_n, u[xi*u_pos + c*u_chan + j] = (G w_j[c] G^T)[xi]
+ * for j < n and 0 for n <= j < u_chan, so one U sliver row (a panel's mr floats) is one
+ * contiguous store. Per output the same operations as wino_weight_fn: the same bits. */
+typedef void (*wino_weight_rows_fn)(const float *wk, int64_t ws_n, int64_t ws_c, int64_t ws_h,
+                                    int64_t ws_w, int n, int64_t cg, float *u, int64_t u_pos,
+                                    int64_t u_chan, bool stream);
 
 #define WINO_DECLARE(sfx)                                                                          \
     void lumen_wino_input_##sfx(const wino_geom *g, const wino_lanes *ln, float *v);               \
     void lumen_wino_output_##sfx(const wino_geom *g, const wino_lanes *ln, const float *m,         \
                                  const float *bias);                                               \
     void lumen_wino_weight_##sfx(const float *wk, int64_t ws_c, int64_t ws_h, int64_t ws_w,        \
-                                 int64_t cg, float *u, int64_t u_pos, int64_t u_chan);
+                                 int64_t cg, float *u, int64_t u_pos, int64_t u_chan);             \
+    void lumen_wino_weight_rows_##sfx(const float *wk, int64_t ws_n, int64_t ws_c, int64_t ws_h,   \
+                                      int64_t ws_w, int n, int64_t cg, float *u, int64_t u_pos,    \
+                                      int64_t u_chan, bool stream);
 WINO_DECLARE(f2_generic)
 WINO_DECLARE(f4_generic)
 WINO_DECLARE(f2_avx2)
@@ -277,6 +288,129 @@ void WINO_FN(weight)(const float *wk, int64_t ws_c, int64_t ws_h, int64_t ws_w, 
             float *dst = u + (i * WA + l) * u_pos + c0 * u_chan;
             for (int j = 0; j < n; j++)
                 dst[j * u_chan] = (float)acc[j];
+        }
+    }
+}
+
+#if defined(__AVX512F__)
+/* acc (+)= c * b for 8 doubles, as WINO_AXPY does per lane (exact negation for -1). */
+static inline __m512d WINO_CAT(axpy8_, WINO_SUFFIX)(__m512d acc, double c, __m512d b, bool first)
+{
+    const __m512d t = c == 1.0    ? b
+                      : c == -1.0 ? _mm512_xor_pd(b, _mm512_set1_pd(-0.0))
+                                  : _mm512_mul_pd(_mm512_set1_pd(c), b);
+    return first ? t : _mm512_add_pd(acc, t);
+}
+
+/* weight_rows in registers, 8 rows (one half of the lanes) at a time: g, t and one output in
+ * 28 zmm registers, each output rounded into a tile of CB channels, then each position's run of
+ * CB x u_chan floats stored whole. With `stream` (a U too large to stay in the L3 until the GEMMs
+ * read it: l1's is 37.7 MB) those stores skip the caches: l1's transform took 5.3-5.4 ms of one
+ * Zen 5 core against 6.6-7.4 ms for the portable template and 6.0-8.3 ms for this one with
+ * cached stores (a driver over the 512 x 512 kernels, min of 2 x 2 runs): writing U, not its
+ * arithmetic, bounds the transform. The same operations per output in the same order as
+ * wino_weight_fn: the same bits. */
+static void WINO_CAT(weight_rows512_, WINO_SUFFIX)(const float *wk, int64_t ws_n, int64_t ws_c,
+                                                   int64_t ws_h, int64_t ws_w, int n, int64_t cg,
+                                                   float *u, int64_t u_pos, int64_t u_chan,
+                                                   bool stream)
+{
+    const __m256i rows = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                                            _mm256_set1_epi32((int32_t)ws_n));
+    enum { CB = 16 }; /* channels per block: a 36 x 16 x 16-float tile, 36 KB */
+    _Alignas(64) float tile[WA * WA][CB][LN];
+    for (int64_t c0 = 0; c0 < cg; c0 += CB) {
+        const int64_t cn = cg - c0 < CB ? cg - c0 : CB;
+        for (int h = 0; h * 8 < u_chan; h++) {
+            const int nh = n - 8 * h < 0 ? 0 : n - 8 * h > 8 ? 8 : n - 8 * h;
+            const __mmask8 in = (__mmask8)((1u << nh) - 1);
+            for (int64_t c = 0; c < cn; c++) {
+                const float *wc = wk + (8 * h) * ws_n + (c0 + c) * ws_c;
+                __m512d g[3][3], t[WA][3];
+                UNROLL for (int r = 0; r < 3; r++) UNROLL for (int s = 0; s < 3; s++)
+                {
+                    const __m256 v = _mm256_mmask_i32gather_ps(_mm256_setzero_ps(), in, rows,
+                                                               wc + r * ws_h + s * ws_w, 4);
+                    g[r][s] = _mm512_cvtps_pd(v);
+                }
+                UNROLL for (int i = 0; i < WA; i++) UNROLL for (int s = 0; s < 3; s++)
+                {
+                    bool first = true;
+                    t[i][s] = _mm512_setzero_pd();
+                    UNROLL for (int r = 0; r < 3; r++) if (GM[i][r] != 0.0)
+                    {
+                        t[i][s] = WINO_CAT(axpy8_, WINO_SUFFIX)(t[i][s], GM[i][r], g[r][s], first);
+                        first = false;
+                    }
+                }
+                UNROLL for (int i = 0; i < WA; i++) UNROLL for (int l = 0; l < WA; l++)
+                {
+                    __m512d acc = _mm512_setzero_pd();
+                    bool first = true;
+                    UNROLL for (int s = 0; s < 3; s++) if (GM[l][s] != 0.0)
+                    {
+                        acc = WINO_CAT(axpy8_, WINO_SUFFIX)(acc, GM[l][s], t[i][s], first);
+                        first = false;
+                    }
+                    const __m256 f = _mm256_maskz_mov_ps(in, _mm512_cvtpd_ps(acc)); /* 0 past n */
+                    _mm256_store_ps(tile[i * WA + l][c] + 8 * h, f);
+                }
+            }
+        }
+        /* each position's cn x u_chan floats are contiguous in u: packed, then whole vectors */
+        const int64_t len = cn * u_chan;
+        for (int xi = 0; xi < WA * WA; xi++) {
+            float *dst = u + xi * u_pos + c0 * u_chan;
+            _Alignas(64) float row[CB * LN];
+            int64_t o = 0;
+            for (int64_t c = 0; c < cn; c++)
+                for (int j = 0; j < u_chan; j++)
+                    row[o++] = tile[xi][c][j];
+            int64_t k = 0;
+            if (stream && ((uintptr_t)dst & 63) == 0)
+                for (; k + 16 <= len; k += 16)
+                    _mm512_stream_ps(dst + k, _mm512_load_ps(row + k));
+            for (; k < len; k++)
+                dst[k] = row[k];
+        }
+    }
+    if (stream) _mm_sfence(); /* the streamed lines before the GEMMs (other threads) read them */
+}
+#endif
+
+void WINO_FN(weight_rows)(const float *wk, int64_t ws_n, int64_t ws_c, int64_t ws_h, int64_t ws_w,
+                          int n, int64_t cg, float *u, int64_t u_pos, int64_t u_chan, bool stream)
+{
+    (void)stream; /* AVX-512 only */
+#if defined(__AVX512F__)
+    /* gather offsets are int32: rows up to 15 * ws_n, taps up to 2 * (ws_h + ws_w) */
+    if (llabs(ws_n) * (LN - 1) < INT32_MAX && u_chan <= LN) {
+        WINO_CAT(weight_rows512_, WINO_SUFFIX)
+        (wk, ws_n, ws_c, ws_h, ws_w, n, cg, u, u_pos, u_chan, stream);
+        return;
+    }
+#endif
+    double gk[3][3][LN], t[WA][3][LN];
+    for (int64_t c = 0; c < cg; c++) {
+        const float *wc = wk + c * ws_c;
+        for (int j = 0; j < LN; j++)
+            for (int r = 0; r < 3; r++)
+                for (int s = 0; s < 3; s++)
+                    gk[r][s][j] = j < n ? wc[j * ws_n + r * ws_h + s * ws_w] : 0.0;
+        UNROLL for (int i = 0; i < WA; i++) UNROLL for (int s = 0; s < 3; s++)
+        {
+            bool first = true;
+            UNROLL for (int r = 0; r < 3; r++)
+                WINO_AXPY(double, t[i][s], GM[i][r], gk[r][s], first);
+        }
+        UNROLL for (int i = 0; i < WA; i++) UNROLL for (int l = 0; l < WA; l++)
+        {
+            double acc[LN];
+            bool first = true;
+            UNROLL for (int s = 0; s < 3; s++) WINO_AXPY(double, acc, GM[l][s], t[i][s], first);
+            float *dst = u + (i * WA + l) * u_pos + c * u_chan;
+            for (int j = 0; j < u_chan; j++)
+                dst[j] = j < n ? (float)acc[j] : 0.0f;
         }
     }
 }
