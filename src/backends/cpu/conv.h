@@ -121,7 +121,7 @@ lumen_status lumen_cpu_conv2d_winograd_tile(lumen_context *ctx, const lumen_conv
  * thread, in its own V and M), n > 0 shared blocks of at most n slivers of the kernel's nr
  * tiles (every thread on each block: phases of input transform, GEMMs split by position,
  * output transform), -1 the choice _tile makes (shared blocks as large as 32 MB of scratch
- * allow when U is larger than an L2, else items). Every split gives the same bits. */
+ * allow when U is larger than 16 MB, else items). Every split gives the same bits. */
 lumen_status lumen_cpu_conv2d_winograd_run(lumen_context *ctx, const lumen_conv_job *job, int m,
                                            int shared, const char **isa);
 

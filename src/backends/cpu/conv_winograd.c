@@ -42,9 +42,11 @@
 #define WINO_KC 32
 /* Scratch (V and M) per item: about half of a 2 MB L2. */
 #define WINO_ITEM_BYTES (1 << 20)
-/* Shared blocks (lumen_cpu_conv2d_winograd_run): taken when U is larger than an L2, since a
- * thread's item then streams the whole U from L3 or memory again (l1: 37.7 MB per item, four
- * items per call). A shared block's V and M together stay under WINO_SHARED_BYTES. */
+/* Shared blocks (lumen_cpu_conv2d_winograd_run): taken when U is larger than half of a 32 MB
+ * L3, since each thread's item then streams the whole U from memory again (l1: 37.7 MB per item,
+ * four items per call). A U that stays in the L3 is cheaper to reread than V and M are to pass
+ * between the threads: l3's 9.6 MB U ran 5% slower in shared blocks (Zen 5, 1 and 2 threads).
+ * A shared block's V and M together stay under WINO_SHARED_BYTES. */
 #define WINO_SHARED_U_BYTES (16 << 20)
 #define WINO_SHARED_BYTES (32 << 20)
 /* The microkernel's bias when it only accumulates: one float per tile row. */
