@@ -312,11 +312,11 @@ static inline __m512d WINO_CAT(axpy8_, WINO_SUFFIX)(__m512d acc, double c, __m51
  * cached stores (a driver over the 512 x 512 kernels, min of 2 x 2 runs): writing U, not its
  * arithmetic, bounds the transform. The same operations per output in the same order as
  * wino_weight_fn: the same bits. */
-/* One channel of 8 kernels (rows wc + rows[j]) into tile[xi][0..8) of each position xi (tile
- * rows `pitch` floats apart); lanes outside `in` read nothing and get 0. */
+/* One channel of 8 kernels (rows wc + rows[j]) into the lanes `out` of tile + xi * pitch for
+ * each position xi; lanes outside `in` read nothing and get 0. */
 static inline void WINO_CAT(weight8_, WINO_SUFFIX)(const float *wc, __m256i rows, int64_t ws_h,
-                                                   int64_t ws_w, __mmask8 in, float *tile,
-                                                   int64_t pitch)
+                                                   int64_t ws_w, __mmask8 in, __mmask8 out,
+                                                   float *tile, int64_t pitch)
 {
     __m512d g[3][3], t[WA][3];
     UNROLL for (int r = 0; r < 3; r++) UNROLL for (int s = 0; s < 3; s++)
@@ -345,24 +345,19 @@ static inline void WINO_CAT(weight8_, WINO_SUFFIX)(const float *wc, __m256i rows
             first = false;
         }
         const __m256 f = _mm256_maskz_mov_ps(in, _mm512_cvtpd_ps(acc)); /* 0 past n */
-        _mm256_store_ps(tile + (i * WA + l) * pitch, f);
+        _mm256_mask_storeu_ps(tile + (i * WA + l) * pitch, out, f);
     }
 }
 
-/* Each position's cn x u_chan floats of the tile are contiguous in u: packed into one run,
- * then stored whole (streamed when asked and aligned). */
-static inline void WINO_CAT(store_block_, WINO_SUFFIX)(const float tile[][WINO_CB][LN], int64_t cn,
-                                                       int64_t u_chan, float *u, int64_t u_pos,
+/* Each position's run of len floats (cn x u_chan) is contiguous in u: stored whole (streamed
+ * when asked and aligned). */
+static inline void WINO_CAT(store_block_, WINO_SUFFIX)(const float tile[][WINO_CB * LN],
+                                                       int64_t len, float *u, int64_t u_pos,
                                                        bool stream)
 {
-    const int64_t len = cn * u_chan;
     for (int xi = 0; xi < WA * WA; xi++) {
         float *dst = u + xi * u_pos;
-        _Alignas(64) float run[WINO_CB * LN];
-        int64_t o = 0;
-        for (int64_t c = 0; c < cn; c++)
-            for (int j = 0; j < u_chan; j++)
-                run[o++] = tile[xi][c][j];
+        const float *run = tile[xi];
         int64_t k = 0;
         if (stream && ((uintptr_t)dst & 63) == 0)
             for (; k + 16 <= len; k += 16)
@@ -379,18 +374,19 @@ static void WINO_CAT(weight_rows512_, WINO_SUFFIX)(const float *wk, int64_t ws_n
 {
     const __m256i rows = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
                                             _mm256_set1_epi32((int32_t)ws_n));
-    _Alignas(64) float tile[WA * WA][WINO_CB][LN];
+    _Alignas(64) float tile[WA * WA][WINO_CB * LN]; /* per position: c * u_chan + row */
     for (int64_t c0 = 0; c0 < cg; c0 += WINO_CB) {
         const int64_t cn = cg - c0 < WINO_CB ? cg - c0 : WINO_CB;
         for (int h = 0; h * 8 < u_chan; h++) {
             const int nh = n - 8 * h < 0 ? 0 : n - 8 * h > 8 ? 8 : n - 8 * h;
-            const __mmask8 in = (__mmask8)((1u << nh) - 1);
+            const int oh = u_chan - 8 * h > 8 ? 8 : (int)u_chan - 8 * h;
+            const __mmask8 in = (__mmask8)((1u << nh) - 1), out = (__mmask8)((1u << oh) - 1);
             for (int64_t c = 0; c < cn; c++)
                 WINO_CAT(weight8_, WINO_SUFFIX)
-                (wk + 8 * h * ws_n + (c0 + c) * ws_c, rows, ws_h, ws_w, in, tile[0][c] + 8 * h,
-                 WINO_CB * LN);
+            (wk + 8 * h * ws_n + (c0 + c) * ws_c, rows, ws_h, ws_w, in, out,
+             tile[0] + c * u_chan + 8 * h, WINO_CB * LN);
         }
-        WINO_CAT(store_block_, WINO_SUFFIX)(tile, cn, u_chan, u + c0 * u_chan, u_pos, stream);
+        WINO_CAT(store_block_, WINO_SUFFIX)(tile, cn * u_chan, u + c0 * u_chan, u_pos, stream);
     }
     if (stream) _mm_sfence(); /* the streamed lines before the GEMMs (other threads) read them */
 }
