@@ -305,6 +305,262 @@ static inline __m512d WINO_CAT(axpy8_, WINO_SUFFIX)(__m512d acc, double c, __m51
 }
 
 /* weight_rows in registers, 8 rows (one half of the lanes) at a time: g, t and one output in
+ * 28 zmm registers, each output stored into its position's run in a tile of WINO_CB channels,
+ * then each run (WINO_CB x u_chan floats) stored whole. With `stream` (a U too large to stay in
+ * the L3 until the GEMMs read it: l1's is 37.7 MB) those stores skip the caches. l1's 512 x 512
+ * kernels on one Zen 5 core (a driver, min of 2 runs): 4.2-4.7 ms against 7.2 ms for the
+ * portable template (16-lane arrays of double on the stack, one float stored per kernel and
+ * position); with cached stores and a copy per channel this one took 6.0-8.3 ms, streamed
+ * 5.3 ms: writing U, more than its arithmetic, bounds the transform. The same operations per
+ * output in the same order as wino_weight_fn: the same bits. */
+
+typedef void (*wino_weight_rows_fn)(const float *wk, int64_t ws_n, int64_t ws_c, int64_t ws_h,
+                                    int64_t ws_w, int n, int64_t cg, float *u, int64_t u_pos,
+                                    int64_t u_chan, bool stream);
+
+#define WINO_DECLARE(sfx)                                                                          \
+    void lumen_wino_input_##sfx(const wino_geom *g, const wino_lanes *ln, float *v);               \
+    void lumen_wino_output_##sfx(const wino_geom *g, const wino_lanes *ln, const float *m,         \
+                                 const float *bias);                                               \
+    void lumen_wino_weight_##sfx(const float *wk, int64_t ws_c, int64_t ws_h, int64_t ws_w,        \
+                                 int64_t cg, float *u, int64_t u_pos, int64_t u_chan);             \
+    void lumen_wino_weight_rows_##sfx(const float *wk, int64_t ws_n, int64_t ws_c, int64_t ws_h,   \
+                                      int64_t ws_w, int n, int64_t cg, float *u, int64_t u_pos,    \
+                                      int64_t u_chan, bool stream);
+WINO_DECLARE(f2_generic)
+WINO_DECLARE(f4_generic)
+WINO_DECLARE(f2_avx2)
+WINO_DECLARE(f4_avx2)
+WINO_DECLARE(f2_avx512)
+WINO_DECLARE(f4_avx512)
+
+#endif /* LUMEN_CONV_WINOGRAD_SHARED */
+
+#ifdef WINO_M
+
+#define WINO_CAT_(a, b) a##b
+#define WINO_CAT(a, b) WINO_CAT_(a, b)
+#define WINO_FN(name) WINO_CAT(lumen_wino_##name##_, WINO_SUFFIX)
+#define WA (WINO_M + 2)
+#define LN WINO_LANES
+#define UNROLL _Pragma("GCC unroll 8")
+
+/*
+ * The matrices (Toom-Cook; the last point is infinity). F(2): points 0, 1, -1 (Lavin's).
+ * F(4): points 0, 1, -1, 1/2, -2 rather than Lavin's 0, +-1, +-2: the output transform's
+ * entries reach 8 either way, but these halve the measured worst error (docs/conv2d.md).
+ */
+#if WINO_M == 2
+static const float WINO_CAT(BT_, WINO_SUFFIX)[WA][WA] = {
+    {1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
+static const double WINO_CAT(G_, WINO_SUFFIX)[WA][3] = {
+    {1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+static const float WINO_CAT(AT_, WINO_SUFFIX)[WINO_M][WA] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
+#elif WINO_M == 4
+static const float WINO_CAT(BT_, WINO_SUFFIX)[WA][WA] = {
+    {1, -1.5f, -2, 1.5f, 1, 0}, {0, -1, 0.5f, 2.5f, 1, 0},  {0, 1, -2.5f, 0.5f, 1, 0},
+    {0, -2, -1, 2, 1, 0},       {0, 0.5f, -1, -0.5f, 1, 0}, {0, 1, -1.5f, -2, 1.5f, 1}};
+static const double WINO_CAT(G_, WINO_SUFFIX)[WA][3] = {{1, 0, 0},
+                                                        {1.0 / 3, 1.0 / 3, 1.0 / 3},
+                                                        {-1.0 / 3, 1.0 / 3, -1.0 / 3},
+                                                        {-16.0 / 15, -8.0 / 15, -4.0 / 15},
+                                                        {1.0 / 15, -2.0 / 15, 4.0 / 15},
+                                                        {0, 0, 1}};
+static const float WINO_CAT(AT_, WINO_SUFFIX)[WINO_M][WA] = {
+    {1, 1, 1, 1, 1, 0}, {0, 1, -1, 0.5f, -2, 0}, {0, 1, 1, 0.25f, 4, 0}, {0, 1, -1, 0.125f, -8, 1}};
+#else
+#error "WINO_M must be 2 or 4"
+#endif
+#define BT WINO_CAT(BT_, WINO_SUFFIX)
+#define GM WINO_CAT(G_, WINO_SUFFIX)
+#define AT WINO_CAT(AT_, WINO_SUFFIX)
+
+/* acc[j] (+)= c * src[j] in type T: the first term stores, zero terms vanish, +-1 terms are adds.
+ */
+#define WINO_AXPY(T, acc, c, src, first)                                                           \
+    do {                                                                                           \
+        const double c_ = (c);                                                                     \
+        if (c_ == 0.0) break;                                                                      \
+        for (int j = 0; j < LN; j++) {                                                             \
+            const T t_ = c_ == 1.0 ? (src)[j] : c_ == -1.0 ? -(src)[j] : (T)c_ * (src)[j];         \
+            (acc)[j] = (first) ? t_ : (acc)[j] + t_;                                               \
+        }                                                                                          \
+        (first) = false;                                                                           \
+    } while (0)
+
+/* The alpha x alpha patches of a lane block for channel c into d[r][s][lane], zero outside x. */
+static inline void WINO_CAT(gather_, WINO_SUFFIX)(const wino_geom *g, const wino_lanes *ln,
+                                                  int64_t c, float d[WA][WA][LN])
+{
+    const float *xc = g->x + c * g->xs_c;
+    if (ln->inside && g->xs_w == 1) {
+        for (int j = 0; j < LN; j++) {
+            const float *p = xc + ln->xoff[j];
+            UNROLL for (int r = 0; r < WA; r++) UNROLL for (int s = 0; s < WA; s++) d[r][s][j] =
+                p[r * g->xs_h + s];
+        }
+        return;
+    }
+    /* edge tiles: offsets stay integers until the tap is known to lie inside x */
+    for (int j = 0; j < LN; j++) {
+        const int64_t iy = ln->iy0[j], ix = ln->ix0[j];
+        for (int r = 0; r < WA; r++) {
+            const bool row_in = ln->rows[j] > 0 && iy + r >= 0 && iy + r < g->H;
+            for (int s = 0; s < WA; s++)
+                d[r][s][j] = row_in && ix + s >= 0 && ix + s < g->W
+                                 ? xc[ln->xoff[j] + r * g->xs_h + s * g->xs_w]
+                                 : 0.0f;
+        }
+    }
+}
+
+#if defined(__AVX512F__)
+/* One masked 16-lane gather per tap instead of 16 scalar loads and stores: the index and the
+ * mask of each tap (zero padding, padding lanes) are worked out once per lane block. */
+#define TAPS WINO_CAT(wino_taps_, WINO_SUFFIX)
+typedef struct TAPS {
+    int32_t idx[WA][WA][LN];
+    __mmask16 mask[WA][WA];
+} TAPS;
+
+static void WINO_CAT(taps_, WINO_SUFFIX)(const wino_geom *g, const wino_lanes *ln, TAPS *tp)
+{
+    for (int r = 0; r < WA; r++)
+        for (int s = 0; s < WA; s++) {
+            __mmask16 mk = 0;
+            for (int j = 0; j < LN; j++) {
+                const int64_t iy = ln->iy0[j] + r, ix = ln->ix0[j] + s;
+                const bool in = ln->rows[j] > 0 && iy >= 0 && iy < g->H && ix >= 0 && ix < g->W;
+                tp->idx[r][s][j] = in ? (int32_t)(ln->xoff[j] + r * g->xs_h + s * g->xs_w) : 0;
+                mk |= (__mmask16)(in << j);
+            }
+            tp->mask[r][s] = mk;
+        }
+}
+
+static inline void WINO_CAT(gather512_, WINO_SUFFIX)(const TAPS *tp, const float *xc,
+                                                     float d[WA][WA][LN])
+{
+    UNROLL for (int r = 0; r < WA; r++) UNROLL for (int s = 0; s < WA; s++)
+    {
+        const __m512i ix = _mm512_loadu_si512(tp->idx[r][s]);
+        _mm512_storeu_ps(d[r][s],
+                         _mm512_mask_i32gather_ps(_mm512_setzero_ps(), tp->mask[r][s], ix, xc, 4));
+    }
+}
+#endif
+
+void WINO_FN(input)(const wino_geom *g, const wino_lanes *ln, float *v)
+{
+    float d[WA][WA][LN], t[WA][WA][LN];
+#if defined(__AVX512F__)
+    TAPS tp;
+    if (g->idx32) WINO_CAT(taps_, WINO_SUFFIX)(g, ln, &tp);
+#endif
+    for (int64_t c = 0; c < g->cg; c++) {
+#if defined(__AVX512F__)
+        if (g->idx32)
+            WINO_CAT(gather512_, WINO_SUFFIX)(&tp, g->x + c * g->xs_c, d);
+        else
+#endif
+            WINO_CAT(gather_, WINO_SUFFIX)(g, ln, c, d);
+        /* t = BT d (rows), then v = t BT^T (columns), stored lane-contiguous per position */
+        UNROLL for (int i = 0; i < WA; i++) UNROLL for (int s = 0; s < WA; s++)
+        {
+            bool first = true;
+            UNROLL for (int k = 0; k < WA; k++) WINO_AXPY(float, t[i][s], BT[i][k], d[k][s], first);
+        }
+        float *vc = v + c * g->v_chan;
+        UNROLL for (int i = 0; i < WA; i++) UNROLL for (int l = 0; l < WA; l++)
+        {
+            float acc[LN];
+            bool first = true;
+            UNROLL for (int s = 0; s < WA; s++) WINO_AXPY(float, acc, BT[l][s], t[i][s], first);
+            float *dst = vc + (i * WA + l) * g->v_pos;
+            for (int j = 0; j < LN; j++)
+                dst[j] = acc[j];
+        }
+    }
+}
+
+void WINO_FN(output)(const wino_geom *g, const wino_lanes *ln, const float *m, const float *bias)
+{
+    float mt[WA][WA][LN], t[WINO_M][WA][LN], o[WINO_M][WINO_M][LN];
+    for (int64_t k = 0; k < g->kg; k++) {
+        const float *mk = m + k * g->m_row;
+        UNROLL for (int a = 0; a < WA; a++)
+            UNROLL for (int b = 0; b < WA; b++) for (int j = 0; j < LN; j++) mt[a][b][j] =
+                mk[(a * WA + b) * g->m_pos + j];
+        UNROLL for (int i = 0; i < WINO_M; i++) UNROLL for (int b = 0; b < WA; b++)
+        {
+            bool first = true;
+            UNROLL for (int a = 0; a < WA; a++)
+                WINO_AXPY(float, t[i][b], AT[i][a], mt[a][b], first);
+        }
+        const float bv = bias ? bias[k] : 0.0f;
+        UNROLL for (int i = 0; i < WINO_M; i++) UNROLL for (int l = 0; l < WINO_M; l++)
+        {
+            bool first = true;
+            UNROLL for (int b = 0; b < WA; b++) WINO_AXPY(float, o[i][l], AT[l][b], t[i][b], first);
+            for (int j = 0; j < LN; j++)
+                o[i][l][j] += bv;
+        }
+        /* scatter: lane j is one tile; only its outputs inside y */
+        float *yk = g->y + k * g->ys_c;
+        for (int j = 0; j < LN; j++) {
+            float *p = yk + ln->yoff[j];
+            const int rows = ln->rows[j], cols = ln->cols[j];
+            if (rows == WINO_M && cols == WINO_M) {
+                UNROLL for (int i = 0; i < WINO_M; i++) UNROLL for (int l = 0; l < WINO_M; l++)
+                    p[i * g->ys_h + l * g->ys_w] = o[i][l][j];
+                continue;
+            }
+            for (int i = 0; i < rows; i++)
+                for (int l = 0; l < cols; l++)
+                    p[i * g->ys_h + l * g->ys_w] = o[i][l][j];
+        }
+    }
+}
+
+void WINO_FN(weight)(const float *wk, int64_t ws_c, int64_t ws_h, int64_t ws_w, int64_t cg,
+                     float *u, int64_t u_pos, int64_t u_chan)
+{
+    double gk[3][3][LN], t[WA][3][LN];
+    for (int64_t c0 = 0; c0 < cg; c0 += LN) {
+        const int n = cg - c0 < LN ? (int)(cg - c0) : LN;
+        for (int j = 0; j < LN; j++)
+            for (int r = 0; r < 3; r++)
+                for (int s = 0; s < 3; s++)
+                    gk[r][s][j] = j < n ? wk[(c0 + j) * ws_c + r * ws_h + s * ws_w] : 0.0;
+        UNROLL for (int i = 0; i < WA; i++) UNROLL for (int s = 0; s < 3; s++)
+        {
+            bool first = true;
+            UNROLL for (int r = 0; r < 3; r++)
+                WINO_AXPY(double, t[i][s], GM[i][r], gk[r][s], first);
+        }
+        UNROLL for (int i = 0; i < WA; i++) UNROLL for (int l = 0; l < WA; l++)
+        {
+            double acc[LN];
+            bool first = true;
+            UNROLL for (int s = 0; s < 3; s++) WINO_AXPY(double, acc, GM[l][s], t[i][s], first);
+            float *dst = u + (i * WA + l) * u_pos + c0 * u_chan;
+            for (int j = 0; j < n; j++)
+                dst[j * u_chan] = (float)acc[j];
+        }
+    }
+}
+
+#if defined(__AVX512F__)
+/* acc (+)= c * b for 8 doubles, as WINO_AXPY does per lane (exact negation for -1). */
+static inline __m512d WINO_CAT(axpy8_, WINO_SUFFIX)(__m512d acc, double c, __m512d b, bool first)
+{
+    const __m512d t = c == 1.0    ? b
+                      : c == -1.0 ? _mm512_xor_pd(b, _mm512_set1_pd(-0.0))
+                                  : _mm512_mul_pd(_mm512_set1_pd(c), b);
+    return first ? t : _mm512_add_pd(acc, t);
+}
+
+/* weight_rows in registers, 8 rows (one half of the lanes) at a time: g, t and one output in
  * 28 zmm registers, each output rounded into a tile of CB channels, then each position's run of
  * CB x u_chan floats stored whole. With `stream` (a U too large to stay in the L3 until the GEMMs
  * read it: l1's is 37.7 MB) those stores skip the caches: l1's transform took 5.3-5.4 ms of one
