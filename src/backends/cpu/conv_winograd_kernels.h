@@ -192,6 +192,72 @@ static inline void WINO_CAT(gather512_, WINO_SUFFIX)(const TAPS *tp, const float
                          _mm512_mask_i32gather_ps(_mm512_setzero_ps(), tp->mask[r][s], ix, xc, 4));
     }
 }
+
+/* The patches of 16 tiles with dense rows (xs_w 1): per patch row one masked load of WA floats
+ * per tile (the mask zeroes taps outside x and padding lanes, which are not read) and a 16 x 8
+ * transpose (the 8 x 8 AVX transpose on both 256-bit halves, rows k and k + 8 paired in one
+ * zmm), instead of WA masked gathers of 16 lanes. Same values as the gathers. */
+#define PATCH_ROWS WINO_CAT(wino_patch_rows_, WINO_SUFFIX)
+typedef struct PATCH_ROWS {
+    int64_t off[WA][LN]; /* x offset of the row's first tap (0 where the mask is empty) */
+    __mmask8 mask[WA][LN];
+} PATCH_ROWS;
+
+static void WINO_CAT(patch_rows_, WINO_SUFFIX)(const wino_geom *g, const wino_lanes *ln,
+                                               PATCH_ROWS *pr)
+{
+    for (int j = 0; j < LN; j++) {
+        unsigned cols = 0;
+        for (int s = 0; s < WA; s++) {
+            const int64_t ix = ln->ix0[j] + s;
+            cols |= (unsigned)(ix >= 0 && ix < g->W) << s;
+        }
+        for (int r = 0; r < WA; r++) {
+            const int64_t iy = ln->iy0[j] + r;
+            const bool in = ln->rows[j] > 0 && iy >= 0 && iy < g->H && cols;
+            pr->mask[r][j] = (__mmask8)(in ? cols : 0);
+            pr->off[r][j] = in ? ln->xoff[j] + r * g->xs_h : 0;
+        }
+    }
+}
+
+static inline __m512 WINO_CAT(halves_, WINO_SUFFIX)(__m512 a, __m512 b, int hi)
+{
+    /* [a.c0 b.c0 a.c2 b.c2] (or c1, c3): element s of rows 0-3, 4-7, 8-11, 12-15 */
+    const __m512 u = hi ? _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1))
+                        : _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+    return _mm512_shuffle_f32x4(u, u, _MM_SHUFFLE(3, 1, 2, 0));
+}
+
+static inline void WINO_CAT(rows512_, WINO_SUFFIX)(const PATCH_ROWS *pr, const float *xc,
+                                                   float d[WA][WA][LN])
+{
+    for (int r = 0; r < WA; r++) {
+        __m512 z[8];
+        for (int k = 0; k < 8; k++) {
+            const __m256 lo = _mm256_maskz_loadu_ps(pr->mask[r][k], xc + pr->off[r][k]);
+            const __m256 hi = _mm256_maskz_loadu_ps(pr->mask[r][k + 8], xc + pr->off[r][k + 8]);
+            z[k] = _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
+        }
+        __m512 t[8], q[8], o[8];
+        for (int k = 0; k < 8; k += 2) {
+            t[k] = _mm512_unpacklo_ps(z[k], z[k + 1]);
+            t[k + 1] = _mm512_unpackhi_ps(z[k], z[k + 1]);
+        }
+        for (int k = 0; k < 8; k += 4) { /* q[k + e]: elements e and e + 4 of 4 rows */
+            q[k] = _mm512_shuffle_ps(t[k], t[k + 2], 0x44);
+            q[k + 1] = _mm512_shuffle_ps(t[k], t[k + 2], 0xEE);
+            q[k + 2] = _mm512_shuffle_ps(t[k + 1], t[k + 3], 0x44);
+            q[k + 3] = _mm512_shuffle_ps(t[k + 1], t[k + 3], 0xEE);
+        }
+        for (int e = 0; e < 4; e++) {
+            o[e] = WINO_CAT(halves_, WINO_SUFFIX)(q[e], q[e + 4], 0);
+            o[e + 4] = WINO_CAT(halves_, WINO_SUFFIX)(q[e], q[e + 4], 1);
+        }
+        for (int s = 0; s < WA; s++)
+            _mm512_storeu_ps(d[r][s], o[s]);
+    }
+}
 #endif
 
 void WINO_FN(input)(const wino_geom *g, const wino_lanes *ln, float *v)
@@ -199,11 +265,18 @@ void WINO_FN(input)(const wino_geom *g, const wino_lanes *ln, float *v)
     float d[WA][WA][LN], t[WA][WA][LN];
 #if defined(__AVX512F__)
     TAPS tp;
-    if (g->idx32) WINO_CAT(taps_, WINO_SUFFIX)(g, ln, &tp);
+    PATCH_ROWS pr;
+    const bool rows = g->xs_w == 1;
+    if (rows)
+        WINO_CAT(patch_rows_, WINO_SUFFIX)(g, ln, &pr);
+    else if (g->idx32)
+        WINO_CAT(taps_, WINO_SUFFIX)(g, ln, &tp);
 #endif
     for (int64_t c = 0; c < g->cg; c++) {
 #if defined(__AVX512F__)
-        if (g->idx32)
+        if (rows)
+            WINO_CAT(rows512_, WINO_SUFFIX)(&pr, g->x + c * g->xs_c, d);
+        else if (g->idx32)
             WINO_CAT(gather512_, WINO_SUFFIX)(&tp, g->x + c * g->xs_c, d);
         else
 #endif
@@ -431,6 +504,7 @@ void WINO_FN(weight_rows)(const float *wk, int64_t ws_n, int64_t ws_c, int64_t w
 }
 
 #undef TAPS
+#undef PATCH_ROWS
 #undef BT
 #undef GM
 #undef AT
