@@ -14,6 +14,7 @@
 #include "test_support.h"
 
 #include "backends/cpu/conv.h"
+#include "backends/cpu/conv_winograd_kernels.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -402,6 +403,63 @@ static void test_shared_blocks(void **state)
         }
 }
 
+/* ---- the weight transform's two forms ----------------------------------------
+ * weight_rows (lanes over a panel's output channels; AVX-512: registers, a block tile, streamed
+ * stores) must write exactly what weight (lanes over channels) writes for each row, and zeros in
+ * the rows past n: every tile height, channel counts around the 16-channel blocks, dense and
+ * strided weights, streamed or not, on every engine the CPU has. */
+static void test_weight_rows(void **state)
+{
+    (void)state;
+    typedef void (*row_fn)(const float *, int64_t, int64_t, int64_t, int64_t, float *, int64_t,
+                           int64_t);
+    typedef void (*rows_fn)(const float *, int64_t, int64_t, int64_t, int64_t, int, int64_t,
+                            float *, int64_t, int64_t, bool);
+    const row_fn one[3][2] = {{lumen_wino_weight_f2_generic, lumen_wino_weight_f4_generic},
+                              {lumen_wino_weight_f2_avx2, lumen_wino_weight_f4_avx2},
+                              {lumen_wino_weight_f2_avx512, lumen_wino_weight_f4_avx512}};
+    const rows_fn all[3][2] = {
+        {lumen_wino_weight_rows_f2_generic, lumen_wino_weight_rows_f4_generic},
+        {lumen_wino_weight_rows_f2_avx2, lumen_wino_weight_rows_f4_avx2},
+        {lumen_wino_weight_rows_f2_avx512, lumen_wino_weight_rows_f4_avx512}};
+    lumen_context *probe = make_ctx(1);
+    const int engines = probe->cpu_avx512 ? 3 : probe->cpu_avx2 ? 2 : 1;
+    lumen_context_destroy(probe);
+    const int chans[] = {1, 15, 16, 17, 40};
+    for (int e = 0; e < engines; e++)
+        for (int t = 0; t < 2; t++)
+            for (int mr = 6; mr <= 16; mr++)
+                for (int ci = 0; ci < TS_COUNT(chans); ci++)
+                    for (int v = 0; v < 4; v++) {
+                        const int cg = chans[ci], n = mr - (v & 1) * (mr / 3);
+                        const bool stream = v & 2, strided = (ci + mr) & 1;
+                        const int64_t a2 = t ? 36 : 16, u_pos = (int64_t)cg * mr + 16 * (v & 1);
+                        const int64_t ws_w = strided ? 2 : 1, ws_h = 3 * ws_w, ws_c = 9 * ws_w + 5;
+                        const int64_t ws_n = (int64_t)cg * ws_c + 3;
+                        float *w = malloc(sizeof(float) * (size_t)(ws_n * n));
+                        float *u1 = aligned_alloc(64, sizeof(float) * (size_t)(a2 * u_pos + 16));
+                        float *u2 = aligned_alloc(64, sizeof(float) * (size_t)(a2 * u_pos + 16));
+                        assert_non_null(w), assert_non_null(u1), assert_non_null(u2);
+                        ts_rng rng = ts_rng_make(1000u + (uint64_t)(mr * 64 + ci * 4 + v));
+                        for (int64_t i = 0; i < ws_n * n; i++)
+                            w[i] = (float)ts_rng_uniform(&rng, -1, 1);
+                        memset(u1, 0, sizeof(float) * (size_t)(a2 * u_pos + 16));
+                        memset(u2, 0x5A, sizeof(float) * (size_t)(a2 * u_pos + 16));
+                        for (int j = 0; j < n; j++)
+                            one[e][t](w + j * ws_n, ws_c, ws_h, ws_w, cg, u1 + j, u_pos, mr);
+                        all[e][t](w, ws_n, ws_c, ws_h, ws_w, n, cg, u2, u_pos, mr, stream);
+                        for (int64_t xi = 0; xi < a2; xi++)
+                            for (int64_t c = 0; c < cg; c++)
+                                if (memcmp(u1 + xi * u_pos + c * mr, u2 + xi * u_pos + c * mr,
+                                           sizeof(float) * (size_t)mr))
+                                    fail_msg("engine %d F(%d) mr %d n %d channels %d%s%s: "
+                                             "position %d channel %d differs",
+                                             e, t ? 4 : 2, mr, n, cg, stream ? " streamed" : "",
+                                             strided ? " strided" : "", (int)xi, (int)c);
+                        free(w), free(u1), free(u2);
+                    }
+}
+
 /* ---- the componentwise bound (docs/conv2d.md, "Winograd's bound") -----------
  * Rounding each step of y = A^T [sum_c (G g_c G^T) . (B^T d_c B)] A to first order bounds the
  * error of every output by gamma_n * S, S = sum_c |A^T| [(|G| |g_c| |G^T|) . (|B^T| |d_c| |B|)] |A|
@@ -539,6 +597,7 @@ int main(void)
         cmocka_unit_test(test_public_positive_and_large),
         cmocka_unit_test(test_direct_tiles),
         cmocka_unit_test(test_shared_blocks),
+        cmocka_unit_test(test_weight_rows),
         cmocka_unit_test(test_componentwise_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
