@@ -436,15 +436,18 @@ static void test_weight_rows(void **state)
                         const int64_t a2 = t ? 36 : 16, u_pos = (int64_t)cg * mr + 16 * (v & 1);
                         const int64_t ws_w = strided ? 2 : 1, ws_h = 3 * ws_w, ws_c = 9 * ws_w + 5;
                         const int64_t ws_n = (int64_t)cg * ws_c + 3;
+                        /* aligned_alloc takes multiples of the alignment */
+                        const size_t u_bytes =
+                            (sizeof(float) * (size_t)(a2 * u_pos) + 127) / 64 * 64;
                         float *w = malloc(sizeof(float) * (size_t)(ws_n * n));
-                        float *u1 = aligned_alloc(64, sizeof(float) * (size_t)(a2 * u_pos + 16));
-                        float *u2 = aligned_alloc(64, sizeof(float) * (size_t)(a2 * u_pos + 16));
+                        float *u1 = aligned_alloc(64, u_bytes);
+                        float *u2 = aligned_alloc(64, u_bytes);
                         assert_non_null(w), assert_non_null(u1), assert_non_null(u2);
                         ts_rng rng = ts_rng_make(1000u + (uint64_t)(mr * 64 + ci * 4 + v));
                         for (int64_t i = 0; i < ws_n * n; i++)
                             w[i] = (float)ts_rng_uniform(&rng, -1, 1);
-                        memset(u1, 0, sizeof(float) * (size_t)(a2 * u_pos + 16));
-                        memset(u2, 0x5A, sizeof(float) * (size_t)(a2 * u_pos + 16));
+                        memset(u1, 0, u_bytes);
+                        memset(u2, 0x5A, u_bytes);
                         for (int j = 0; j < n; j++)
                             one[e][t](w + j * ws_n, ws_c, ws_h, ws_w, cg, u1 + j, u_pos, mr);
                         all[e][t](w, ws_n, ws_c, ws_h, ws_w, n, cg, u2, u_pos, mr, stream);
