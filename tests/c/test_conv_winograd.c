@@ -14,6 +14,7 @@
 #include "test_support.h"
 
 #include "backends/cpu/conv.h"
+#include "backends/cpu/conv_winograd_kernels.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -84,6 +85,7 @@ typedef struct runner {
     lumen_context *ctx;
     int m;                 /* 0: lumen_conv2d */
     const char *want_algo; /* public call: the algo it must report */
+    int split; /* direct runs: lumen_cpu_conv2d_winograd_run's `shared` + 1 (0: _tile's choice) */
 } runner;
 
 typedef struct data_opts {
@@ -115,7 +117,8 @@ static double run_case(const runner *ru, const wshape *sp, const data_opts *o)
     const double lo = o->positive ? 0.0 : -1.0;
     fill(&x.v, o->seed, lo), fill(&w.v, o->seed + 1, lo);
     ts_image_fill_bytes(&y, 0x5A);
-    float bias[64];
+    float bias[512];
+    assert_true(sp->k <= 512);
     for (int i = 0; i < sp->k; i++)
         bias[i] = o->positive ? 0.125f * (i % 5) : 0.25f * (i % 7) - 0.5f;
     lumen_conv2d_params p = lumen_conv2d_params_default();
@@ -126,7 +129,7 @@ static double run_case(const runner *ru, const wshape *sp, const data_opts *o)
     if (ru->m) {
         const lumen_conv_job job = {.x = &x.v, .w = &w.v, .y = &y.v, .bias = bp, .p = p};
         const char *isa = NULL;
-        s = lumen_cpu_conv2d_winograd_tile(ru->ctx, &job, ru->m, &isa);
+        s = lumen_cpu_conv2d_winograd_run(ru->ctx, &job, ru->m, ru->split - 1, &isa);
         if (!s && !isa) fail_msg("%s: no isa reported", what);
     } else {
         lumen_run_info info = {0};
@@ -266,7 +269,7 @@ static void test_public_grid(void **state)
                                          idx % 4 == 1, 500u + (uint64_t)idx};
                     /* padding 2, or padding on a plane of 1: im2col (error, see the rule) */
                     const bool wino = sp.pad < 2 && (sp.pad == 0 || (sp.h > 1 && sp.w > 1));
-                    const runner ru = {ctx, 0, wino ? NULL : "im2col+sgemm"}; /* NULL: F2/F4 */
+                    const runner ru = {ctx, 0, wino ? NULL : "im2col+sgemm", 0}; /* NULL: F2/F4 */
                     run_case(&ru, &sp, &o);
                     ran++;
                 }
@@ -281,7 +284,7 @@ static void test_public_positive_and_large(void **state)
 {
     (void)state;
     lumen_context *ctx = make_ctx(2);
-    const runner ru = {ctx, 0, NULL}; /* big: F(2x2) (32 tiles), wide: F(4x4) (216 tiles) */
+    const runner ru = {ctx, 0, NULL, 0}; /* big: F(2x2) (32 tiles), wide: F(4x4) (216 tiles) */
     const wshape big = {2, 256, 14, 13, 24, 1, 1}, wide = {3, 16, 30, 33, 16, 1, 1};
     for (int pos = 0; pos < 2; pos++) {
         const data_opts o = {TS_PLANAR, TS_STRIDED, true, pos, 900u + (uint64_t)pos};
@@ -317,7 +320,7 @@ static void test_direct_tiles(void **state)
                 continue;
             }
             for (int m = 2; m <= 4; m += 2) {
-                const runner ru = {ctx, m, NULL};
+                const runner ru = {ctx, m, NULL, 0};
                 for (int i = 0; i < TS_COUNT(shapes); i++, idx++) {
                     const data_opts o = {layouts[idx % 5], layouts[(idx + 2) % 5], idx % 2,
                                          idx % 3 == 0, 700u + (uint64_t)idx};
@@ -328,6 +331,136 @@ static void test_direct_tiles(void **state)
             lumen_context_destroy(ctx);
         }
     print_message("worst error / sum|x*w|: F(2x2) %.3g, F(4x4) %.3g\n", worst[0], worst[1]);
+}
+
+/* ---- shared blocks ---------------------------------------------------------
+ * The work splits of lumen_cpu_conv2d_winograd_run (items per thread; shared blocks of one
+ * sliver, so several blocks per group; shared blocks of every tile) must each meet the oracle
+ * and give the same bits as each other, on every engine and thread count: several panels, a
+ * partial last panel and sliver, groups, reductions over several blocks, and a U large enough
+ * for the AVX-512 weight transform's streaming stores. */
+static void run_split(lumen_context *ctx, const wshape *sp, int m, int shared, float *out,
+                      size_t bytes)
+{
+    const int64_t P = out_len(sp->h, sp->pad), Q = out_len(sp->w, sp->pad);
+    ts_image x, w, y;
+    ts_image_alloc(&x, TS_PLANAR, LUMEN_F32, sp->n, sp->c, sp->h, sp->w);
+    ts_image_alloc(&w, TS_PLANAR, LUMEN_F32, sp->k, sp->c / sp->groups, 3, 3);
+    ts_image_alloc(&y, TS_PLANAR, LUMEN_F32, sp->n, sp->k, P, Q);
+    fill(&x.v, 77, -1.0), fill(&w.v, 78, -1.0);
+    float bias[512];
+    assert_true(sp->k <= 512);
+    for (int i = 0; i < sp->k; i++)
+        bias[i] = 0.25f * (i % 7) - 0.5f;
+    lumen_conv2d_params p = lumen_conv2d_params_default();
+    p.pad_h = p.pad_w = sp->pad, p.groups = sp->groups;
+    const lumen_conv_job job = {.x = &x.v, .w = &w.v, .y = &y.v, .bias = bias, .p = p};
+    assert_int_equal(lumen_cpu_conv2d_winograd_run(ctx, &job, m, shared, NULL), LUMEN_OK);
+    assert_true(bytes == (size_t)(sp->n * sp->k * P * Q) * sizeof(float));
+    memcpy(out, y.v.data, bytes);
+    ts_image_free(&x), ts_image_free(&w), ts_image_free(&y);
+}
+
+static void test_shared_blocks(void **state)
+{
+    (void)state;
+    const wshape shapes[] = {
+        {2, 70, 21, 17, 40, 1, 1}, /* F(2): 7 slivers, F(4): 2; 3+ panels; kc blocks of 35 */
+        {3, 16, 9, 12, 18, 1, 2},  /* groups 2, a partial last panel */
+        {1, 6, 1, 1, 6, 1, 2},     /* one tile per group */
+        {1, 352, 6, 5, 352, 1, 1}, /* F(4x4)'s U over 16 MB: streamed stores (AVX-512) */
+    };
+    int idx = 0;
+    for (int engine = 0; engine < 3; engine++)
+        for (int t = 1; t <= 3; t++) {
+            lumen_context *ctx = engine_ctx(engine, t);
+            if (!ctx) continue;
+            for (int m = 2; m <= 4; m += 2)
+                for (int i = 0; i < TS_COUNT(shapes); i++) {
+                    const wshape *sp = &shapes[i];
+                    const size_t bytes = (size_t)(sp->n * sp->k * out_len(sp->h, sp->pad) *
+                                                  out_len(sp->w, sp->pad)) *
+                                         sizeof(float);
+                    float *ref = malloc(bytes), *got = malloc(bytes);
+                    assert_non_null(ref), assert_non_null(got);
+                    run_split(ctx, sp, m, 0, ref, bytes);
+                    for (int shared = 1; shared <= 1000; shared += 999) {
+                        run_split(ctx, sp, m, shared, got, bytes);
+                        if (memcmp(ref, got, bytes))
+                            fail_msg("%s: shared blocks of %d slivers differ from items",
+                                     describe(sp, &(runner){ctx, m, NULL, shared + 1},
+                                              &(data_opts){0}),
+                                     shared);
+                        const runner ru = {ctx, m, NULL, shared + 1};
+                        const data_opts o = {layouts[idx % 5], layouts[(idx + 1) % 5], idx % 2,
+                                             idx % 3 == 0, 800u + (uint64_t)idx};
+                        run_case(&ru, sp, &o);
+                        idx++;
+                    }
+                    free(ref), free(got);
+                }
+            lumen_context_destroy(ctx);
+        }
+}
+
+/* ---- the weight transform's two forms ----------------------------------------
+ * weight_rows (lanes over a panel's output channels; AVX-512: registers, a block tile, streamed
+ * stores) must write exactly what weight (lanes over channels) writes for each row, and zeros in
+ * the rows past n: every tile height, channel counts around the 16-channel blocks, dense and
+ * strided weights, streamed or not, on every engine the CPU has. */
+static void test_weight_rows(void **state)
+{
+    (void)state;
+    typedef void (*row_fn)(const float *, int64_t, int64_t, int64_t, int64_t, float *, int64_t,
+                           int64_t);
+    typedef void (*rows_fn)(const float *, int64_t, int64_t, int64_t, int64_t, int, int64_t,
+                            float *, int64_t, int64_t, bool);
+    const row_fn one[3][2] = {{lumen_wino_weight_f2_generic, lumen_wino_weight_f4_generic},
+                              {lumen_wino_weight_f2_avx2, lumen_wino_weight_f4_avx2},
+                              {lumen_wino_weight_f2_avx512, lumen_wino_weight_f4_avx512}};
+    const rows_fn all[3][2] = {
+        {lumen_wino_weight_rows_f2_generic, lumen_wino_weight_rows_f4_generic},
+        {lumen_wino_weight_rows_f2_avx2, lumen_wino_weight_rows_f4_avx2},
+        {lumen_wino_weight_rows_f2_avx512, lumen_wino_weight_rows_f4_avx512}};
+    lumen_context *probe = make_ctx(1);
+    const int engines = probe->cpu_avx512 ? 3 : probe->cpu_avx2 ? 2 : 1;
+    lumen_context_destroy(probe);
+    const int chans[] = {1, 15, 16, 17, 40};
+    for (int e = 0; e < engines; e++)
+        for (int t = 0; t < 2; t++)
+            for (int mr = 6; mr <= 16; mr++)
+                for (int ci = 0; ci < TS_COUNT(chans); ci++)
+                    for (int v = 0; v < 4; v++) {
+                        const int cg = chans[ci], n = mr - (v & 1) * (mr / 3);
+                        const bool stream = v & 2, strided = (ci + mr) & 1;
+                        const int64_t a2 = t ? 36 : 16, u_pos = (int64_t)cg * mr + 16 * (v & 1);
+                        const int64_t ws_w = strided ? 2 : 1, ws_h = 3 * ws_w, ws_c = 9 * ws_w + 5;
+                        const int64_t ws_n = (int64_t)cg * ws_c + 3;
+                        /* aligned_alloc takes multiples of the alignment */
+                        const size_t u_bytes =
+                            (sizeof(float) * (size_t)(a2 * u_pos) + 127) / 64 * 64;
+                        float *w = malloc(sizeof(float) * (size_t)(ws_n * n));
+                        float *u1 = aligned_alloc(64, u_bytes);
+                        float *u2 = aligned_alloc(64, u_bytes);
+                        assert_non_null(w), assert_non_null(u1), assert_non_null(u2);
+                        ts_rng rng = ts_rng_make(1000u + (uint64_t)(mr * 64 + ci * 4 + v));
+                        for (int64_t i = 0; i < ws_n * n; i++)
+                            w[i] = (float)ts_rng_uniform(&rng, -1, 1);
+                        memset(u1, 0, u_bytes);
+                        memset(u2, 0x5A, u_bytes);
+                        for (int j = 0; j < n; j++)
+                            one[e][t](w + j * ws_n, ws_c, ws_h, ws_w, cg, u1 + j, u_pos, mr);
+                        all[e][t](w, ws_n, ws_c, ws_h, ws_w, n, cg, u2, u_pos, mr, stream);
+                        for (int64_t xi = 0; xi < a2; xi++)
+                            for (int64_t c = 0; c < cg; c++)
+                                if (memcmp(u1 + xi * u_pos + c * mr, u2 + xi * u_pos + c * mr,
+                                           sizeof(float) * (size_t)mr))
+                                    fail_msg("engine %d F(%d) mr %d n %d channels %d%s%s: "
+                                             "position %d channel %d differs",
+                                             e, t ? 4 : 2, mr, n, cg, stream ? " streamed" : "",
+                                             strided ? " strided" : "", (int)xi, (int)c);
+                        free(w), free(u1), free(u2);
+                    }
 }
 
 /* ---- the componentwise bound (docs/conv2d.md, "Winograd's bound") -----------
@@ -466,6 +599,8 @@ int main(void)
         cmocka_unit_test(test_public_grid),
         cmocka_unit_test(test_public_positive_and_large),
         cmocka_unit_test(test_direct_tiles),
+        cmocka_unit_test(test_shared_blocks),
+        cmocka_unit_test(test_weight_rows),
         cmocka_unit_test(test_componentwise_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

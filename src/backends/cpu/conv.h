@@ -117,6 +117,13 @@ lumen_status lumen_cpu_conv2d_winograd(lumen_context *ctx, const lumen_conv_job 
                                        const char **isa);
 lumen_status lumen_cpu_conv2d_winograd_tile(lumen_context *ctx, const lumen_conv_job *job, int m,
                                             const char **isa);
+/* _tile with the work split chosen by the caller: shared 0 runs items (a block of tiles per
+ * thread, in its own V and M), n > 0 shared blocks of at most n slivers of the kernel's nr
+ * tiles (every thread on each block: phases of input transform, GEMMs split by position,
+ * output transform), -1 the choice _tile makes (shared blocks as large as 32 MB of scratch
+ * allow when U is larger than 16 MB, else items). Every split gives the same bits. */
+lumen_status lumen_cpu_conv2d_winograd_run(lumen_context *ctx, const lumen_conv_job *job, int m,
+                                           int shared, const char **isa);
 
 /* ---- SGEMM microkernels ---------------------------------------------------
  * The tile of the AVX2 and generic kernels; other kernels have their own (lumen_sgemm_kernel). */

@@ -42,6 +42,13 @@
 #define WINO_KC 32
 /* Scratch (V and M) per item: about half of a 2 MB L2. */
 #define WINO_ITEM_BYTES (1 << 20)
+/* Shared blocks (lumen_cpu_conv2d_winograd_run): taken when U is larger than half of a 32 MB
+ * L3, since each thread's item then streams the whole U from memory again (l1: 37.7 MB per item,
+ * four items per call). A U that stays in the L3 is cheaper to reread than V and M are to pass
+ * between the threads: l3's 9.6 MB U ran 5% slower in shared blocks (Zen 5, 1 and 2 threads).
+ * A shared block's V and M together stay under WINO_SHARED_BYTES. */
+#define WINO_SHARED_U_BYTES (16 << 20)
+#define WINO_SHARED_BYTES (32 << 20)
 /* The microkernel's bias when it only accumulates: one float per tile row. */
 static const float zeros[64];
 
@@ -49,16 +56,18 @@ typedef struct wino_scheme {
     wino_input_fn input;
     wino_output_fn output;
     wino_weight_fn weight;
+    wino_weight_rows_fn weight_rows;
 } wino_scheme;
 
+#define SCHEME(sfx)                                                                                \
+    {                                                                                              \
+        lumen_wino_input_##sfx, lumen_wino_output_##sfx, lumen_wino_weight_##sfx,                  \
+            lumen_wino_weight_rows_##sfx                                                           \
+    }
 /* [tile 2 or 4][generic, avx2, avx512] */
 static const wino_scheme schemes[2][3] = {
-    {{lumen_wino_input_f2_generic, lumen_wino_output_f2_generic, lumen_wino_weight_f2_generic},
-     {lumen_wino_input_f2_avx2, lumen_wino_output_f2_avx2, lumen_wino_weight_f2_avx2},
-     {lumen_wino_input_f2_avx512, lumen_wino_output_f2_avx512, lumen_wino_weight_f2_avx512}},
-    {{lumen_wino_input_f4_generic, lumen_wino_output_f4_generic, lumen_wino_weight_f4_generic},
-     {lumen_wino_input_f4_avx2, lumen_wino_output_f4_avx2, lumen_wino_weight_f4_avx2},
-     {lumen_wino_input_f4_avx512, lumen_wino_output_f4_avx512, lumen_wino_weight_f4_avx512}},
+    {SCHEME(f2_generic), SCHEME(f2_avx2), SCHEME(f2_avx512)},
+    {SCHEME(f4_generic), SCHEME(f4_avx2), SCHEME(f4_avx512)},
 };
 
 typedef struct wino_plan {
@@ -70,6 +79,8 @@ typedef struct wino_plan {
     int64_t groups, cg, kg, panels, kgp, kc;
     int64_t nsl, cols; /* slivers and tiles per item */
     int64_t blocks;    /* items per group */
+    bool shared;       /* items are shared blocks: every thread works on each one */
+    int64_t pchunks;   /* shared blocks: panel ranges per position, the GEMM phase's units */
     float *upack;      /* alpha^2 x groups x panels slivers of cg x mr */
     bool idx32;        /* x's taps all lie within +-2^31 elements of its start */
 } wino_plan;
@@ -93,24 +104,61 @@ static const float *u_sliver(const wino_plan *pl, int64_t xi, int64_t g, int64_t
     return pl->upack + ((xi * pl->groups + g) * pl->panels + panel) * pl->cg * pl->kern->mr;
 }
 
-/* Transforms and packs the weights; rows past K/g in the last panel are zero. */
+/* Transforms and packs the weights; rows past K/g in the last panel are zero. The units are
+ * (group, panel, channel range). With the AVX-512 tiles (mr >= 12) the panel's rows are the
+ * transform's lanes, so each U sliver row is written whole (weight_rows); the small tiles keep
+ * lanes over channels, the mr rows taking turns per block of WINO_LANES channels so that the
+ * block's U lines stay in L1 while all mr rows fill them (row by row over every channel each
+ * row wrote one float into every line of the panel's U, 1.2 MB for l1). */
+static size_t u_size(const wino_plan *pl);
+
 static void pack_weights(const wino_plan *pl, int threads)
 {
     const lumen_image *w = pl->job->w;
     const int mr = pl->kern->mr;
-    const int64_t rows = pl->groups * pl->kgp, u_pos = pl->groups * pl->panels * pl->cg * mr;
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t row = 0; row < rows; row++) {
-        const int64_t g = row / pl->kgp, kk = row % pl->kgp;
-        float *u = (float *)u_sliver(pl, 0, g, kk / mr) + kk % mr;
-        if (kk >= pl->kg) {
-            for (int64_t xi = 0; xi < pl->alpha2; xi++)
-                for (int64_t c = 0; c < pl->cg; c++)
-                    u[xi * u_pos + c * mr] = 0.0f;
+    const int64_t u_pos = pl->groups * pl->panels * pl->cg * mr;
+    const int64_t cblocks = cdiv(pl->cg, WINO_LANES), panels = pl->groups * pl->panels;
+    const int64_t cchunks = min64(cdiv(4 * (int64_t)threads, panels), cblocks);
+    const int64_t per_chunk = cdiv(cblocks, cchunks) * WINO_LANES;
+    const bool dense = w->stride_w == 1 && w->stride_h == 3 && w->stride_c == 9;
+    /* lanes over the panel's rows when they fill most of them (the AVX-512 tiles, mr >= 12) */
+    const bool rows_lanes = 2 * mr > WINO_LANES;
+    /* a U larger than the L3 share would leave it before the GEMMs read it: its stores skip
+     * the caches (no read for ownership of lines that are only written) */
+    const bool stream = u_size(pl) > WINO_SHARED_U_BYTES;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+    for (int64_t unit = 0; unit < panels * cchunks; unit++) {
+        const int64_t gp = unit / cchunks, g = gp / pl->panels, panel = gp % pl->panels;
+        const int64_t c1 = min64(pl->cg, (unit % cchunks + 1) * per_chunk);
+        float *up = (float *)u_sliver(pl, 0, g, panel);
+        if (rows_lanes) { /* the panel's rows in the lanes: one store per U sliver row */
+            const int64_t c0 = unit % cchunks * per_chunk, k0 = g * pl->kg + panel * mr;
+            const float *wk = (const float *)w->data + k0 * w->stride_n + c0 * w->stride_c;
+            if (c0 < c1)
+                pl->sc->weight_rows(wk, w->stride_n, w->stride_c, w->stride_h, w->stride_w,
+                                    (int)min64(mr, pl->kg - panel * mr), c1 - c0, up + c0 * mr,
+                                    u_pos, mr, stream);
             continue;
         }
-        const float *wk = (const float *)w->data + (g * pl->kg + kk) * w->stride_n;
-        pl->sc->weight(wk, w->stride_c, w->stride_h, w->stride_w, pl->cg, u, u_pos, mr);
+        for (int64_t c0 = unit % cchunks * per_chunk; c0 < c1; c0 += WINO_LANES) {
+            const int64_t n = min64(WINO_LANES, c1 - c0);
+            for (int64_t i = 0; i < mr; i++) {
+                const int64_t kk = panel * mr + i;
+                float *u = up + c0 * mr + i;
+                if (kk >= pl->kg) {
+                    for (int64_t xi = 0; xi < pl->alpha2; xi++)
+                        for (int64_t c = 0; c < n; c++)
+                            u[xi * u_pos + c * mr] = 0.0f;
+                    continue;
+                }
+                const float *wk =
+                    (const float *)w->data + (g * pl->kg + kk) * w->stride_n + c0 * w->stride_c;
+                if (dense && c0 + WINO_LANES < c1) /* the row's next block, 9 * 16 floats */
+                    for (int64_t b = 0; b < 9 * WINO_LANES; b += 16)
+                        __builtin_prefetch(wk + 9 * WINO_LANES + b);
+                pl->sc->weight(wk, w->stride_c, w->stride_h, w->stride_w, n, u, u_pos, mr);
+            }
+        }
     }
 }
 
@@ -144,22 +192,23 @@ static void build_lanes(const wino_plan *pl, int64_t g, int64_t t0, wino_lanes *
     }
 }
 
-/* Per position: M_xi (kgp x cols) = U_xi * V_xi. The reduction is cut into blocks of at most
- * kc so that a kc x nr block of a V sliver stays in L1 while every U sliver of the group (kc x
- * kgp, in L2) passes over it, as in GotoBLAS. */
-static void gemms(const wino_plan *pl, int64_t g, int64_t nsl, const float *v, float *mbuf)
+/* Per position xi in [xi0, xi1): rows of M_xi (kgp x cols) = U_xi * V_xi for the U panels
+ * [p0, p1). The reduction is cut into blocks of at most kc so that a kc x nr block of a V
+ * sliver stays in L1 while the U slivers (kc x kgp, in L2) pass over it, as in GotoBLAS. */
+static void gemms(const wino_plan *pl, int64_t g, int64_t nsl, const float *v, float *mbuf,
+                  int64_t xi0, int64_t xi1, int64_t p0, int64_t p1)
 {
     const int mr = pl->kern->mr, nr = pl->kern->nr;
     const lumen_sgemm_ukr_fn ukr = pl->kern->fn;
     const int64_t cols = pl->cols, cg = pl->cg;
-    for (int64_t xi = 0; xi < pl->alpha2; xi++) {
+    for (int64_t xi = xi0; xi < xi1; xi++) {
         const float *a = u_sliver(pl, xi, g, 0);
         float *mx = mbuf + xi * pl->kgp * cols;
         for (int64_t c0 = 0; c0 < cg; c0 += pl->kc) {
             const int64_t kc = min64(pl->kc, cg - c0);
             for (int64_t sl = 0; sl < nsl; sl++) {
                 const float *b = v + ((xi * pl->nsl + sl) * cg + c0) * nr;
-                for (int64_t panel = 0; panel < pl->panels; panel++)
+                for (int64_t panel = p0; panel < p1; panel++)
                     ukr(kc, a + (panel * cg + c0) * mr, b, mx + panel * mr * cols + sl * nr, cols,
                         zeros, c0 == 0);
             }
@@ -167,13 +216,10 @@ static void gemms(const wino_plan *pl, int64_t g, int64_t nsl, const float *v, f
     }
 }
 
-static void run_item(const wino_plan *pl, int64_t item, float *v, float *mbuf)
+static wino_geom make_geom(const wino_plan *pl)
 {
     const lumen_conv_job *job = pl->job;
-    const int nr = pl->kern->nr;
-    const int64_t g = item / pl->blocks, t0 = (item % pl->blocks) * pl->cols;
-    const int64_t ntiles = min64(pl->cols, pl->tiles - t0), nsl = cdiv(ntiles, nr);
-    const wino_geom geo = {
+    return (wino_geom){
         .x = (const float *)job->x->data,
         .y = (float *)job->y->data,
         .xs_c = job->x->stride_c,
@@ -186,24 +232,73 @@ static void run_item(const wino_plan *pl, int64_t item, float *v, float *mbuf)
         .W = job->x->w,
         .cg = pl->cg,
         .kg = pl->kg,
-        .v_pos = pl->nsl * pl->cg * nr,
-        .v_chan = nr,
+        .v_pos = pl->nsl * pl->cg * pl->kern->nr,
+        .v_chan = pl->kern->nr,
         .m_pos = pl->kgp * pl->cols,
         .m_row = pl->cols,
         .idx32 = pl->idx32,
     };
+}
+
+/* Input transform of the lane block at l0 of the item's tiles (which start at tile t0). Every
+ * lane of the used slivers is written, padding lanes zero, so the GEMM reads no stale data. */
+static void input_lanes(const wino_plan *pl, const wino_geom *geo, int64_t g, int64_t t0,
+                        int64_t l0, float *v)
+{
+    const int nr = pl->kern->nr;
     wino_lanes ln;
-    /* every lane of the slivers used, padding lanes zero, so the GEMM reads no stale data */
-    for (int64_t l0 = 0; l0 < nsl * nr; l0 += WINO_LANES) {
-        build_lanes(pl, g, t0 + l0, &ln);
-        pl->sc->input(&geo, &ln, v + (l0 / nr) * pl->cg * nr + l0 % nr);
+    build_lanes(pl, g, t0 + l0, &ln);
+    pl->sc->input(geo, &ln, v + (l0 / nr) * pl->cg * nr + l0 % nr);
+}
+
+static void output_lanes(const wino_plan *pl, const wino_geom *geo, int64_t g, int64_t t0,
+                         int64_t l0, const float *mbuf)
+{
+    wino_lanes ln;
+    build_lanes(pl, g, t0 + l0, &ln);
+    const float *bias = pl->job->bias ? pl->job->bias + g * pl->kg : NULL;
+    pl->sc->output(geo, &ln, mbuf + l0, bias);
+}
+
+/* One item by one thread, in its own V and M. */
+static void run_item(const wino_plan *pl, int64_t item, float *v, float *mbuf)
+{
+    const int nr = pl->kern->nr;
+    const int64_t g = item / pl->blocks, t0 = (item % pl->blocks) * pl->cols;
+    const int64_t ntiles = min64(pl->cols, pl->tiles - t0), nsl = cdiv(ntiles, nr);
+    const wino_geom geo = make_geom(pl);
+    for (int64_t l0 = 0; l0 < nsl * nr; l0 += WINO_LANES)
+        input_lanes(pl, &geo, g, t0, l0, v);
+    gemms(pl, g, nsl, v, mbuf, 0, pl->alpha2, 0, pl->panels);
+    for (int64_t l0 = 0; l0 < ntiles; l0 += WINO_LANES)
+        output_lanes(pl, &geo, g, t0, l0, mbuf);
+}
+
+/* One shared block by every thread of the team (called by each of them, inside the parallel
+ * region): lane blocks of the input transform, then (position, panel range) GEMMs, then lane
+ * blocks of the output transform, with the worksharing loops' barriers between the phases.
+ * Each U_xi is read by one thread once per block instead of by every item. The same kernel
+ * calls in the same order per output as run_item: the same bits. */
+static void run_shared(const wino_plan *pl, int64_t item, float *v, float *mbuf,
+                       lumen_cpu_stop *stop)
+{
+    const int nr = pl->kern->nr;
+    const int64_t g = item / pl->blocks, t0 = (item % pl->blocks) * pl->cols;
+    const int64_t ntiles = min64(pl->cols, pl->tiles - t0), nsl = cdiv(ntiles, nr);
+    const int64_t chunk = cdiv(pl->panels, pl->pchunks), units = pl->alpha2 * pl->pchunks;
+    const wino_geom geo = make_geom(pl);
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t l0 = 0; l0 < nsl * nr; l0 += WINO_LANES)
+        if (!lumen_cpu_should_stop(stop)) input_lanes(pl, &geo, g, t0, l0, v);
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t u = 0; u < units; u++) {
+        const int64_t xi = u / pl->pchunks, p0 = u % pl->pchunks * chunk;
+        if (!lumen_cpu_should_stop(stop) && p0 < pl->panels)
+            gemms(pl, g, nsl, v, mbuf, xi, xi + 1, p0, min64(p0 + chunk, pl->panels));
     }
-    gemms(pl, g, nsl, v, mbuf);
-    const float *bias = job->bias ? job->bias + g * pl->kg : NULL;
-    for (int64_t l0 = 0; l0 < ntiles; l0 += WINO_LANES) {
-        build_lanes(pl, g, t0 + l0, &ln);
-        pl->sc->output(&geo, &ln, mbuf + l0, bias);
-    }
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t l0 = 0; l0 < ntiles; l0 += WINO_LANES)
+        if (!lumen_cpu_should_stop(stop)) output_lanes(pl, &geo, g, t0, l0, mbuf);
 }
 
 /* A bound on |offset| of any tap from x's start, patches overhanging by up to alpha. */
@@ -355,8 +450,26 @@ static const float *packed_u(const wino_plan *pl, int isa_index)
     return pk->data;
 }
 
+/* Shared blocks of at most max_nsl slivers (0: as many as V and M of WINO_SHARED_BYTES hold),
+ * all of the group's tiles when they fit, and panel ranges enough for about four GEMM units
+ * per thread. */
+static void plan_shared(wino_plan *pl, int threads, int64_t max_nsl)
+{
+    const int nr = pl->kern->nr;
+    const int64_t per_sliver = pl->alpha2 * (pl->cg + pl->kgp) * nr * (int64_t)sizeof(float);
+    const int64_t fit = max_nsl > 0 ? max_nsl : WINO_SHARED_BYTES / per_sliver;
+    pl->nsl = min64(cdiv(pl->tiles, nr), fit < 1 ? 1 : fit);
+    pl->pchunks = min64(cdiv(4 * (int64_t)threads, pl->alpha2), pl->panels);
+}
+
 lumen_status lumen_cpu_conv2d_winograd_tile(lumen_context *ctx, const lumen_conv_job *job, int m,
                                             const char **isa)
+{
+    return lumen_cpu_conv2d_winograd_run(ctx, job, m, -1, isa);
+}
+
+lumen_status lumen_cpu_conv2d_winograd_run(lumen_context *ctx, const lumen_conv_job *job, int m,
+                                           int shared, const char **isa)
 {
     if (m != 2 && m != 4)
         return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "conv2d: Winograd tile %d (2 or 4)", m);
@@ -364,7 +477,11 @@ lumen_status lumen_cpu_conv2d_winograd_tile(lumen_context *ctx, const lumen_conv
     int isa_index;
     wino_plan pl = plan_init(ctx, job, m, &isa_index);
     const lumen_sgemm_kernel *kern = pl.kern;
-    pl.nsl = choose_slivers(&pl, threads);
+    pl.shared = shared < 0 ? u_size(&pl) > WINO_SHARED_U_BYTES : shared > 0;
+    if (pl.shared)
+        plan_shared(&pl, threads, shared > 0 ? shared : 0);
+    else
+        pl.nsl = choose_slivers(&pl, threads);
     pl.cols = pl.nsl * kern->nr;
     pl.blocks = cdiv(pl.tiles, pl.cols);
     pl.idx32 = x_extent(job->x, m + 2) < INT32_MAX;
@@ -374,7 +491,8 @@ lumen_status lumen_cpu_conv2d_winograd_tile(lumen_context *ctx, const lumen_conv
     const size_t u_bytes = pre ? 64 : u_size(&pl);
     const size_t v_bytes = round64((size_t)(pl.alpha2 * pl.cg * pl.cols) * sizeof(float));
     const size_t m_bytes = round64((size_t)(pl.alpha2 * pl.kgp * pl.cols) * sizeof(float));
-    const wino_buffers *buf = get_buffers(ctx, u_bytes, (v_bytes + m_bytes) * (size_t)threads);
+    const size_t copies = pl.shared ? 1 : (size_t)threads; /* of V and M */
+    const wino_buffers *buf = get_buffers(ctx, u_bytes, (v_bytes + m_bytes) * copies);
     if (!buf) return LUMEN_ERR_OUT_OF_MEMORY;
     unsigned char *scratch = buf->scratch;
     if (pre) {
@@ -393,11 +511,16 @@ lumen_status lumen_cpu_conv2d_winograd_tile(lumen_context *ctx, const lumen_conv
 #else
         const int tid = 0;
 #endif
-        float *v = (float *)(scratch + (v_bytes + m_bytes) * (size_t)tid);
+        float *v = (float *)(scratch + (pl.shared ? 0 : (v_bytes + m_bytes) * (size_t)tid));
         float *mbuf = (float *)((unsigned char *)v + v_bytes);
+        if (pl.shared) {
+            for (int64_t item = 0; item < items; item++) /* every thread, every item */
+                run_shared(&pl, item, v, mbuf, &stop);
+        } else {
 #pragma omp for schedule(dynamic, 1)
-        for (int64_t item = 0; item < items; item++)
-            if (!lumen_cpu_should_stop(&stop)) run_item(&pl, item, v, mbuf);
+            for (int64_t item = 0; item < items; item++)
+                if (!lumen_cpu_should_stop(&stop)) run_item(&pl, item, v, mbuf);
+        }
     }
     if (isa) *isa = kern->isa;
     return lumen_cpu_stop_status(&stop, LUMEN_OK);

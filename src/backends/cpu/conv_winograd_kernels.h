@@ -12,12 +12,15 @@
 #define LUMEN_CONV_WINOGRAD_SHARED
 
 #include "conv.h"
+#include <stdlib.h>
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 
 #define WINO_LANES 16
+/* Channels per block of the AVX-512 weight_rows: a tile of alpha^2 x 16 x 16 floats. */
+#define WINO_CB 16
 
 /* The tiles of one lane block: where each one's input patch and output block start. */
 typedef struct wino_lanes {
@@ -51,13 +54,23 @@ typedef void (*wino_output_fn)(const wino_geom *g, const wino_lanes *ln, const f
  * channel, computed in double and rounded once. */
 typedef void (*wino_weight_fn)(const float *wk, int64_t ws_c, int64_t ws_h, int64_t ws_w,
                                int64_t cg, float *u, int64_t u_pos, int64_t u_chan);
+/* The same transform with the lanes over output channels: for channels c < cg of the n <=
+ * u_chan <= WINO_LANES kernels wk + j*ws_n, u[xi*u_pos + c*u_chan + j] = (G w_j[c] G^T)[xi]
+ * for j < n and 0 for n <= j < u_chan, so one U sliver row (a panel's mr floats) is one
+ * contiguous store. Per output the same operations as wino_weight_fn: the same bits. */
+typedef void (*wino_weight_rows_fn)(const float *wk, int64_t ws_n, int64_t ws_c, int64_t ws_h,
+                                    int64_t ws_w, int n, int64_t cg, float *u, int64_t u_pos,
+                                    int64_t u_chan, bool stream);
 
 #define WINO_DECLARE(sfx)                                                                          \
     void lumen_wino_input_##sfx(const wino_geom *g, const wino_lanes *ln, float *v);               \
     void lumen_wino_output_##sfx(const wino_geom *g, const wino_lanes *ln, const float *m,         \
                                  const float *bias);                                               \
     void lumen_wino_weight_##sfx(const float *wk, int64_t ws_c, int64_t ws_h, int64_t ws_w,        \
-                                 int64_t cg, float *u, int64_t u_pos, int64_t u_chan);
+                                 int64_t cg, float *u, int64_t u_pos, int64_t u_chan);             \
+    void lumen_wino_weight_rows_##sfx(const float *wk, int64_t ws_n, int64_t ws_c, int64_t ws_h,   \
+                                      int64_t ws_w, int n, int64_t cg, float *u, int64_t u_pos,    \
+                                      int64_t u_chan, bool stream);
 WINO_DECLARE(f2_generic)
 WINO_DECLARE(f4_generic)
 WINO_DECLARE(f2_avx2)
@@ -179,6 +192,72 @@ static inline void WINO_CAT(gather512_, WINO_SUFFIX)(const TAPS *tp, const float
                          _mm512_mask_i32gather_ps(_mm512_setzero_ps(), tp->mask[r][s], ix, xc, 4));
     }
 }
+
+/* The patches of 16 tiles with dense rows (xs_w 1): per patch row one masked load of WA floats
+ * per tile (the mask zeroes taps outside x and padding lanes, which are not read) and a 16 x 8
+ * transpose (the 8 x 8 AVX transpose on both 256-bit halves, rows k and k + 8 paired in one
+ * zmm), instead of WA masked gathers of 16 lanes. Same values as the gathers. */
+#define PATCH_ROWS WINO_CAT(wino_patch_rows_, WINO_SUFFIX)
+typedef struct PATCH_ROWS {
+    int64_t off[WA][LN]; /* x offset of the row's first tap (0 where the mask is empty) */
+    __mmask8 mask[WA][LN];
+} PATCH_ROWS;
+
+static void WINO_CAT(patch_rows_, WINO_SUFFIX)(const wino_geom *g, const wino_lanes *ln,
+                                               PATCH_ROWS *pr)
+{
+    for (int j = 0; j < LN; j++) {
+        unsigned cols = 0;
+        for (int s = 0; s < WA; s++) {
+            const int64_t ix = ln->ix0[j] + s;
+            cols |= (unsigned)(ix >= 0 && ix < g->W) << s;
+        }
+        for (int r = 0; r < WA; r++) {
+            const int64_t iy = ln->iy0[j] + r;
+            const bool in = ln->rows[j] > 0 && iy >= 0 && iy < g->H && cols;
+            pr->mask[r][j] = (__mmask8)(in ? cols : 0);
+            pr->off[r][j] = in ? ln->xoff[j] + r * g->xs_h : 0;
+        }
+    }
+}
+
+static inline __m512 WINO_CAT(halves_, WINO_SUFFIX)(__m512 a, __m512 b, int hi)
+{
+    /* [a.c0 b.c0 a.c2 b.c2] (or c1, c3): element s of rows 0-3, 4-7, 8-11, 12-15 */
+    const __m512 u = hi ? _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1))
+                        : _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+    return _mm512_shuffle_f32x4(u, u, _MM_SHUFFLE(3, 1, 2, 0));
+}
+
+static inline void WINO_CAT(rows512_, WINO_SUFFIX)(const PATCH_ROWS *pr, const float *xc,
+                                                   float d[WA][WA][LN])
+{
+    for (int r = 0; r < WA; r++) {
+        __m512 z[8];
+        for (int k = 0; k < 8; k++) {
+            const __m256 lo = _mm256_maskz_loadu_ps(pr->mask[r][k], xc + pr->off[r][k]);
+            const __m256 hi = _mm256_maskz_loadu_ps(pr->mask[r][k + 8], xc + pr->off[r][k + 8]);
+            z[k] = _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
+        }
+        __m512 t[8], q[8], o[8];
+        for (int k = 0; k < 8; k += 2) {
+            t[k] = _mm512_unpacklo_ps(z[k], z[k + 1]);
+            t[k + 1] = _mm512_unpackhi_ps(z[k], z[k + 1]);
+        }
+        for (int k = 0; k < 8; k += 4) { /* q[k + e]: elements e and e + 4 of 4 rows */
+            q[k] = _mm512_shuffle_ps(t[k], t[k + 2], 0x44);
+            q[k + 1] = _mm512_shuffle_ps(t[k], t[k + 2], 0xEE);
+            q[k + 2] = _mm512_shuffle_ps(t[k + 1], t[k + 3], 0x44);
+            q[k + 3] = _mm512_shuffle_ps(t[k + 1], t[k + 3], 0xEE);
+        }
+        for (int e = 0; e < 4; e++) {
+            o[e] = WINO_CAT(halves_, WINO_SUFFIX)(q[e], q[e + 4], 0);
+            o[e + 4] = WINO_CAT(halves_, WINO_SUFFIX)(q[e], q[e + 4], 1);
+        }
+        for (int s = 0; s < WA; s++)
+            _mm512_storeu_ps(d[r][s], o[s]);
+    }
+}
 #endif
 
 void WINO_FN(input)(const wino_geom *g, const wino_lanes *ln, float *v)
@@ -186,11 +265,18 @@ void WINO_FN(input)(const wino_geom *g, const wino_lanes *ln, float *v)
     float d[WA][WA][LN], t[WA][WA][LN];
 #if defined(__AVX512F__)
     TAPS tp;
-    if (g->idx32) WINO_CAT(taps_, WINO_SUFFIX)(g, ln, &tp);
+    PATCH_ROWS pr;
+    const bool rows = g->xs_w == 1;
+    if (rows)
+        WINO_CAT(patch_rows_, WINO_SUFFIX)(g, ln, &pr);
+    else if (g->idx32)
+        WINO_CAT(taps_, WINO_SUFFIX)(g, ln, &tp);
 #endif
     for (int64_t c = 0; c < g->cg; c++) {
 #if defined(__AVX512F__)
-        if (g->idx32)
+        if (rows)
+            WINO_CAT(rows512_, WINO_SUFFIX)(&pr, g->x + c * g->xs_c, d);
+        else if (g->idx32)
             WINO_CAT(gather512_, WINO_SUFFIX)(&tp, g->x + c * g->xs_c, d);
         else
 #endif
@@ -281,7 +367,144 @@ void WINO_FN(weight)(const float *wk, int64_t ws_c, int64_t ws_h, int64_t ws_w, 
     }
 }
 
+#if defined(__AVX512F__)
+/* acc (+)= c * b for 8 doubles, as WINO_AXPY does per lane (exact negation for -1). */
+static inline __m512d WINO_CAT(axpy8_, WINO_SUFFIX)(__m512d acc, double c, __m512d b, bool first)
+{
+    const __m512d t = c == 1.0    ? b
+                      : c == -1.0 ? _mm512_xor_pd(b, _mm512_set1_pd(-0.0))
+                                  : _mm512_mul_pd(_mm512_set1_pd(c), b);
+    return first ? t : _mm512_add_pd(acc, t);
+}
+
+/* weight_rows in registers, 8 rows (one half of the lanes) at a time: g, t and one output in
+ * 28 zmm registers, each output stored into its position's run in a tile of WINO_CB channels,
+ * then each run (WINO_CB x u_chan floats) stored whole. With `stream` (a U too large to stay in
+ * the L3 until the GEMMs read it: l1's is 37.7 MB) those stores skip the caches. l1's 512 x 512
+ * kernels on one Zen 5 core (a driver, min of 2 runs): 4.2-4.7 ms against 7.2 ms for the
+ * portable template (16-lane arrays of double on the stack, one float stored per kernel and
+ * position); with cached stores and a copy per channel this one took 6.0-8.3 ms, streamed
+ * 5.3 ms: writing U, more than its arithmetic, bounds the transform. The same operations per
+ * output in the same order as wino_weight_fn: the same bits. */
+/* One channel of 8 kernels (rows wc + rows[j]) into the lanes `out` of tile + xi * pitch for
+ * each position xi; lanes outside `in` read nothing and get 0. */
+static inline void WINO_CAT(weight8_, WINO_SUFFIX)(const float *wc, __m256i rows, int64_t ws_h,
+                                                   int64_t ws_w, __mmask8 in, __mmask8 out,
+                                                   float *tile, int64_t pitch)
+{
+    __m512d g[3][3], t[WA][3];
+    UNROLL for (int r = 0; r < 3; r++) UNROLL for (int s = 0; s < 3; s++)
+    {
+        const __m256 v =
+            _mm256_mmask_i32gather_ps(_mm256_setzero_ps(), in, rows, wc + r * ws_h + s * ws_w, 4);
+        g[r][s] = _mm512_cvtps_pd(v);
+    }
+    UNROLL for (int i = 0; i < WA; i++) UNROLL for (int s = 0; s < 3; s++)
+    {
+        bool first = true;
+        t[i][s] = _mm512_setzero_pd();
+        UNROLL for (int r = 0; r < 3; r++) if (GM[i][r] != 0.0)
+        {
+            t[i][s] = WINO_CAT(axpy8_, WINO_SUFFIX)(t[i][s], GM[i][r], g[r][s], first);
+            first = false;
+        }
+    }
+    UNROLL for (int i = 0; i < WA; i++) UNROLL for (int l = 0; l < WA; l++)
+    {
+        __m512d acc = _mm512_setzero_pd();
+        bool first = true;
+        UNROLL for (int s = 0; s < 3; s++) if (GM[l][s] != 0.0)
+        {
+            acc = WINO_CAT(axpy8_, WINO_SUFFIX)(acc, GM[l][s], t[i][s], first);
+            first = false;
+        }
+        const __m256 f = _mm256_maskz_mov_ps(in, _mm512_cvtpd_ps(acc)); /* 0 past n */
+        _mm256_mask_storeu_ps(tile + (i * WA + l) * pitch, out, f);
+    }
+}
+
+/* Each position's run of len floats (cn x u_chan) is contiguous in u: stored whole (streamed
+ * when asked and aligned). */
+static inline void WINO_CAT(store_block_, WINO_SUFFIX)(const float tile[][WINO_CB * LN],
+                                                       int64_t len, float *u, int64_t u_pos,
+                                                       bool stream)
+{
+    for (int xi = 0; xi < WA * WA; xi++) {
+        float *dst = u + xi * u_pos;
+        const float *run = tile[xi];
+        int64_t k = 0;
+        if (stream && ((uintptr_t)dst & 63) == 0)
+            for (; k + 16 <= len; k += 16)
+                _mm512_stream_ps(dst + k, _mm512_load_ps(run + k));
+        for (; k < len; k++)
+            dst[k] = run[k];
+    }
+}
+
+static void WINO_CAT(weight_rows512_, WINO_SUFFIX)(const float *wk, int64_t ws_n, int64_t ws_c,
+                                                   int64_t ws_h, int64_t ws_w, int n, int64_t cg,
+                                                   float *u, int64_t u_pos, int64_t u_chan,
+                                                   bool stream)
+{
+    const __m256i rows = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                                            _mm256_set1_epi32((int32_t)ws_n));
+    _Alignas(64) float tile[WA * WA][WINO_CB * LN]; /* per position: c * u_chan + row */
+    for (int64_t c0 = 0; c0 < cg; c0 += WINO_CB) {
+        const int64_t cn = cg - c0 < WINO_CB ? cg - c0 : WINO_CB;
+        for (int h = 0; h * 8 < u_chan; h++) {
+            const int nh = n - 8 * h < 0 ? 0 : n - 8 * h > 8 ? 8 : n - 8 * h;
+            const int oh = u_chan - 8 * h > 8 ? 8 : (int)u_chan - 8 * h;
+            const __mmask8 in = (__mmask8)((1u << nh) - 1), out = (__mmask8)((1u << oh) - 1);
+            for (int64_t c = 0; c < cn; c++)
+                WINO_CAT(weight8_, WINO_SUFFIX)
+            (wk + 8 * h * ws_n + (c0 + c) * ws_c, rows, ws_h, ws_w, in, out,
+             tile[0] + c * u_chan + 8 * h, WINO_CB * LN);
+        }
+        WINO_CAT(store_block_, WINO_SUFFIX)(tile, cn * u_chan, u + c0 * u_chan, u_pos, stream);
+    }
+    if (stream) _mm_sfence(); /* the streamed lines before the GEMMs (other threads) read them */
+}
+#endif
+
+void WINO_FN(weight_rows)(const float *wk, int64_t ws_n, int64_t ws_c, int64_t ws_h, int64_t ws_w,
+                          int n, int64_t cg, float *u, int64_t u_pos, int64_t u_chan, bool stream)
+{
+    (void)stream; /* AVX-512 only */
+#if defined(__AVX512F__)
+    /* gather offsets are int32: rows up to 15 * ws_n, taps up to 2 * (ws_h + ws_w) */
+    if (llabs(ws_n) * (LN - 1) < INT32_MAX && u_chan <= LN) {
+        WINO_CAT(weight_rows512_, WINO_SUFFIX)
+        (wk, ws_n, ws_c, ws_h, ws_w, n, cg, u, u_pos, u_chan, stream);
+        return;
+    }
+#endif
+    double gk[3][3][LN], t[WA][3][LN];
+    for (int64_t c = 0; c < cg; c++) {
+        const float *wc = wk + c * ws_c;
+        for (int j = 0; j < LN; j++)
+            for (int r = 0; r < 3; r++)
+                for (int s = 0; s < 3; s++)
+                    gk[r][s][j] = j < n ? wc[j * ws_n + r * ws_h + s * ws_w] : 0.0;
+        UNROLL for (int i = 0; i < WA; i++) UNROLL for (int s = 0; s < 3; s++)
+        {
+            bool first = true;
+            UNROLL for (int r = 0; r < 3; r++)
+                WINO_AXPY(double, t[i][s], GM[i][r], gk[r][s], first);
+        }
+        UNROLL for (int i = 0; i < WA; i++) UNROLL for (int l = 0; l < WA; l++)
+        {
+            double acc[LN];
+            bool first = true;
+            UNROLL for (int s = 0; s < 3; s++) WINO_AXPY(double, acc, GM[l][s], t[i][s], first);
+            float *dst = u + (i * WA + l) * u_pos + c * u_chan;
+            for (int j = 0; j < u_chan; j++)
+                dst[j] = j < n ? (float)acc[j] : 0.0f;
+        }
+    }
+}
+
 #undef TAPS
+#undef PATCH_ROWS
 #undef BT
 #undef GM
 #undef AT
