@@ -85,21 +85,22 @@ def test_fresh_blocks_start_on_huge_page_boundaries():
 
 @pytest.mark.parametrize("border", BORDERS)
 @pytest.mark.parametrize("ksize,anchor", KERNELS)
-def test_filter2d_exact(border, ksize, anchor):
+def test_filter2d_exact(border, ksize, anchor, monkeypatch):
     """Chunks that are views of one array (a padded block is then a view too) and chunks that
-    are arrays of their own (a cluster's, Zarr's: each block's interior then comes from the
-    chunk and its edges from thin bands, _run_banded)."""
+    are arrays of their own (a cluster's, Zarr's), put together into a padded copy, or (banded)
+    with each block's interior from the chunk and its edges from thin bands (_run_banded, which
+    these small chunks reach only with its halo rule relaxed)."""
     k = rng.standard_normal(ksize).astype(np.float32)
-    for chunks, own in itertools.product(CHUNKS, (False, True)):
+    for chunks, how in itertools.product(CHUNKS, ("views", "own arrays", "banded")):
+        monkeypatch.setattr(ld, "_BAND_HALO_SHARE", 1 if how == "banded" else 64)
         x = da.from_array(IMG, chunks=chunks)
-        x = x.map_blocks(np.copy) if own else x
+        x = x if how == "views" else x.map_blocks(np.copy)
         for convolve in (False, True):
             kw = dict(border=border, border_value=0.25, anchor=anchor, convolve=convolve,
                       method="direct")
             got = ld.filter2d(x, k, **kw).compute(scheduler="sync")
             equal(got, lumen.filter2d(IMG, k, **kw),
-                  f"filter2d {ksize} anchor {anchor} convolve {convolve} chunks {chunks} "
-                  f"{'own arrays' if own else 'views'}")
+                  f"filter2d {ksize} anchor {anchor} convolve {convolve} chunks {chunks} {how}")
 
 
 @pytest.mark.parametrize("border", BORDERS)
@@ -159,8 +160,10 @@ def test_kernel_larger_than_a_chunk():
 
 
 @pytest.mark.parametrize("border", BORDERS)
-def test_integer_and_channels(border):
-    """u8 and u16 H x W x 3 images and an N x H x W x C batch chunked along N too."""
+def test_integer_and_channels(border, monkeypatch):
+    """u8 and u16 H x W x 3 images and an N x H x W x C batch chunked along N too; the channel
+    axes are rechunked whole, so the blocks are arrays of their own, banded (_run_banded)."""
+    monkeypatch.setattr(ld, "_BAND_HALO_SHARE", 1)
     k = rng.random((5, 4), np.float32) / 5
     for dt, scale in ((np.uint8, 255), (np.uint16, 65535)):
         a = (IMG3 * scale).astype(dt)
@@ -182,8 +185,11 @@ def test_integer_and_channels(border):
 
 
 @pytest.mark.parametrize("border", BORDERS)
-def test_separable_gaussian_box(border):
+@pytest.mark.parametrize("how", ("views", "banded"))
+def test_separable_gaussian_box(border, how, monkeypatch):
+    monkeypatch.setattr(ld, "_BAND_HALO_SHARE", 1)
     x = da.from_array(IMG, chunks=(6, 10))
+    x = x if how == "views" else x.map_blocks(np.copy)
     kw = dict(border=border, border_value=0.5)
     equal(ld.sep_filter2d(x, [1, 2, 3, 4], [1, -1, 2], anchor=(0, 2), method="separable",
                           **kw).compute(scheduler="sync"),
