@@ -339,6 +339,18 @@ void WINO_FN(output)(const wino_geom *g, const wino_lanes *ln, const float *m, c
     }
 }
 
+/* t = G gk for LN kernels at once (lane j: kernel j), in double: the first half of the
+ * transform G gk G^T, which both weight layouts share (each does the second half as it stores). */
+static inline void WINO_CAT(kernel_rows_, WINO_SUFFIX)(const double gk[3][3][LN],
+                                                       double t[WA][3][LN])
+{
+    UNROLL for (int i = 0; i < WA; i++) UNROLL for (int s = 0; s < 3; s++)
+    {
+        bool first = true;
+        UNROLL for (int r = 0; r < 3; r++) WINO_AXPY(double, t[i][s], GM[i][r], gk[r][s], first);
+    }
+}
+
 void WINO_FN(weight)(const float *wk, int64_t ws_c, int64_t ws_h, int64_t ws_w, int64_t cg,
                      float *u, int64_t u_pos, int64_t u_chan)
 {
@@ -349,12 +361,7 @@ void WINO_FN(weight)(const float *wk, int64_t ws_c, int64_t ws_h, int64_t ws_w, 
             for (int r = 0; r < 3; r++)
                 for (int s = 0; s < 3; s++)
                     gk[r][s][j] = j < n ? wk[(c0 + j) * ws_c + r * ws_h + s * ws_w] : 0.0;
-        UNROLL for (int i = 0; i < WA; i++) UNROLL for (int s = 0; s < 3; s++)
-        {
-            bool first = true;
-            UNROLL for (int r = 0; r < 3; r++)
-                WINO_AXPY(double, t[i][s], GM[i][r], gk[r][s], first);
-        }
+        WINO_CAT(kernel_rows_, WINO_SUFFIX)(gk, t);
         UNROLL for (int i = 0; i < WA; i++) UNROLL for (int l = 0; l < WA; l++)
         {
             double acc[LN];
@@ -485,12 +492,7 @@ void WINO_FN(weight_rows)(const float *wk, int64_t ws_n, int64_t ws_c, int64_t w
             for (int r = 0; r < 3; r++)
                 for (int s = 0; s < 3; s++)
                     gk[r][s][j] = j < n ? wc[j * ws_n + r * ws_h + s * ws_w] : 0.0;
-        UNROLL for (int i = 0; i < WA; i++) UNROLL for (int s = 0; s < 3; s++)
-        {
-            bool first = true;
-            UNROLL for (int r = 0; r < 3; r++)
-                WINO_AXPY(double, t[i][s], GM[i][r], gk[r][s], first);
-        }
+        WINO_CAT(kernel_rows_, WINO_SUFFIX)(gk, t);
         UNROLL for (int i = 0; i < WA; i++) UNROLL for (int l = 0; l < WA; l++)
         {
             double acc[LN];
