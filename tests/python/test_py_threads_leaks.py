@@ -43,15 +43,15 @@ def long_call():
         n = int(n * min(3.0, max(1.3, (0.2 / dt) ** 0.5)))
 
 
-def _gaps_during(call, min_total=0.15):
-    """Runs call() repeatedly in a thread (at least min_total seconds); the main thread spins
-    and records its iteration times. For the longest single call returns (its duration,
+def _gaps_during(call, min_total=0.15, min_calls=3):
+    """Runs call() repeatedly in a thread (at least min_total seconds and min_calls calls); the
+    main thread spins and records its iteration times. Returns, for each call, (its duration,
     main-thread iterations inside it, largest main-thread pause inside it)."""
     spans = []
 
     def worker():
         t_start = time.perf_counter()
-        while not spans or time.perf_counter() - t_start < min_total:
+        while len(spans) < min_calls or time.perf_counter() - t_start < min_total:
             t0 = time.perf_counter()
             call()
             spans.append((t0, time.perf_counter()))
@@ -68,10 +68,12 @@ def _gaps_during(call, min_total=0.15):
     finally:
         sys.setswitchinterval(old)
     stamps = np.array(stamps)
-    t0, t1 = max(spans, key=lambda s: s[1] - s[0])
-    inside = stamps[(stamps >= t0) & (stamps <= t1)]
-    edges = np.concatenate([[t0], inside, [t1]])
-    return t1 - t0, len(inside), float(np.diff(edges).max())
+    res = []
+    for t0, t1 in spans:
+        inside = stamps[(stamps >= t0) & (stamps <= t1)]
+        edges = np.concatenate([[t0], inside, [t1]])
+        res.append((t1 - t0, len(inside), float(np.diff(edges).max())))
+    return res
 
 
 GIL_CALLS = {
@@ -92,7 +94,11 @@ GIL_CALLS = {
 @pytest.mark.parametrize("name", list(GIL_CALLS))
 def test_gil_released(long_call, name):
     src, k, ctx, single = long_call
-    dur, n_inside, gap = _gaps_during(lambda: GIL_CALLS[name](src, k, ctx))
+    # A call that holds the GIL pauses the main thread for all of every call; the call with the
+    # smallest pause is judged, so that one pause of the OS scheduler (another process taking
+    # the core: 281 ms once in an ASan run on a loaded 2-core host) is not read as the GIL.
+    calls = _gaps_during(lambda: GIL_CALLS[name](src, k, ctx))
+    dur, n_inside, gap = min(calls, key=lambda c: c[2] / c[0])
     if dur < 0.01:
         pytest.skip(f"{name}: one call takes only {dur * 1e3:.1f} ms on {src.shape}: too short "
                     "to see whether the GIL is held")
