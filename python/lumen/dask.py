@@ -284,15 +284,20 @@ def _padded(rows, cols, grid, hax, wax, view_only=False):
 _DIRS = [(dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1)]
 
 
+def _ix(ndim, hax, wax, ys, xs):
+    """The index of rows ys and columns xs of an array of ndim axes (H at hax, W at wax)."""
+    idx = [slice(None)] * ndim
+    idx[hax], idx[wax] = ys, xs
+    return tuple(idx)
+
+
 def _strip(block, hax, wax, dy, dx, before_h, after_h, before_w, after_w):
     """The halo strip a chunk lends the block in direction (dy, dx) from the borrower to it: the
     chunk above a block (dy = -1) lends its last `before_h` rows, and so on. A view."""
     def sl(d, n, before, after):
         return slice(n - before, n) if d < 0 else slice(0, after) if d > 0 else slice(0, n)
-    idx = [slice(None)] * block.ndim
-    idx[hax] = sl(dy, block.shape[hax], before_h, after_h)
-    idx[wax] = sl(dx, block.shape[wax], before_w, after_w)
-    return block[tuple(idx)]
+    return block[_ix(block.ndim, hax, wax, sl(dy, block.shape[hax], before_h, after_h),
+                     sl(dx, block.shape[wax], before_w, after_w))]
 
 
 def _export(block, hax, wax, before_h, after_h, before_w, after_w):
@@ -312,12 +317,13 @@ def _pick(strips, d):
     return strips[d]
 
 
-def _run_group(fn, hax, wax, rows, cols, keep, grid, dest=None, reach=None, dtype=None):
+def _run_group(fn, hax, wax, rows, cols, keep, grid, dest, reach, dtype):
     """One task: the group's chunks and its neighbours' strips (grid[i][j]) -> fn on the padded
     block -> the part kept. Filters with a halo (_Block.halo) compute only that part (the strips
     are their halo_y, halo_x), into dest = (out, index) when given; other ops filter the whole
     padded block and the part kept is a view of it (copied into dest). reach: the kernel's
-    (before_h, after_h, before_w, after_w); dtype: the result's."""
+    (before_h, after_h, before_w, after_w); dtype: the result's, made in fresh memory (_fresh)
+    when there is no dest."""
     view = _padded(rows, cols, grid, hax, wax, view_only=True)
     if view is None and _banded_ok(fn, rows, cols, keep, reach):
         return _run_banded(fn, hax, wax, rows, cols, keep, grid, dest, reach, dtype)
@@ -326,17 +332,16 @@ def _run_group(fn, hax, wax, rows, cols, keep, grid, dest=None, reach=None, dtyp
     if getattr(fn, "halo", False):
         (y, x), h, w = keep, padded.shape[hax], padded.shape[wax]
         extra = dict(halo_y=(y.start, h - y.stop), halo_x=(x.start, w - x.stop))
-        if target is None and dtype is not None:
+        if target is None:
             shape = list(padded.shape)
             shape[hax], shape[wax] = y.stop - y.start, x.stop - x.start
             target = _fresh(shape, dtype)
-        return fn(padded, **extra) if target is None else fn(padded, out=target, **extra)
+        return fn(padded, out=target, **extra)
     res = fn(padded) if target is None else fn(padded, dtype=target.dtype)  # made in out's
-    idx = [slice(None)] * res.ndim
-    idx[hax], idx[wax] = keep
+    kept = res[_ix(res.ndim, hax, wax, *keep)]
     if target is None:
-        return res[tuple(idx)]
-    target[...] = res[tuple(idx)]
+        return kept
+    target[...] = kept
     return target
 
 
@@ -351,7 +356,7 @@ def _banded_ok(fn, rows, cols, keep, reach):
     times its halo on each axis: the bands' row passes redo about twice the halo's rows, which
     for a 2048 px chunk measured 0.95-1.0x the padded copy's time up to a halo of 24 px (5x5,
     25x25 direct, Gaussian sigma 3) and 1.07x at 64 px (sigma 8; docs/scale-out.md)."""
-    if reach is None or not getattr(fn, "halo", False):
+    if not getattr(fn, "halo", False):
         return False
     if fn.kwargs.get("method") not in ("direct", "separable"):
         return False
@@ -362,13 +367,6 @@ def _banded_ok(fn, rows, cols, keep, reach):
     share = _BAND_HALO_SHARE
     return (len(own_h) == 1 and len(own_w) == 1 and (bh + ah) * share <= y.stop - y.start
             and (bw + aw) * share <= x.stop - x.start)
-
-
-def _ix(ndim, hax, wax, ys, xs):
-    """The index of rows ys and columns xs of an array of ndim axes (H at hax, W at wax)."""
-    idx = [slice(None)] * ndim
-    idx[hax], idx[wax] = ys, xs
-    return tuple(idx)
 
 
 def _run_banded(fn, hax, wax, rows, cols, keep, grid, dest, reach, dtype):
@@ -394,24 +392,22 @@ def _run_banded(fn, hax, wax, rows, cols, keep, grid, dest, reach, dtype):
     def cols_of(p, xs):
         return p[_ix(nd, hax, wax, slice(None), xs)]
     # (the input, its halo_y and halo_x, the rows and columns of the block it computes)
-    parts = [(lambda: c, (T, B), (L, R), slice(T, n - B), slice(L, m - R))]
+    parts = [(c, (T, B), (L, R), slice(T, n - B), slice(L, m - R))]
     if T:
-        parts.append((lambda: _padded([T, T + ah], cols, [grid[0], rows_of(mid, slice(0, T + ah))],
-                                      hax, wax), (T, ah), (L, R), slice(0, T), slice(0, m)))
+        parts.append((_padded([T, T + ah], cols, [grid[0], rows_of(mid, slice(0, T + ah))], hax,
+                              wax), (T, ah), (L, R), slice(0, T), slice(0, m)))
     if B:
-        parts.append((lambda: _padded([B + bh, B], cols,
-                                      [rows_of(mid, slice(n - B - bh, n)), grid[-1]], hax, wax),
-                      (bh, B), (L, R), slice(n - B, n), slice(0, m)))
+        parts.append((_padded([B + bh, B], cols, [rows_of(mid, slice(n - B - bh, n)), grid[-1]],
+                              hax, wax), (bh, B), (L, R), slice(n - B, n), slice(0, m)))
     if L:
-        parts.append((lambda: _padded([n], [L, L + aw], [[mid[0], cols_of(c, slice(0, L + aw))]],
-                                      hax, wax), (T, B), (L, aw), slice(T, n - B), slice(0, L)))
+        parts.append((_padded([n], [L, L + aw], [[mid[0], cols_of(c, slice(0, L + aw))]], hax,
+                              wax), (T, B), (L, aw), slice(T, n - B), slice(0, L)))
     if R:
-        parts.append((lambda: _padded([n], [R + bw, R],
-                                      [[cols_of(c, slice(m - R - bw, m)), mid[-1]]], hax, wax),
-                      (T, B), (bw, R), slice(T, n - B), slice(m - R, m)))
+        parts.append((_padded([n], [R + bw, R], [[cols_of(c, slice(m - R - bw, m)), mid[-1]]],
+                              hax, wax), (T, B), (bw, R), slice(T, n - B), slice(m - R, m)))
     target = dest[0][dest[1]] if dest is not None else _fresh(c.shape, dtype)
     for src, hy, hx, ys, xs in parts:
-        fn(src(), out=target[_ix(nd, hax, wax, ys, xs)], halo_y=hy, halo_x=hx)
+        fn(src, out=target[_ix(nd, hax, wax, ys, xs)], halo_y=hy, halo_x=hx)
     return target
 
 
@@ -507,10 +503,9 @@ def _halo_graph(x, block_fn, plan, hax, wax, dtype, token, out=None):
                 xs = np.concatenate([[0], np.cumsum(cw[c0:c1])])
                 for a, i in enumerate(range(r0, r1)):
                     for b, j in enumerate(range(c0, c1)):
-                        idx = [slice(None)] * x.ndim
-                        idx[hax] = slice(int(ys[a]), int(ys[a + 1]))
-                        idx[wax] = slice(int(xs[b]), int(xs[b + 1]))
-                        dsk[key(name, i, j)] = (operator.getitem, gk, tuple(idx))
+                        idx = _ix(x.ndim, hax, wax, slice(int(ys[a]), int(ys[a + 1])),
+                                  slice(int(xs[b]), int(xs[b + 1])))
+                        dsk[key(name, i, j)] = (operator.getitem, gk, idx)
     chunks = list(x.chunks)
     if local:  # a chunk per group: the result is out, and a task per chunk would only cost
         for ax, groups in ((hax, gh), (wax, gw)):
@@ -784,22 +779,16 @@ def _cuts(chunks, lo, hi):
             for i, (e0, e1) in enumerate(zip(edges[:-1], edges[1:])) if e0 < hi and e1 > lo]
 
 
-def _resize_task(fn, hax, wax, rcuts, ccuts, grid, size, kw, dtype=None):
+def _resize_task(fn, hax, wax, rcuts, ccuts, grid, size, kw, dtype):
     """One output block: its input window put together from the parts of the chunks it
     overlaps (grid[i][j]; a view when they are views of one array, _padded), resized as its
     window of the whole resize (into fresh memory of dtype, _fresh)."""
     pieces = []
     for (_, r0, r1), row in zip(rcuts, grid):
-        cut = []
-        for (_, c0, c1), chunk in zip(ccuts, row):
-            idx = [slice(None)] * chunk.ndim
-            idx[hax], idx[wax] = slice(r0, r1), slice(c0, c1)
-            cut.append(chunk[tuple(idx)])
-        pieces.append(cut)
+        pieces.append([chunk[_ix(chunk.ndim, hax, wax, slice(r0, r1), slice(c0, c1))]
+                       for (_, c0, c1), chunk in zip(ccuts, row)])
     window = _padded([r1 - r0 for _, r0, r1 in rcuts], [c1 - c0 for _, c0, c1 in ccuts], pieces,
                      hax, wax)
-    if dtype is None:
-        return fn(window, size=size, **kw)
     shape = list(window.shape)
     shape[hax], shape[wax] = size[1], size[0]
     return fn(window, size=size, out=_fresh(shape, dtype), **kw)
