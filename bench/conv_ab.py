@@ -3,7 +3,8 @@
 (docs/benchmarks.md, "NCHW convolution"): each variant is a liblumen.so loaded by ctypes
 (RTLD_LOCAL, so builds live side by side) with its own context; every round calls every
 variant once per case, in turn, and the min (and median) of the rounds is printed with each
-variant's ratio to the first. Optional env settings per variant (NAME=PATH:VAR=VAL,...).
+variant's ratio to the first. Optional env settings per variant, as bench/lib_ab.py's
+(NAME=PATH:VAR=VAL:...).
 
     /usr/bin/python3 bench/conv_ab.py --variant base=build-base/liblumen.so \\
         --variant new=build/liblumen.so --case l1,l4 --threads 2 --rounds 20
@@ -13,11 +14,13 @@ values in [-1, 1) are not needed for timing: uniform random ones here), no bias.
 """
 import argparse
 import ctypes as C
-import os
 import statistics
 import time
 
 import numpy as np
+
+import lib_ab
+from lib_ab import Image
 
 F32 = 2
 # name: (N, C, H, W, K, R, S, stride, pad, groups)
@@ -32,13 +35,6 @@ CASES = {
 }
 
 
-class Image(C.Structure):
-    _fields_ = [("data", C.c_void_p), ("dtype", C.c_int), ("n", C.c_int64), ("c", C.c_int64),
-                ("h", C.c_int64), ("w", C.c_int64), ("stride_n", C.c_int64),
-                ("stride_c", C.c_int64), ("stride_h", C.c_int64), ("stride_w", C.c_int64),
-                ("device", C.c_int)]
-
-
 class Params(C.Structure):
     _fields_ = [(f, C.c_int) for f in ("stride_h", "stride_w", "pad_h", "pad_w", "dilation_h",
                                        "dilation_w", "groups", "output_pad_h", "output_pad_w")]
@@ -50,31 +46,19 @@ def view(a):
     return Image(a.ctypes.data, F32, n, c, h, w, *s, 0)
 
 
-class Variant:
-    def __init__(self, spec, threads):
-        self.name, rest = spec.split("=", 1)
-        path, _, env = rest.partition(":")
-        self.env = dict(kv.split("=", 1) for kv in env.split(",")) if env else {}
-        self.lib = C.CDLL(os.path.abspath(path), mode=C.RTLD_LOCAL)
-        self.ctx = C.c_void_p()
-        assert self.lib.lumen_context_create(C.byref(self.ctx)) == 0
-        assert self.lib.lumen_context_set_threads(self.ctx, threads) == 0
+class Variant(lib_ab.Variant):
+    """lib_ab's variant (a build, its context, env around its calls) timing conv2d calls."""
 
     clock = staticmethod(time.perf_counter)
 
     def conv(self, x, w, y, p):
-        saved = {k: os.environ.get(k) for k in self.env}
-        os.environ.update(self.env)
+        self.enter()
         t = self.clock()
         rc = self.lib.lumen_conv2d(self.ctx, C.byref(x), C.byref(w), None, C.byref(p),
                                    C.byref(y), None)
         t = self.clock() - t
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        assert rc == 0, rc
+        self.leave()
+        self.check(rc)
         return t
 
 

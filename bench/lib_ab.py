@@ -62,12 +62,17 @@ class Variant:
         assert L.lumen_context_set_threads(self.ctx, threads) == 0
 
     def enter(self):
+        self.saved = {k: os.environ.get(k) for k in self.env}
         for k, v in self.env.items():
             os.environ[k] = str(int(float(v))) if k.endswith("_BYTES") else v
 
     def leave(self):
-        for k in self.env:
-            os.environ.pop(k, None)
+        """Puts back what enter() replaced (a setting made for the whole run stays)."""
+        for k, v in self.saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
     def check(self, status):
         if status:

@@ -14,22 +14,17 @@ by default), RGB interleaved, a smooth field plus noise as bench/resize_bench.py
 """
 import argparse
 import ctypes as C
-import os
 import statistics
 import time
 
 import numpy as np
 
+import lib_ab
+from lib_ab import Image
+
 DT = {"f32": (2, np.float32), "f16": (3, np.float16), "bf16": (4, np.uint16)}
 RULE = {"opencv": 0, "pillow": 1, "torch": 2}
 INTER = {"nearest": 0, "linear": 2, "cubic": 3, "area": 4, "lanczos": 5, "box": 6, "hamming": 7}
-
-
-class Image(C.Structure):
-    _fields_ = [("data", C.c_void_p), ("dtype", C.c_int), ("n", C.c_int64), ("c", C.c_int64),
-                ("h", C.c_int64), ("w", C.c_int64), ("stride_n", C.c_int64),
-                ("stride_c", C.c_int64), ("stride_h", C.c_int64), ("stride_w", C.c_int64),
-                ("device", C.c_int)]
 
 
 class Window(C.Structure):
@@ -48,29 +43,22 @@ class RunInfo(C.Structure):
                 ("threads", C.c_int), ("algo", C.c_char_p)]
 
 
-class Variant:
+class Variant(lib_ab.Variant):
+    """lib_ab's variant (a build, its context, env around its calls) with resize's entry points."""
+
     def __init__(self, spec, threads):
-        name, rest = spec.split("=", 1)
-        path, *envs = rest.split(":")
-        self.name, self.env = name, dict(e.split("=", 1) for e in envs)
-        self.lib = L = C.CDLL(os.path.abspath(path), mode=C.RTLD_LOCAL)
+        super().__init__(spec, threads)
+        L = self.lib
         L.lumen_image_nhwc.restype = Image
         L.lumen_image_nhwc.argtypes = [C.c_void_p, C.c_int] + [C.c_int64] * 4
         L.lumen_resize_options_default.restype = Options
-        L.lumen_last_error.restype = C.c_char_p
-        self.ctx = C.c_void_p()
-        assert L.lumen_context_create(C.byref(self.ctx)) == 0
-        assert L.lumen_context_set_threads(self.ctx, threads) == 0
 
     def call(self, src, dst, opt, info=None):
-        for k, v in self.env.items():
-            os.environ[k] = v
+        self.enter()
         st = self.lib.lumen_resize(self.ctx, C.byref(src), C.byref(dst), C.byref(opt),
                                    C.byref(info) if info is not None else None)
-        for k in self.env:
-            os.environ.pop(k, None)
-        if st:
-            raise RuntimeError(f"{self.name}: {self.lib.lumen_last_error().decode()}")
+        self.leave()
+        self.check(st)
 
 
 def field(w, h):
