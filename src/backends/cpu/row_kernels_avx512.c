@@ -127,15 +127,15 @@ static inline __attribute__((always_inline)) __m512 shift16(__m512 a, __m512 b, 
     switch (j) {
 #define SHIFT16_CASE(J)                                                                            \
     case J: return _mm512_castsi512_ps(_mm512_alignr_epi32(y, x, J));
-        SHIFT16_CASE(1)
-        SHIFT16_CASE(2) SHIFT16_CASE(3) SHIFT16_CASE(4) SHIFT16_CASE(5) SHIFT16_CASE(6)
-            SHIFT16_CASE(7) SHIFT16_CASE(8) SHIFT16_CASE(9) SHIFT16_CASE(10) SHIFT16_CASE(11)
-                SHIFT16_CASE(12) SHIFT16_CASE(13) SHIFT16_CASE(14) SHIFT16_CASE(15)
+        /* clang-format off */
+        SHIFT16_CASE(1) SHIFT16_CASE(2) SHIFT16_CASE(3) SHIFT16_CASE(4) SHIFT16_CASE(5)
+        SHIFT16_CASE(6) SHIFT16_CASE(7) SHIFT16_CASE(8) SHIFT16_CASE(9) SHIFT16_CASE(10)
+        SHIFT16_CASE(11) SHIFT16_CASE(12) SHIFT16_CASE(13) SHIFT16_CASE(14) SHIFT16_CASE(15)
 #undef SHIFT16_CASE
-                    default : return a; /* j = 0 */
+    default: return a; /* j = 0 */
+        /* clang-format on */
     }
 }
-#define SHIFT16(a, b, J) shift16((a), (b), (J))
 
 /*
  * direct_block's whole 64-column blocks of four planar rows (tap stride 1) for a square
@@ -170,7 +170,7 @@ direct_block_fixed(const float *const *rows, const uint16_t *const *half, lumen_
             __m512 t[4];
 #pragma GCC unroll 4
             for (int u = 0; u < 4; u++)
-                t[u] = SHIFT16(v[u], v[u + 1], j);
+                t[u] = shift16(v[u], v[u + 1], j);
 #pragma GCC unroll 4
             for (int o = 0; o < 4; o++) {
                 if (r - o < 0 || r - o >= KS) continue;
@@ -381,14 +381,14 @@ static inline __attribute__((always_inline)) int64_t hfilter_fixed(const void *i
 #pragma GCC unroll 4
                 for (int u = 0; u < 4; u++)
                     acc[u] = _mm512_fmadd_ps(kv,
-                                             _mm512_add_ps(SHIFT16(v[u], v[u + 1], t),
-                                                           SHIFT16(v[u], v[u + 1], KW - 1 - t)),
+                                             _mm512_add_ps(shift16(v[u], v[u + 1], t),
+                                                           shift16(v[u], v[u + 1], KW - 1 - t)),
                                              acc[u]);
             } else if (t < KW - pairs) {
                 const __m512 kv = _mm512_set1_ps(k[t]);
 #pragma GCC unroll 4
                 for (int u = 0; u < 4; u++)
-                    acc[u] = _mm512_fmadd_ps(kv, SHIFT16(v[u], v[u + 1], t), acc[u]);
+                    acc[u] = _mm512_fmadd_ps(kv, shift16(v[u], v[u + 1], t), acc[u]);
             }
         }
 #pragma GCC unroll 4
@@ -397,7 +397,6 @@ static inline __attribute__((always_inline)) int64_t hfilter_fixed(const void *i
     }
     return x;
 }
-#undef SHIFT16
 
 /* The row pass: tap t of output x reads in[x + t*ts] (f32, or halves of format fin). */
 static inline __attribute__((always_inline)) void hfilter_fmt(const void *in, lumen_row_fmt fin,
