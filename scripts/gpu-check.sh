@@ -60,6 +60,8 @@ DEB_PACKAGES=(pkgconf pkgconf-bin libpkgconf3
   libpng-dev libpng16-16 zlib1g-dev
   libjpeg-dev libjpeg62-turbo-dev libjpeg62-turbo
   libtiff-dev libtiff6 libdeflate0 libjbig0 liblerc4 libwebp7
+  libwebp-dev libwebpmux3 libwebpdemux2
+  libopenexr-dev libopenexr-3-1-30 libimath-3-1-29 libimath-dev
   libcmocka-dev libcmocka0
   libdlpack-dev)
 
@@ -206,6 +208,9 @@ probe() {  # fills MISSING with what the build lacks
   { printf '#include <stdio.h>\n#include <jpeglib.h>\n' | "$CC_BIN" -E -x c - "${EXTRA_INC[@]}" \
       >/dev/null 2>&1 && have_lib jpeg; } || MISSING+=(libjpeg)
   { have_header tiffio.h && have_lib tiff; } || MISSING+=(libtiff)
+  { have_pc libwebp && have_pc libwebpmux && have_pc libwebpdemux; } || MISSING+=(libwebp)
+  { have_header OpenEXR/openexr.h && { have_lib OpenEXRCore-3_1 || have_lib OpenEXRCore-3_2 ||
+      have_lib OpenEXRCore-3_3 || have_lib OpenEXRCore; }; } || MISSING+=(openexr)
   have_pc cmocka || MISSING+=(cmocka)
   if [ -z "$DLPACK_DIR" ] && ! have_header dlpack/dlpack.h; then MISSING+=(dlpack); fi
   printf 'int main(void){return 0;}\n' | "$CC_BIN" -fopenmp -x c - -o /dev/null >/dev/null 2>&1 || MISSING+=(openmp)
@@ -326,7 +331,7 @@ print("ok" if os.path.exists(h) else "no Python.h at " + h)
 EOF
 )
 [ "$PYH" = ok ] || echo "Python package: $PYH (CMake will skip the package: no Python tests, no bench)"
-for dep in pkg-config fftw3f libpng zlib libjpeg libtiff cmocka dlpack openmp; do
+for dep in pkg-config fftw3f libpng zlib libjpeg libtiff libwebp openexr cmocka dlpack openmp; do
   if printf '%s\n' "${MISSING[@]}" | grep -qx "$dep"; then s=MISSING; else s=found; fi
   printf '  %-11s %s\n' "$dep" "$s"
 done
