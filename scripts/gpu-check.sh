@@ -57,7 +57,7 @@ ARCH_TRIPLET=$( (cc -print-multiarch || gcc -print-multiarch) 2>/dev/null | grep
 # Python package need, and the run-time libraries they link that are not in every base image.
 DEB_PACKAGES=(pkgconf pkgconf-bin libpkgconf3
   libfftw3-dev libfftw3-single3
-  libpng-dev libpng16-16 zlib1g-dev
+  libpng-dev libpng16-16 zlib1g-dev zlib1g
   libjpeg-dev libjpeg62-turbo-dev libjpeg62-turbo
   libtiff-dev libtiff6 libdeflate0 libjbig0 liblerc4 libwebp7
   libwebp-dev libwebpmux3 libwebpdemux2
