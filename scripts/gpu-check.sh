@@ -240,6 +240,13 @@ EOF
     fi
   done
   local P=$DEPS_PREFIX/usr LIBD=$DEPS_PREFIX/usr/lib/$ARCH_TRIPLET
+  # absolute symlinks (zlib1g-dev's libz.so -> /lib/.../libz.so.1.2.13) point at the system's
+  # files, which may be another version or absent: point them at the carried ones instead
+  local link target
+  while IFS= read -r link; do
+    target=$(readlink "$link")
+    [ -e "$DEPS_PREFIX$target" ] && ln -sfn "$DEPS_PREFIX$target" "$link"
+  done < <(find "$DEPS_PREFIX" -type l -lname '/*')
   # .pc files name /usr: point them at the prefix
   find "$DEPS_PREFIX" -name '*.pc' -exec sed -i -E \
     "s#^(prefix|exec_prefix|libdir|includedir)=/usr#\\1=$P#" {} +
