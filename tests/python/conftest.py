@@ -66,6 +66,17 @@ def lumen_bin():
     return str(LUMEN_BIN)
 
 
+def auto_device(devices):
+    """The index device `auto` picks from `devices` (lumen.devices() or `lumen info --json`'s
+    list, in lumen's order), as docs/devices.md states it: a discrete GPU, else an integrated
+    one, else the CPU (index 0); never a software device. On a GPU machine that is not the CPU."""
+    for kind in ("discrete", "integrated"):
+        for i, d in enumerate(devices):
+            if d["kind"] == kind:
+                return d.get("index", i)
+    return 0
+
+
 def run_cli(binary, *args, timeout=120, env=None):
     """Runs `lumen ARGS`; returns the CompletedProcess (text mode, never raises on status)."""
     full_env = dict(os.environ)

@@ -165,6 +165,8 @@ class FakeDevice:
                          ids=["cuda0", "cuda1", "rocm", "opencl"])
 @pytest.mark.parametrize("role", ["src", "out"])
 def test_other_device_refused(role, dev, name):
+    if dev[0] == 2 and any(d["spec"] == name for d in lumen.devices()):
+        pytest.skip(f"lumen has {name} here: arrays there are taken, not refused")
     fake = FakeDevice(*dev)
     src = np_image()
     with pytest.raises(ValueError) as e:

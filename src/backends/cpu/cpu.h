@@ -105,5 +105,9 @@ double lumen_cpu_cost(lumen_context *ctx, const lumen_op *op);
 /* The CPU as a device (cpu_device.c): one, named by /proc/cpuinfo, with the system's memory. */
 int lumen_cpu_device_count(void);
 lumen_status lumen_cpu_device_info(int i, lumen_device_info *info);
+/* Whether a buffer of `bytes` could ever be resident: at most RAM + swap. Where the kernel
+ * overcommits (vm.overcommit_memory = 1), malloc grants any size and the first touches of a
+ * buffer beyond that end in the OOM killer, so the caller reports out-of-memory instead. */
+bool lumen_cpu_fits_in_memory(uint64_t bytes);
 
 #endif

@@ -38,6 +38,13 @@ static uint64_t mem_available(void)
     return (uint64_t)kib * 1024;
 }
 
+bool lumen_cpu_fits_in_memory(uint64_t bytes)
+{
+    struct sysinfo si;
+    if (sysinfo(&si) != 0) return true; /* unknown: leave it to malloc */
+    return bytes / si.mem_unit <= (uint64_t)si.totalram + si.totalswap;
+}
+
 lumen_status lumen_cpu_device_info(int i, lumen_device_info *info)
 {
     if (i != 0) return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "device: no CPU device %d", i);

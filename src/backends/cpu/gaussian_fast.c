@@ -181,7 +181,8 @@ typedef struct gf_plan {
  */
 static float *alloc_floats(int64_t n)
 {
-    return aligned_alloc(64, (sizeof(float) * (size_t)(n > 0 ? n : 1) + 63) / 64 * 64);
+    const size_t bytes = (sizeof(float) * (size_t)(n > 0 ? n : 1) + 63) / 64 * 64;
+    return lumen_cpu_fits_in_memory(bytes) ? aligned_alloc(64, bytes) : NULL;
 }
 
 static bool interleaved(const lumen_image *im)
