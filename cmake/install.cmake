@@ -42,6 +42,23 @@ foreach(kind LIBDIR INCLUDEDIR)
 endforeach()
 # What liblumen.a needs on a static link line, in the order the linker wants them.
 set(LUMEN_PC_LIBS_PRIVATE ${OpenMP_C_FLAGS})
+# The libraries' folders first, where the linker does not look by itself: dependencies in a
+# prefix of their own (a user's, Homebrew's, conda's, scripts/gpu-check.sh's carried packages).
+set(LUMEN_PC_LIB_DIRS ${FFTW3F_LIBRARY_DIRS} ${WEBP_LIBRARY_DIRS})
+foreach(path ${LUMEN_FFTW3F_OMP_LIBRARY} ${PNG_LIBRARIES} ${JPEG_LIBRARIES} ${TIFF_LIBRARIES}
+        ${OPENEXR_CORE_LIBRARY})
+  if(IS_ABSOLUTE "${path}")
+    get_filename_component(dir "${path}" DIRECTORY)
+    list(APPEND LUMEN_PC_LIB_DIRS "${dir}")
+  endif()
+endforeach()
+list(REMOVE_DUPLICATES LUMEN_PC_LIB_DIRS)
+if(LUMEN_PC_LIB_DIRS AND CMAKE_C_IMPLICIT_LINK_DIRECTORIES)
+  list(REMOVE_ITEM LUMEN_PC_LIB_DIRS ${CMAKE_C_IMPLICIT_LINK_DIRECTORIES})
+endif()
+foreach(dir ${LUMEN_PC_LIB_DIRS})
+  string(APPEND LUMEN_PC_LIBS_PRIVATE " -L${dir}")
+endforeach()
 get_filename_component(LUMEN_EXR_CORE_NAME ${OPENEXR_CORE_LIBRARY} NAME_WE)
 string(REGEX REPLACE "^lib" "" LUMEN_EXR_CORE_NAME ${LUMEN_EXR_CORE_NAME})
 set(LUMEN_PC_FFTW_OMP)
