@@ -298,9 +298,10 @@ def lumen_log_info(lumen):
 
 def module_files(lumen):
     """liblumen_*.so files where lumen looks for modules (next to the extension, build tree)."""
-    dirs = [Path(lumen.__file__).resolve().parent]
+    pkg = Path(lumen.__file__).resolve().parent
+    dirs = [pkg / "lumen-modules", pkg]  # docs/devices.md: lumen-modules/ beside it, or beside
     for b in ("build-gpu", "build"):
-        dirs.append(REPO / b / "modules")
+        dirs.append(REPO / b / "lumen-modules")
     for p in os.environ.get("LUMEN_MODULE_PATH", "").split(":"):
         if p:
             dirs.append(Path(p))
@@ -344,12 +345,13 @@ def nvcc_version():
 
 
 def git_commit():
-    """HEAD and whether the tree differs; $GPU_CHECK_COMMIT where the copy has no .git (the
-    run tool sends the working tree, not the repository)."""
+    """$GPU_CHECK_COMMIT when set, else HEAD and whether the tree differs."""
+    given = os.environ.get("GPU_CHECK_COMMIT")
+    if given:  # the caller knows: the copy's .git, where one travels, can be an older one
+        return f"{given} (as given by GPU_CHECK_COMMIT)"
     rev = run_cmd(["git", "-C", str(REPO), "rev-parse", "--short=12", "HEAD"])
     if not rev:
-        given = os.environ.get("GPU_CHECK_COMMIT")
-        return f"{given} (as given by GPU_CHECK_COMMIT)" if given else "unknown (no git checkout)"
+        return "unknown (no git checkout)"
     dirty = run_cmd(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"])
     untracked = run_cmd(["git", "-C", str(REPO), "status", "--porcelain"])
     note = " + uncommitted changes" if dirty else (" + untracked files" if untracked else "")

@@ -37,7 +37,7 @@
 #   GPU_CHECK_QUICK=1      bench --quick; GPU_CHECK_BENCH_ARGS="..." more bench arguments
 #   GPU_CHECK_PYTEST="..." test files for step 9 (default above)
 #   GPU_CHECK_SKIP="..."   steps to leave out, by key: ctest-cuda ctest-rest pytest bench vulkan
-#   GPU_CHECK_COMMIT=REV   the commit the page names (the run tool's copy has no .git)
+#   GPU_CHECK_COMMIT=REV   the commit the page names (the run tool's copy of .git may be stale)
 set -u
 set -o pipefail
 cd "$(dirname "$0")/.." || exit 1
