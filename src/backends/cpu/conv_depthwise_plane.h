@@ -104,6 +104,57 @@ static inline void dw_row_direct(float *restrict out, const float *const *rows, 
     }
 }
 
+#ifdef LUMEN_DW_VL
+/*
+ * The whole-vector path (AVX2, AVX-512: the ISA file defines dw_colblock, LUMEN_DW_VL lanes, and
+ * LUMEN_DW_G rows per group): stride 1 over dense x and y rows. Each output row is whole
+ * vectors, the edge ones masked, with the bias added before the one store: no scalar edge
+ * outputs, no second pass over the row. With stride_h = dilation_h = 1, G consecutive output
+ * rows are done together, so each input row is loaded once for the (up to R) outputs it feeds
+ * rather than once per output row. Output rows [oy0, oy0 + G).
+ */
+static inline __attribute__((always_inline)) void dw_group(const lumen_dw_plane *pl, int64_t oy0,
+                                                           int G, int64_t R, int64_t S)
+{
+    const lumen_image *x = pl->job->x, *y = pl->job->y;
+    const lumen_conv2d_params *p = &pl->job->p;
+    const float *in[LUMEN_DW_MAX_R + LUMEN_DW_G];
+    float *outs[LUMEN_DW_G];
+    /* G = 1: the R taps' rows at any stride and dilation; G > 1: rows oy0 - pad_h + i */
+    const int64_t nin = G == 1 ? R : G + R - 1;
+    for (int64_t i = 0; i < nin; i++) {
+        const int64_t iy = G == 1 ? oy0 * p->stride_h - p->pad_h + i * p->dilation_h
+                                  : oy0 - p->pad_h + i;
+        in[i] = iy >= 0 && iy < x->h ? pl->xp + iy * x->stride_h : NULL;
+    }
+    for (int o = 0; o < G; o++)
+        outs[o] = pl->yp + (oy0 + o) * y->stride_h;
+    const int64_t Q = y->w, W = x->w, dw = p->dilation_w, reach = (S - 1) * dw;
+    for (int64_t q0 = 0; q0 < Q; q0 += LUMEN_DW_VL) {
+        const int64_t c0 = q0 - p->pad_w;
+        if (c0 < 0 || c0 + LUMEN_DW_VL - 1 + reach >= W || q0 + LUMEN_DW_VL > Q)
+            dw_colblock(outs, G, in, nin, pl->w, R, S, dw, q0, c0, W, pl->bias, true, Q - q0);
+        else
+            dw_colblock(outs, G, in, nin, pl->w, R, S, dw, q0, c0, W, pl->bias, false,
+                        LUMEN_DW_VL);
+    }
+}
+
+/* The plane in groups of G rows where the rows may share inputs, the rest one by one. */
+static inline __attribute__((always_inline)) void dw_plane_vec(const lumen_dw_plane *pl, int64_t R,
+                                                               int64_t S)
+{
+    const lumen_conv2d_params *p = &pl->job->p;
+    const int64_t P = pl->job->y->h;
+    int64_t oy = 0;
+    if (p->stride_h == 1 && p->dilation_h == 1)
+        for (; oy + LUMEN_DW_G <= P; oy += LUMEN_DW_G)
+            dw_group(pl, oy, LUMEN_DW_G, R, S);
+    for (; oy < P; oy++)
+        dw_group(pl, oy, 1, R, S);
+}
+#endif
+
 void LUMEN_DW_PLANE_FN(const lumen_dw_plane *pl, float *restrict pad, float *restrict acc)
 {
     const lumen_conv_job *job = pl->job;
@@ -112,6 +163,16 @@ void LUMEN_DW_PLANE_FN(const lumen_dw_plane *pl, float *restrict pad, float *res
     const int64_t R = pl->R, S = pl->S, Q = y->w, padded = pl->padded;
     /* stride 1 over dense rows: the taps read x itself, no copy of the plane */
     const bool direct = p->stride_w == 1 && x->stride_w == 1;
+#ifdef LUMEN_DW_VL
+    if (direct && y->stride_w == 1) {
+        /* 3x3 (the common case) with its loops unrolled and its taps in registers */
+        if (R == 3 && S == 3)
+            dw_plane_vec(pl, 3, 3);
+        else
+            dw_plane_vec(pl, R, S);
+        return;
+    }
+#endif
     if (!direct) dw_pad_plane(x, pl->xp, p->pad_w, padded, pad);
     for (int64_t oy = 0; oy < y->h; oy++) {
         float *yr = pl->yp + oy * y->stride_h;
