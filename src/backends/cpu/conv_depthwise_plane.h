@@ -126,8 +126,8 @@ static inline __attribute__((always_inline)) void dw_group(const lumen_dw_plane 
     /* G = 1: the R taps' rows at any stride and dilation; G > 1: rows oy0 - pad_h + i */
     const int64_t nin = G == 1 ? R : G + R - 1;
     for (int64_t i = 0; i < nin; i++) {
-        const int64_t iy = G == 1 ? oy0 * p->stride_h - p->pad_h + i * p->dilation_h
-                                  : oy0 - p->pad_h + i;
+        const int64_t iy =
+            G == 1 ? oy0 * p->stride_h - p->pad_h + i * p->dilation_h : oy0 - p->pad_h + i;
         in[i] = iy >= 0 && iy < x->h ? pl->xp + iy * x->stride_h : NULL;
     }
     for (int o = 0; o < G; o++)
@@ -158,8 +158,7 @@ static inline __attribute__((always_inline)) void dw_group(const lumen_dw_plane 
         if (c0 < 0 || c0 + LUMEN_DW_VL - 1 + reach >= W || q0 + LUMEN_DW_VL > Q)
             dw_colblock(outs, G, in, nin, pl->w, R, S, dw, q0, c0, W, pl->bias, true, Q - q0);
         else
-            dw_colblock(outs, G, in, nin, pl->w, R, S, dw, q0, c0, W, pl->bias, false,
-                        LUMEN_DW_VL);
+            dw_colblock(outs, G, in, nin, pl->w, R, S, dw, q0, c0, W, pl->bias, false, LUMEN_DW_VL);
     }
 }
 
