@@ -4,12 +4,14 @@
  * of a stride-1 row, each summed over every tap in registers, in tap order: out[q + j] =
  * sum_r,s w[r*S + s] * rows[r][q + j + s*dw], j < 16, q = q[0..3]; four independent chains
  * measured 8-16% faster than one block at a time on dw_128x56x56_k3, AVX-512, 2-core Zen 4),
- * then include this file. Stride 1 over dense rows (x's stride_w 1) reads x itself: the
- * outputs whose taps all lie inside the row in blocks, the few at the padded edges one by one
- * (25-30% faster than copying the plane first, with the blocks above, on dw_128x56x56_k3).
- * Otherwise the input plane is first copied, zero-padded in width, into the thread's scratch:
- * the taps then read it with no border branches, and each input row is copied once rather
- * than once per output row that uses it. Rows outside x are skipped.
+ * then include this file. AVX2 and AVX-512 also define dw_colblock and LUMEN_DW_VL: stride 1
+ * over dense x and y rows then takes the whole-vector path (dw_plane_vec below: row groups,
+ * masked edges, bias in registers). Otherwise stride 1 over dense rows (x's stride_w 1) reads
+ * x itself: the outputs whose taps all lie inside the row in blocks, the few at the padded
+ * edges one by one (25-30% faster than copying the plane first, with the blocks above, on
+ * dw_128x56x56_k3). Otherwise the input plane is first copied, zero-padded in width, into the
+ * thread's scratch: the taps then read it with no border branches, and each input row is copied
+ * once rather than once per output row that uses it. Rows outside x are skipped.
  * Accumulation is f32 in tap order (r, s), then the bias is added.
  */
 #include "conv.h"
@@ -136,9 +138,9 @@ static inline __attribute__((always_inline)) void dw_group(const lumen_dw_plane 
         /* Prefetch the G input rows the next group reads first (past the plane: the next
          * channel's, the plane this thread most likely does next), and for writing the output
          * rows two groups ahead (their lines are read for ownership before the stores). Under
-         * a busy memory system these pay most: 1.7x over none on dw_128x56x56_k3, 1 thread,
-         * vs 1.4x with the output ones alone (Zen 5, conv_ab.py --clock thread). Hints only:
-         * addresses past x or y are never dereferenced. */
+         * a busy memory system these pay most: 1.7x the old kernel on dw_128x56x56_k3, 1
+         * thread, against 1.4x with the output rows' alone (Zen 5, conv_ab.py --clock thread,
+         * docs/benchmarks.md). Hints only: addresses past x or y are never dereferenced. */
         for (int64_t i = nin; i < nin + G; i++) {
             const int64_t iy = oy0 - p->pad_h + i;
             const float *row = iy < x->h ? pl->xp + iy * x->stride_h
