@@ -43,6 +43,15 @@ dw_colblock(float *const *outs, int G, const float *const *in, int64_t nin, cons
 #pragma GCC unroll 4
     for (int o = 0; o < LUMEN_DW_G; o++)
         a[o] = _mm256_setzero_ps();
+    /* lanes j with 0 <= c + j < W per tap column s: the same for every input row */
+    __m256i km[LUMEN_DW_MAX_S];
+    if (edge)
+#pragma GCC unroll 8
+        for (int64_t s = 0; s < S; s++) {
+            const __m256i cj = _mm256_add_epi32(lane, _mm256_set1_epi32((int)(c0 + s * dw)));
+            km[s] = _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_setzero_si256(), cj),
+                                        _mm256_cmpgt_epi32(_mm256_set1_epi32((int)W), cj));
+        }
 #pragma GCC unroll 8
     for (int64_t i = 0; i < nin; i++) {
         if (!in[i]) continue;
@@ -52,10 +61,7 @@ dw_colblock(float *const *outs, int G, const float *const *in, int64_t nin, cons
             __m256i k = _mm256_set1_epi32(-1);
             __m256 v;
             if (edge) {
-                /* lanes j with 0 <= c + j < W */
-                const __m256i cj = _mm256_add_epi32(lane, _mm256_set1_epi32((int)c));
-                k = _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_setzero_si256(), cj),
-                                        _mm256_cmpgt_epi32(_mm256_set1_epi32((int)W), cj));
+                k = km[s];
                 v = _mm256_maskload_ps(in[i] + c, k);
             } else {
                 v = _mm256_loadu_ps(in[i] + c);

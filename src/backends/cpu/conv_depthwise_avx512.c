@@ -45,6 +45,15 @@ dw_colblock(float *const *outs, int G, const float *const *in, int64_t nin, cons
 #pragma GCC unroll 4
     for (int o = 0; o < LUMEN_DW_G; o++)
         a[o] = _mm512_setzero_ps();
+    /* the columns inside x per tap column s: the same for every input row */
+    __mmask16 km[LUMEN_DW_MAX_S];
+    if (edge)
+#pragma GCC unroll 8
+        for (int64_t s = 0; s < S; s++) {
+            const int64_t c = c0 + s * dw;
+            const int64_t lo = c < 0 ? -c : 0, hi = W - c < 16 ? W - c : 16;
+            km[s] = hi > lo ? (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u)) : 0;
+        }
 #pragma GCC unroll 8
     for (int64_t i = 0; i < nin; i++) {
         if (!in[i]) continue;
@@ -54,8 +63,7 @@ dw_colblock(float *const *outs, int G, const float *const *in, int64_t nin, cons
             __mmask16 k = 0xffff;
             __m512 v;
             if (edge) {
-                const int64_t lo = c < 0 ? -c : 0, hi = W - c < 16 ? W - c : 16;
-                k = hi > lo ? (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u)) : 0;
+                k = km[s];
                 v = _mm512_maskz_loadu_ps(k, in[i] + c);
             } else {
                 v = _mm512_loadu_ps(in[i] + c);
