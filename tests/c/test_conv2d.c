@@ -755,28 +755,89 @@ static void test_conv2d_grid_every_isa(void **state)
 /* Depthwise planes wide enough for the 16-output blocks read straight from x's rows (stride 1,
  * dense rows) beside the edge outputs, with padding and dilation, on every ISA; flipped and
  * strided x take the padded-copy path. K = 2C: multiplier 2. */
+static const shape dw_cases[] = {
+    {2, 3, 7, 37, 6, 3, 3, 1, 1, 1, 1, 1, 1, 3, 0, 0}, /* interior 35: blocks + edges */
+    {1, 4, 6, 40, 8, 3, 5, 1, 1, 1, 2, 1, 2, 4, 0, 0}, /* dilation 2: interior 32 */
+    {1, 2, 5, 21, 4, 1, 5, 1, 1, 0, 3, 1, 1, 2, 0, 0}, /* interior 17: one block, overlap */
+    {1, 2, 5, 50, 4, 3, 3, 2, 2, 1, 1, 1, 1, 2, 0, 0}, /* stride 2: padded copy */
+    /* the whole-vector rows (AVX2, AVX-512): groups of 4 rows and the rows left over, masked
+     * edges, a row narrower than a vector, outputs with no tap inside x (pad 4 > reach 2),
+     * rows one at a time (stride_h 2, dilation_h 2), R x S other than 3x3 */
+    {1, 3, 9, 5, 3, 3, 3, 1, 1, 1, 1, 1, 1, 3, 0, 0},
+    {2, 2, 11, 29, 2, 5, 3, 1, 1, 2, 4, 1, 1, 2, 0, 0},
+    {1, 2, 10, 33, 4, 3, 3, 2, 1, 1, 1, 2, 1, 2, 0, 0},
+    {1, 2, 7, 40, 2, 7, 1, 1, 1, 3, 0, 1, 1, 2, 0, 0},
+    {1, 2, 13, 58, 2, 3, 3, 1, 1, 1, 1, 1, 1, 2, 0, 0},
+};
+
 static void test_depthwise_wide(void **state)
 {
     (void)state;
-    const shape cases[] = {
-        {2, 3, 7, 37, 6, 3, 3, 1, 1, 1, 1, 1, 1, 3, 0, 0}, /* interior 35: blocks + edges */
-        {1, 4, 6, 40, 8, 3, 5, 1, 1, 1, 2, 1, 2, 4, 0, 0}, /* dilation 2: interior 32 */
-        {1, 2, 5, 21, 4, 1, 5, 1, 1, 0, 3, 1, 1, 2, 0, 0}, /* interior 17: one block, overlap */
-        {1, 2, 5, 50, 4, 3, 3, 2, 2, 1, 1, 1, 1, 2, 0, 0}, /* stride 2: padded copy */
-    };
+    const shape *cases = dw_cases;
+    const int ncases = TS_COUNT(dw_cases);
     static const ts_layout lx[] = {TS_PLANAR, TS_STRIDED, TS_FLIPPED};
     int ran = 0;
     for (int i = 0; i < TS_COUNT(isa_cases); i++) {
         if (!cpu_has(isa_cases[i].feature)) continue;
         setenv("LUMEN_CPU_ISA", isa_cases[i].env, 1);
         lumen_context *ctx = make_ctx(2);
-        for (int c = 0; c < TS_COUNT(cases); c++)
+        for (int c = 0; c < ncases; c++)
             for (int l = 0; l < 3; l++, ran++)
                 run_case(ctx, FWD, &cases[c], lx[l], TS_PLANAR, (c + l) % 2, 300u + (uint64_t)ran);
         lumen_context_destroy(ctx);
         unsetenv("LUMEN_CPU_ISA");
     }
     assert_true(ran >= 12);
+}
+
+/* y of the depthwise cases under the AVX2 and the AVX-512 caps, bit for bit: both sum each
+ * output in tap order with one FMA per tap, masked edges skipping the taps outside x. */
+static void dw_run_isa(const char *env, const shape *sp, const ts_image *x, const ts_image *w,
+                       const float *bias, ts_image *y)
+{
+    setenv("LUMEN_CPU_ISA", env, 1);
+    lumen_context *ctx = make_ctx(2);
+    const lumen_conv2d_params p = params_of(sp);
+    lumen_run_info info = {0};
+    assert_int_equal(lumen_conv2d(ctx, &x->v, &w->v, bias, &p, &y->v, &info), LUMEN_OK);
+    assert_string_equal(info.algo, "depthwise");
+    lumen_context_destroy(ctx);
+    unsetenv("LUMEN_CPU_ISA");
+}
+
+static void test_depthwise_same_bits_avx2_avx512(void **state)
+{
+    (void)state;
+    if (!cpu_has("avx2") || !cpu_has("avx512f")) skip();
+    for (int c = 0; c < TS_COUNT(dw_cases); c++) {
+        const shape *sp = &dw_cases[c];
+        int64_t oh, ow;
+        out_hw(FWD, sp, &oh, &ow);
+        ts_image x, w, y2, y5;
+        ts_image_alloc(&x, TS_PLANAR, LUMEN_F32, sp->n, sp->c, sp->h, sp->w);
+        ts_image_alloc(&w, TS_PLANAR, LUMEN_F32, sp->k, 1, sp->r, sp->s);
+        ts_image_alloc(&y2, TS_PLANAR, LUMEN_F32, sp->n, sp->k, oh, ow);
+        ts_image_alloc(&y5, TS_PLANAR, LUMEN_F32, sp->n, sp->k, oh, ow);
+        fill_uniform(&x.v, 500u + (uint64_t)c), fill_uniform(&w.v, 600u + (uint64_t)c);
+        float bias[64];
+        for (int i = 0; i < sp->k; i++)
+            bias[i] = (float)(0.125 * (i % 5) - 0.25);
+        dw_run_isa("avx2", sp, &x, &w, bias, &y2);
+        dw_run_isa("avx512", sp, &x, &w, bias, &y5);
+        for (int64_t n = 0; n < sp->n; n++)
+            for (int64_t k = 0; k < sp->k; k++)
+                for (int64_t i = 0; i < oh; i++)
+                    for (int64_t j = 0; j < ow; j++) {
+                        const float u = (float)ts_get(&y2.v, n, k, i, j),
+                                    v = (float)ts_get(&y5.v, n, k, i, j);
+                        if (memcmp(&u, &v, sizeof u))
+                            fail_msg("depthwise case %d: y[%lld,%lld,%lld,%lld] avx2 %.9g, "
+                                     "avx512 %.9g",
+                                     c, (long long)n, (long long)k, (long long)i, (long long)j, u,
+                                     v);
+                    }
+        ts_image_free(&x), ts_image_free(&w), ts_image_free(&y2), ts_image_free(&y5);
+    }
 }
 
 /* All-positive data and long reductions (1x1 over C = 512, 3x3 over C = 128: 512 and 1152
@@ -843,6 +904,7 @@ int main(void)
         cmocka_unit_test(test_conv2d_grid_every_isa),
         cmocka_unit_test(test_conv2d_positive_long_sums),
         cmocka_unit_test(test_depthwise_wide),
+        cmocka_unit_test(test_depthwise_same_bits_avx2_avx512),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

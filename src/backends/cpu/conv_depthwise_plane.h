@@ -4,17 +4,22 @@
  * of a stride-1 row, each summed over every tap in registers, in tap order: out[q + j] =
  * sum_r,s w[r*S + s] * rows[r][q + j + s*dw], j < 16, q = q[0..3]; four independent chains
  * measured 8-16% faster than one block at a time on dw_128x56x56_k3, AVX-512, 2-core Zen 4),
- * then include this file. Stride 1 over dense rows (x's stride_w 1) reads x itself: the
- * outputs whose taps all lie inside the row in blocks, the few at the padded edges one by one
- * (25-30% faster than copying the plane first, with the blocks above, on dw_128x56x56_k3).
- * Otherwise the input plane is first copied, zero-padded in width, into the thread's scratch:
- * the taps then read it with no border branches, and each input row is copied once rather
- * than once per output row that uses it. Rows outside x are skipped.
+ * then include this file. AVX2 and AVX-512 also define dw_colblock and LUMEN_DW_VL: stride 1
+ * over dense x and y rows then takes the whole-vector path (dw_plane_vec below: row groups,
+ * masked edges, bias in registers). Otherwise stride 1 over dense rows (x's stride_w 1) reads
+ * x itself: the outputs whose taps all lie inside the row in blocks, the few at the padded
+ * edges one by one (25-30% faster than copying the plane first, with the blocks above, on
+ * dw_128x56x56_k3). Otherwise the input plane is first copied, zero-padded in width, into the
+ * thread's scratch: the taps then read it with no border branches, and each input row is copied
+ * once rather than once per output row that uses it. Rows outside x are skipped.
  * Accumulation is f32 in tap order (r, s), then the bias is added.
  */
 #include "conv.h"
 
 #include <string.h>
+#ifdef LUMEN_DW_VL
+#include <immintrin.h>
+#endif
 
 /* acc[0 .. Q) += w * src[q * sw]. */
 static inline void dw_axpy(float *restrict acc, const float *restrict src, float w, int64_t Q,
@@ -104,6 +109,76 @@ static inline void dw_row_direct(float *restrict out, const float *const *rows, 
     }
 }
 
+#ifdef LUMEN_DW_VL
+/*
+ * The whole-vector path (AVX2, AVX-512: the ISA file defines dw_colblock, LUMEN_DW_VL lanes),
+ * stride 1 over dense x and y rows. Each output row is whole vectors, the edge ones masked, with
+ * the bias added before the one store: no scalar edge outputs, no second pass over the row.
+ * With stride_h = dilation_h = 1, LUMEN_DW_G consecutive output rows are done together, so each
+ * input row is loaded once for the (up to R) outputs it feeds rather than once per output row.
+ * Output rows [oy0, oy0 + G).
+ */
+static inline __attribute__((always_inline)) void dw_group(const lumen_dw_plane *pl, int64_t oy0,
+                                                           int G, int64_t R, int64_t S)
+{
+    const lumen_image *x = pl->job->x, *y = pl->job->y;
+    const lumen_conv2d_params *p = &pl->job->p;
+    const float *in[LUMEN_DW_MAX_R + LUMEN_DW_G];
+    float *outs[LUMEN_DW_G];
+    /* G = 1: the R taps' rows at any stride and dilation; G > 1: rows oy0 - pad_h + i */
+    const int64_t nin = G == 1 ? R : G + R - 1;
+    for (int64_t i = 0; i < nin; i++) {
+        const int64_t iy =
+            G == 1 ? oy0 * p->stride_h - p->pad_h + i * p->dilation_h : oy0 - p->pad_h + i;
+        in[i] = iy >= 0 && iy < x->h ? pl->xp + iy * x->stride_h : NULL;
+    }
+    for (int o = 0; o < G; o++)
+        outs[o] = pl->yp + (oy0 + o) * y->stride_h;
+    if (G > 1) {
+        /* Prefetch the G input rows the next group reads first (past the plane: the next
+         * channel's, the plane this thread most likely does next), and for writing the output
+         * rows two groups ahead (their lines are read for ownership before the stores). Under
+         * a busy memory system these pay most: 1.7x the old kernel on dw_128x56x56_k3, 1
+         * thread, against 1.4x with the output rows' alone (Zen 5, conv_ab.py --clock thread,
+         * docs/benchmarks.md). Hints only: addresses past x or y are never dereferenced. */
+        for (int64_t i = nin; i < nin + G; i++) {
+            const int64_t iy = oy0 - p->pad_h + i;
+            const float *row = iy < x->h ? pl->xp + iy * x->stride_h
+                                         : pl->xp + x->stride_c + (iy - x->h) * x->stride_h;
+            for (int64_t c = 0; c < x->w; c += 16)
+                _mm_prefetch((const char *)(row + c), _MM_HINT_T0);
+        }
+        for (int64_t o = 2 * G; o < 3 * G; o++) {
+            const float *row = pl->yp + (oy0 + o) * y->stride_h;
+            for (int64_t c = 0; c < y->w; c += 16)
+                _mm_prefetch((const char *)(row + c), _MM_HINT_ET0);
+        }
+    }
+    const int64_t Q = y->w, W = x->w, dw = p->dilation_w, reach = (S - 1) * dw;
+    for (int64_t q0 = 0; q0 < Q; q0 += LUMEN_DW_VL) {
+        const int64_t c0 = q0 - p->pad_w;
+        if (c0 < 0 || c0 + LUMEN_DW_VL - 1 + reach >= W || q0 + LUMEN_DW_VL > Q)
+            dw_colblock(outs, G, in, nin, pl->w, R, S, dw, q0, c0, W, pl->bias, true, Q - q0);
+        else
+            dw_colblock(outs, G, in, nin, pl->w, R, S, dw, q0, c0, W, pl->bias, false, LUMEN_DW_VL);
+    }
+}
+
+/* The plane in groups of LUMEN_DW_G rows where the rows may share inputs, the rest one by one. */
+static inline __attribute__((always_inline)) void dw_plane_vec(const lumen_dw_plane *pl, int64_t R,
+                                                               int64_t S)
+{
+    const lumen_conv2d_params *p = &pl->job->p;
+    const int64_t P = pl->job->y->h;
+    int64_t oy = 0;
+    if (p->stride_h == 1 && p->dilation_h == 1)
+        for (; oy + LUMEN_DW_G <= P; oy += LUMEN_DW_G)
+            dw_group(pl, oy, LUMEN_DW_G, R, S);
+    for (; oy < P; oy++)
+        dw_group(pl, oy, 1, R, S);
+}
+#endif
+
 void LUMEN_DW_PLANE_FN(const lumen_dw_plane *pl, float *restrict pad, float *restrict acc)
 {
     const lumen_conv_job *job = pl->job;
@@ -112,6 +187,16 @@ void LUMEN_DW_PLANE_FN(const lumen_dw_plane *pl, float *restrict pad, float *res
     const int64_t R = pl->R, S = pl->S, Q = y->w, padded = pl->padded;
     /* stride 1 over dense rows: the taps read x itself, no copy of the plane */
     const bool direct = p->stride_w == 1 && x->stride_w == 1;
+#ifdef LUMEN_DW_VL
+    if (direct && y->stride_w == 1) {
+        /* 3x3 (the common case) with its loops unrolled and its taps in registers */
+        if (R == 3 && S == 3)
+            dw_plane_vec(pl, 3, 3);
+        else
+            dw_plane_vec(pl, R, S);
+        return;
+    }
+#endif
     if (!direct) dw_pad_plane(x, pl->xp, p->pad_w, padded, pad);
     for (int64_t oy = 0; oy < y->h; oy++) {
         float *yr = pl->yp + oy * y->stride_h;
