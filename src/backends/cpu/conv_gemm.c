@@ -202,8 +202,9 @@ static void pack_b(const gemm_plan *pl, const gemm_ws *ws, int64_t nruns, int64_
                 __builtin_prefetch(ahead + tp->lo * step);
                 __builtin_prefetch(ahead + (tp->hi - 1) * step);
             }
-            if (tp->len == 32 && tp->hi == 32 && tp->lo == 0 && step == 1) {
-                memcpy(d, src, 32 * sizeof(float)); /* a whole sliver row (flat 1x1) */
+            if (tp->len == nr && tp->hi == nr && tp->lo == 0 && step == 1 && nr % 16 == 0) {
+                for (int64_t u = 0; u < nr; u += 16) /* a whole sliver row (flat 1x1) */
+                    memcpy(d + u, src + u, 16 * sizeof(float));
                 continue;
             }
             int64_t t = 0;
@@ -303,11 +304,12 @@ static int64_t choose_items(int64_t slivers, int64_t per, int64_t groups, int th
     return min64(items, slivers);
 }
 
-/* Slivers per item. Flat convs pack a plain copy of x, whose cost is waiting on memory: items of
- * 24 slivers (the B block 256 x 768 floats, 768 KB in Zen 5's 1 MB L2) made pw_256x28x28_k1
- * 1.08x faster than 12 at one thread (Zen 5, AVX-512; 18, 36 and 49 were slower than 24). */
+/* Slivers per item, and columns per item of flat convs. Those pack a plain copy of x, whose cost
+ * is waiting on memory: items of 768 columns (24 slivers of 32; the B block 256 x 768 floats,
+ * 768 KB in Zen 5's 1 MB L2) made pw_256x28x28_k1 1.08x faster than 12 slivers at one thread
+ * (Zen 5, AVX-512; 18, 36 and 49 slivers were slower than 24). */
 #define ITEM_SLIVERS 12
-#define ITEM_SLIVERS_FLAT 24
+#define ITEM_COLUMNS_FLAT 768
 
 static size_t round64(size_t n)
 {
@@ -394,8 +396,8 @@ static gemm_plan *plan_create(const lumen_conv_job *job, const lumen_sgemm_kerne
     pl->panels = cdiv(pl->kg, pl->mr);
 
     pl->slivers = cdiv(pl->ncol, pl->nr);
-    pl->items =
-        choose_items(pl->slivers, pl->flat ? ITEM_SLIVERS_FLAT : ITEM_SLIVERS, pl->groups, threads);
+    pl->items = choose_items(pl->slivers, pl->flat ? ITEM_COLUMNS_FLAT / pl->nr : ITEM_SLIVERS,
+                             pl->groups, threads);
     pl->kc = cdiv(pl->crs, cdiv(pl->crs, LUMEN_GEMM_KC));
     pl->sl_max = cdiv(pl->slivers, pl->items);
     const int64_t cols_max = pl->sl_max * pl->nr;
