@@ -394,7 +394,6 @@ static gemm_plan *plan_create(const lumen_conv_job *job, const lumen_sgemm_kerne
                pl->pw == 0 && pl->P == pl->H && pl->Q == pl->W && pl->xs_w == 1 &&
                pl->xs_h == pl->W;
     pl->panels = cdiv(pl->kg, pl->mr);
-
     pl->slivers = cdiv(pl->ncol, pl->nr);
     pl->items = choose_items(pl->slivers, pl->flat ? ITEM_COLUMNS_FLAT / pl->nr : ITEM_SLIVERS,
                              pl->groups, threads);
