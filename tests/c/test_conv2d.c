@@ -291,6 +291,22 @@ static void test_standard_cases(void **state)
     }
 }
 
+/* 1x1 stride-1 convs pack x's planes as runs of whole slivers that cross output rows and images
+ * (conv_gemm.c's flat case): two reduction blocks (C = 300), items of many slivers, planes
+ * whose size is no multiple of the tile (41 x 40), images with a gap between them (batch) and
+ * y in a padded window (its rows are not contiguous: runs split again when storing). */
+static void test_flat_pointwise(void **state)
+{
+    (void)state;
+    const shape sp = {2, 300, 41, 40, 20, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, 0};
+    for (int t = 1; t <= 2; t++) {
+        lumen_context *ctx = make_ctx(t);
+        run_case(ctx, FWD, &sp, TS_PLANAR, TS_PLANAR, t == 1, 90u + t);
+        run_case(ctx, FWD, &sp, TS_BATCH, TS_STRIDED, t == 2, 92u + t);
+        lumen_context_destroy(ctx);
+    }
+}
+
 /* ---- the adjoint identity -------------------------------------------------
  * <conv(x), y> == <x, conv_transpose(y)> with the same w and params, no bias: checks the
  * transposed op against the forward one, independently of the oracle. The transposed call
@@ -895,6 +911,7 @@ int main(void)
         cmocka_unit_test(test_conv_transpose2d_grid),
         cmocka_unit_test(test_asymmetric),
         cmocka_unit_test(test_standard_cases),
+        cmocka_unit_test(test_flat_pointwise),
         cmocka_unit_test(test_adjoint),
         cmocka_unit_test_setup_teardown(test_errors_conv2d, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors_conv_transpose2d, setup, teardown),

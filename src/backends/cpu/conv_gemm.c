@@ -5,8 +5,9 @@
  * j = (b, oy, ox) of X_g holds the taps x[b, c, oy*sh - ph + r*dh, ox*sw - pw + s*dw] (zero
  * outside x) in row p = (c*R + r)*S + s. X_g is never formed: each thread packs the part it
  * needs straight from x into nr-wide slivers (the im2col is the GEMM's B packing, so a 1x1
- * stride-1 conv is a plain GEMM on x's rows). Batching all images into the columns keeps
- * small planes (7x7) from wasting tile columns.
+ * stride-1 conv is a plain GEMM on x's rows: there an image's columns are one contiguous span
+ * of each channel plane, packed as runs of whole slivers rather than of output rows). Batching
+ * all images into the columns keeps small planes (7x7) from wasting tile columns.
  *
  * The microkernel (mr x nr, chosen per shape among the context's ISA's tiles) and everything
  * derived from the shape -- blocking, item split, packed-weight and scratch buffers -- form a
@@ -51,6 +52,9 @@ typedef struct gemm_plan {
     int64_t slivers; /* nr-column slivers of Y per group */
     int64_t items;   /* column items per group */
     int64_t kc;      /* reduction block (the last may be shorter) */
+    bool flat;       /* 1x1, stride 1, unpadded, rows contiguous: an image's columns are one
+                        contiguous span of each channel plane (runs then end only at slivers
+                        and images) */
     int64_t sl_max;  /* most slivers in one item */
     lumen_sgemm_ukr_fn ukr;
     const char *isa;
@@ -129,14 +133,16 @@ static int64_t build_runs(const gemm_plan *pl, int64_t g, int64_t j0, int64_t j1
     for (int64_t j = j0; j < j1;) {
         const int64_t b = j / pl->PQ, rem = j % pl->PQ, oy = rem / pl->Q, ox = rem % pl->Q;
         const int64_t t = j - j0, t0 = t % nr;
-        const int64_t len = min64(min64(nr - t0, pl->Q - ox), j1 - j);
+        const int64_t len = min64(min64(nr - t0, pl->flat ? pl->PQ - rem : pl->Q - ox), j1 - j);
         col_run *ru = &ws->runs[n++];
         ru->sl = (int32_t)(t / nr), ru->t0 = (int32_t)t0, ru->len = (int32_t)len;
         ru->xoff = b * pl->xs_n + g * pl->cg * pl->xs_c;
         ru->iy0 = oy * pl->sh - pl->ph;
         ru->ix0 = ox * pl->sw - pl->pw;
-        for (int64_t u = 0; u < len; u++)
-            ws->coloff[t + u] = b * pl->ys_n + oy * pl->ys_h + (ox + u) * pl->ys_w;
+        for (int64_t u = 0, y = oy, q = ox; u < len; u++, q++) { /* flat runs span rows */
+            if (q == pl->Q) q = 0, y++;
+            ws->coloff[t + u] = b * pl->ys_n + y * pl->ys_h + q * pl->ys_w;
+        }
         j += len;
     }
     const int64_t cols = j1 - j0, nsl = cdiv(cols, nr);
@@ -161,6 +167,7 @@ static void build_taps(const gemm_plan *pl, const gemm_ws *ws, int64_t nruns, in
                 int64_t lo = ix >= 0 ? 0 : cdiv(-ix, pl->sw);
                 int64_t hi = ix >= pl->W ? 0 : cdiv(pl->W - ix, pl->sw);
                 if (iy < 0 || iy >= pl->H) lo = hi = len;
+                if (pl->flat) lo = 0, hi = len; /* the run continues on the next rows */
                 lo = min64(lo, len), hi = min64(hi, len);
                 if (hi < lo) hi = lo;
                 tp->src = ru->xoff + iy * pl->xs_h + ix * pl->xs_w;
@@ -194,6 +201,11 @@ static void pack_b(const gemm_plan *pl, const gemm_ws *ws, int64_t nruns, int64_
                 const float *ahead = src + PREFETCH_ROWS * pl->xs_c; /* a channel inside x */
                 __builtin_prefetch(ahead + tp->lo * step);
                 __builtin_prefetch(ahead + (tp->hi - 1) * step);
+            }
+            if (tp->len == nr && tp->hi == nr && tp->lo == 0 && step == 1 && nr % 16 == 0) {
+                for (int64_t u = 0; u < nr; u += 16) /* a whole sliver row (flat 1x1) */
+                    memcpy(d + u, src + u, 16 * sizeof(float));
+                continue;
             }
             int64_t t = 0;
             for (; t < tp->lo; t++)
@@ -281,16 +293,23 @@ static void run_item(const gemm_plan *pl, gemm_ws *ws, int64_t item)
     }
 }
 
-/* Items per group: about 12 slivers each, and a multiple of the threads when there is one
+/* Items per group: about `per` slivers each, and a multiple of the threads when there is one
  * group, so that the dynamic schedule ends evenly. */
-static int64_t choose_items(int64_t slivers, int64_t groups, int threads)
+static int64_t choose_items(int64_t slivers, int64_t per, int64_t groups, int threads)
 {
-    int64_t items = (slivers + 6) / 12;
+    int64_t items = (slivers + per / 2) / per;
     if (items < 1) items = 1;
     if (groups * items < 4 * (int64_t)threads) items = cdiv(4 * (int64_t)threads, groups);
     if (groups == 1) items = cdiv(items, threads) * threads;
     return min64(items, slivers);
 }
+
+/* Slivers per item, and columns per item of flat convs. Those pack a plain copy of x, whose cost
+ * is waiting on memory: items of 768 columns (24 slivers of 32; the B block 256 x 768 floats,
+ * 768 KB in Zen 5's 1 MB L2) made pw_256x28x28_k1 1.08x faster than 12 slivers at one thread
+ * (Zen 5, AVX-512; 18, 36 and 49 slivers were slower than 24). */
+#define ITEM_SLIVERS 12
+#define ITEM_COLUMNS_FLAT 768
 
 static size_t round64(size_t n)
 {
@@ -371,9 +390,13 @@ static gemm_plan *plan_create(const lumen_conv_job *job, const lumen_sgemm_kerne
         .isa = k->isa,
         .threads = threads,
     };
+    pl->flat = pl->R == 1 && pl->S == 1 && pl->sh == 1 && pl->sw == 1 && pl->ph == 0 &&
+               pl->pw == 0 && pl->P == pl->H && pl->Q == pl->W && pl->xs_w == 1 &&
+               pl->xs_h == pl->W;
     pl->panels = cdiv(pl->kg, pl->mr);
     pl->slivers = cdiv(pl->ncol, pl->nr);
-    pl->items = choose_items(pl->slivers, pl->groups, threads);
+    pl->items = choose_items(pl->slivers, pl->flat ? ITEM_COLUMNS_FLAT / pl->nr : ITEM_SLIVERS,
+                             pl->groups, threads);
     pl->kc = cdiv(pl->crs, cdiv(pl->crs, LUMEN_GEMM_KC));
     pl->sl_max = cdiv(pl->slivers, pl->items);
     const int64_t cols_max = pl->sl_max * pl->nr;
