@@ -5,6 +5,9 @@
  */
 #include "test_support.h"
 
+#include "backends/cpu/cpu.h"
+#include "internal.h"
+
 #include <stdlib.h>
 
 enum { H = 700, W = 900 };
@@ -150,12 +153,53 @@ static void test_other_queries(void **state)
     lumen_context_destroy(ctx);
 }
 
+/*
+ * Auto's FFT estimate leaves the kernel's transform out once the kernel ran another way in the
+ * context (a loop of calls would otherwise never reach the FFT, whose spectrum is cached only
+ * when it runs); a query alone changes nothing. Judged on the CPU's own estimate, so the
+ * machine's rates do not decide it.
+ */
+static void test_fft_estimate_after_a_run(void **state)
+{
+    (void)state;
+    lumen_context *ctx = context(2);
+    float *a = malloc(sizeof(float) * H * W), *b = malloc(sizeof(float) * H * W);
+    assert_non_null(a), assert_non_null(b);
+    for (int i = 0; i < H * W; i++)
+        a[i] = (float)(i % 89) / 89.0f;
+    float kx[61], ky[61];
+    ts_random_kernel(kx, 61, 5), ts_random_kernel(ky, 61, 6);
+    lumen_image src = view(a, LUMEN_F32), dst = view(b, LUMEN_F32);
+    const lumen_filter_job fft = {.src = &src, .dst = &dst, .taps = LUMEN_TAPS_SEPARABLE,
+                                  .border = LUMEN_BORDER_REFLECT, .kw = 61, .kh = 61,
+                                  .kx = kx, .ky = ky, .ax = 30, .ay = 30, .scale = 1.0f};
+    const lumen_op op = lumen_op_filter(LUMEN_OP_FILTER_FFT, &fft);
+    const double cold = lumen_cpu_cost(ctx, &op);
+    lumen_filter_options o = lumen_filter_options_default();
+    lumen_method m;
+    assert_int_equal(lumen_sep_filter2d_method(ctx, &src, &dst, kx, 61, ky, 61, &o, &m), LUMEN_OK);
+    assert_true(lumen_cpu_cost(ctx, &op) == cold); /* a query notes nothing */
+    o.method = LUMEN_METHOD_SEPARABLE;
+    assert_int_equal(lumen_sep_filter2d(ctx, &src, &dst, kx, 61, ky, 61, &o, NULL), LUMEN_OK);
+    const double warm = lumen_cpu_cost(ctx, &op);
+    assert_true(warm > 0 && warm < cold);
+    o.method = LUMEN_METHOD_FFT; /* once the spectrum is cached: the same estimate */
+    assert_int_equal(lumen_sep_filter2d(ctx, &src, &dst, kx, 61, ky, 61, &o, NULL), LUMEN_OK);
+    assert_true(lumen_cpu_cost(ctx, &op) == warm);
+    /* another kernel is still cold */
+    kx[3] += 0.5f;
+    assert_true(lumen_cpu_cost(ctx, &op) == cold);
+    free(a), free(b);
+    lumen_context_destroy(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_filter2d_query),
         cmocka_unit_test(test_other_queries),
         cmocka_unit_test(test_box_query_follows_the_call),
+        cmocka_unit_test(test_fft_estimate_after_a_run),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -172,10 +172,11 @@ double lumen_cpu_cost(lumen_context *ctx, const lumen_op *op)
     case LUMEN_METHOD_FFT: {
         /* A first call also transforms the kernel: one more tile's worth on one thread; for a
          * shared tile (often the whole image) its r2c alone on all threads, half a tile's work
-         * (t.work / t.tiles). */
+         * (t.work / t.tiles). Not for a kernel this context ran before another way: it repeats,
+         * and the transform is paid once (lumen_cpu_fft_note_kernel). */
         lumen_fft_tiling t = lumen_cpu_fft_tiling(job, ctx->threads);
         double cold = 0.0;
-        if (!lumen_cpu_fft_spectrum_cached(ctx, job, t))
+        if (!lumen_cpu_fft_spectrum_cached(ctx, job, t) && !lumen_cpu_fft_kernel_noted(ctx, job))
             cold = t.tile_threads > 1 ? 0.5 * t.work / (double)t.tiles
                                       : lumen_cpu_fft_tile_work(t.nh, t.nw);
         return (t.work + cold) / r.fft;

@@ -93,6 +93,10 @@ lumen_status lumen_cpu_fft_tiled(lumen_context *ctx, const lumen_filter_job *job
                                  lumen_fft_tiling t);
 /* Whether FFTW's OpenMP threads are linked (else tilings keep tile_threads 1). */
 bool lumen_cpu_fft_threads_linked(void);
+/* A kernel that ran another way (direct, separable) in this context: noted, so that auto's
+ * FFT estimate for it leaves the kernel's transform out from then on (fft_filter.c). */
+void lumen_cpu_fft_note_kernel(lumen_context *ctx, const lumen_filter_job *job);
+bool lumen_cpu_fft_kernel_noted(lumen_context *ctx, const lumen_filter_job *job);
 /* True when the kernel spectrum for tiling t is in the context's plan cache. */
 bool lumen_cpu_fft_spectrum_cached(lumen_context *ctx, const lumen_filter_job *job,
                                    lumen_fft_tiling t);

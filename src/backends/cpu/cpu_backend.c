@@ -29,8 +29,10 @@ static lumen_status run_filter(lumen_context *ctx, const lumen_op *op, lumen_run
     }
     info->isa = filter_isa(ctx);
     if (op->kind == LUMEN_OP_FILTER_FFT) return lumen_cpu_fft(ctx, job);
-    return job->taps == LUMEN_TAPS_SEPARABLE ? lumen_cpu_separable(ctx, job)
-                                             : lumen_cpu_direct(ctx, job);
+    lumen_status s = job->taps == LUMEN_TAPS_SEPARABLE ? lumen_cpu_separable(ctx, job)
+                                                       : lumen_cpu_direct(ctx, job);
+    if (s == LUMEN_OK) lumen_cpu_fft_note_kernel(ctx, job); /* auto's next FFT estimate */
+    return s;
 }
 
 static lumen_status cpu_run(lumen_context *ctx, const lumen_op *op, lumen_run_info *info)

@@ -418,6 +418,46 @@ bool lumen_cpu_fft_spectrum_cached(lumen_context *ctx, const lumen_filter_job *j
     return hit;
 }
 
+/*
+ * Kernels that ran another way. Auto adds a kernel's transform to the estimate of an FFT call
+ * whose spectrum is not cached (cost_model.c), which is right for one call; but the spectrum is
+ * cached only when the FFT runs, so a kernel that lost once lost on every later call too, and
+ * a loop of exact Gaussians sigma 50 stayed separable at 1.4x the FFT's time (Zen 5). A kernel
+ * this context already ran (direct or separable) is therefore taken as one that repeats: its
+ * transform is paid once and reused. The note is a marker in the plan cache, keyed like a
+ * spectrum ('N' first) on the kernel, the output's size and the threads, as the FFT job has
+ * them (the taps the FFT would take: the 2-D kernel where there is one).
+ */
+static void *noted_key(const lumen_filter_job *job, int threads, size_t *len)
+{
+    lumen_filter_job f = *job;
+    f.taps = job->kernel ? LUMEN_TAPS_2D : LUMEN_TAPS_SEPARABLE;
+    int *key = spectrum_key(&f, (int)job->dst->h, (int)job->dst->w, threads, len);
+    if (key) key[0] = 'N';
+    return key;
+}
+
+void lumen_cpu_fft_note_kernel(lumen_context *ctx, const lumen_filter_job *job)
+{
+    if ((int64_t)job->kw * job->kh < LUMEN_FFT_MIN_TAPS) return; /* auto never weighs the FFT */
+    size_t len;
+    void *key = noted_key(job, ctx->threads, &len);
+    if (key && !lumen_plan_cache_get(ctx->plans, key, len)) {
+        char *mark = malloc(1);
+        if (mark) lumen_plan_cache_put(ctx->plans, key, len, mark, free, 1);
+    }
+    free(key);
+}
+
+bool lumen_cpu_fft_kernel_noted(lumen_context *ctx, const lumen_filter_job *job)
+{
+    size_t len;
+    void *key = noted_key(job, ctx->threads, &len);
+    const bool hit = key && lumen_plan_cache_get(ctx->plans, key, len) != NULL;
+    free(key);
+    return hit;
+}
+
 static const fftwf_complex *get_spectrum(lumen_context *ctx, const fft_plans *fp,
                                          const lumen_filter_job *job, int nh, int nw)
 {
