@@ -25,14 +25,21 @@ static lumen_context *context(int threads)
     return ctx;
 }
 
+/* An H x W f32 source (a ramp modulo m) in *a and an H x W buffer in *b; free both. */
+static void buffers(float **a, float **b, int m)
+{
+    *a = malloc(sizeof(float) * H * W), *b = malloc(sizeof(float) * H * W);
+    assert_non_null(*a), assert_non_null(*b);
+    for (int i = 0; i < H * W; i++)
+        (*a)[i] = (float)(i % m) / (float)m;
+}
+
 /* The query on NULL-data views, then on the real views, then the call: one method. */
 static lumen_method filter2d_case(lumen_context *ctx, const float *k, int kw, int kh,
                                   lumen_method want, const char *what)
 {
-    float *a = malloc(sizeof(float) * H * W), *b = malloc(sizeof(float) * H * W);
-    assert_non_null(a), assert_non_null(b);
-    for (int i = 0; i < H * W; i++)
-        a[i] = (float)(i % 97) / 97.0f;
+    float *a, *b;
+    buffers(&a, &b, 97);
     lumen_image ns = view(NULL, LUMEN_F32), nd = view(NULL, LUMEN_U8);
     lumen_image src = view(a, LUMEN_F32), dst = view(b, LUMEN_F32);
     lumen_filter_options o = lumen_filter_options_default();
@@ -83,10 +90,8 @@ static void test_box_query_follows_the_call(void **state)
 {
     (void)state;
     lumen_context *ctx = context(2);
-    float *a = malloc(sizeof(float) * H * W), *b = malloc(sizeof(float) * H * W);
-    assert_non_null(a), assert_non_null(b);
-    for (int i = 0; i < H * W; i++)
-        a[i] = (float)(i % 89) / 89.0f;
+    float *a, *b;
+    buffers(&a, &b, 89);
     static const int sizes[] = {31, 101, 301};
     for (int i = 0; i < TS_COUNT(sizes); i++) {
         lumen_image src = view(a, LUMEN_F32), dst = view(b, LUMEN_F32);
@@ -163,16 +168,22 @@ static void test_fft_estimate_after_a_run(void **state)
 {
     (void)state;
     lumen_context *ctx = context(2);
-    float *a = malloc(sizeof(float) * H * W), *b = malloc(sizeof(float) * H * W);
-    assert_non_null(a), assert_non_null(b);
-    for (int i = 0; i < H * W; i++)
-        a[i] = (float)(i % 89) / 89.0f;
+    float *a, *b;
+    buffers(&a, &b, 89);
     float kx[61], ky[61];
     ts_random_kernel(kx, 61, 5), ts_random_kernel(ky, 61, 6);
     lumen_image src = view(a, LUMEN_F32), dst = view(b, LUMEN_F32);
-    const lumen_filter_job fft = {.src = &src, .dst = &dst, .taps = LUMEN_TAPS_SEPARABLE,
-                                  .border = LUMEN_BORDER_REFLECT, .kw = 61, .kh = 61,
-                                  .kx = kx, .ky = ky, .ax = 30, .ay = 30, .scale = 1.0f};
+    const lumen_filter_job fft = {.src = &src,
+                                  .dst = &dst,
+                                  .taps = LUMEN_TAPS_SEPARABLE,
+                                  .border = LUMEN_BORDER_REFLECT,
+                                  .kw = 61,
+                                  .kh = 61,
+                                  .kx = kx,
+                                  .ky = ky,
+                                  .ax = 30,
+                                  .ay = 30,
+                                  .scale = 1.0f};
     const lumen_op op = lumen_op_filter(LUMEN_OP_FILTER_FFT, &fft);
     const double cold = lumen_cpu_cost(ctx, &op);
     lumen_filter_options o = lumen_filter_options_default();
