@@ -181,8 +181,7 @@ typedef struct gf_plan {
  */
 static float *alloc_floats(int64_t n)
 {
-    const size_t bytes = (sizeof(float) * (size_t)(n > 0 ? n : 1) + 63) / 64 * 64;
-    return lumen_cpu_fits_in_memory(bytes) ? aligned_alloc(64, bytes) : NULL;
+    return aligned_alloc(64, (sizeof(float) * (size_t)(n > 0 ? n : 1) + 63) / 64 * 64);
 }
 
 static bool interleaved(const lumen_image *im)
@@ -217,7 +216,9 @@ static lumen_status plan_memory(gf_plan *p)
     p->lanes = d->w * p->cp;
     p->strip = choose_strip(d->h, p->lanes);
     if (!p->t_is_dst) {
-        p->tbuf = alloc_floats(d->h * p->lanes);
+        /* the one buffer of image size: refused beyond RAM + swap (cpu.h) */
+        const int64_t n = d->h * p->lanes;
+        p->tbuf = lumen_cpu_fits_in_memory(sizeof(float) * (uint64_t)n) ? alloc_floats(n) : NULL;
         if (!p->tbuf)
             return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY,
                                    "gaussian fast: out of memory for a %lld x %lld f32 plane",
