@@ -55,6 +55,30 @@ static inline lumen_status lumen_cpu_stop_status(const lumen_cpu_stop *st, lumen
     return s == LUMEN_OK && st->stopped ? lumen_interrupted_error() : s;
 }
 
+/* The items of a parallel loop in one contiguous share per thread, taken in order, and taken
+ * from the other shares once a thread's own has run out (cpu_sched.c): the same items per thread
+ * call after call, like schedule(static), yet a thread that gets no core does not hold up the
+ * call. Init before the parallel region (the struct must not be copied), then in the region:
+ *     int turn = 0;
+ *     for (int64_t i; (i = lumen_cpu_sched_next(&s, omp_get_thread_num(), &turn)) >= 0;) ...
+ * A team smaller than `threads` is fine: the absent threads' shares are taken by the others. */
+typedef struct lumen_cpu_share {
+    _Alignas(64) int64_t next; /* the share's next item (atomic); its own cache line */
+    int64_t end;
+} lumen_cpu_share;
+
+#define LUMEN_CPU_SHARES_INLINE 8
+typedef struct lumen_cpu_sched {
+    lumen_cpu_share *share; /* inline_share, or allocated for more threads */
+    int threads;
+    lumen_cpu_share inline_share[LUMEN_CPU_SHARES_INLINE];
+} lumen_cpu_sched;
+
+lumen_status lumen_cpu_sched_init(lumen_cpu_sched *s, int64_t items, int threads);
+void lumen_cpu_sched_free(lumen_cpu_sched *s);
+/* The next item for thread tid, or -1 when none is left; *turn starts at 0 per thread. */
+int64_t lumen_cpu_sched_next(lumen_cpu_sched *s, int tid, int *turn);
+
 /* Lowers ctx->threads, with one warning, to the team size that can start now, so that no
  * parallel region makes libgomp end the process (cpu_threads.c). Before every CPU run. */
 void lumen_cpu_fit_threads(lumen_context *ctx);
