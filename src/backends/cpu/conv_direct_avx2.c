@@ -1,0 +1,16 @@
+/* The direct conv2d tile kernel for AVX2+FMA CPUs (this file alone gets the AVX2 flags):
+ * 3 vectors of 8 outputs x 4 channels = 12 accumulators, 3 input vectors and a broadcast
+ * weight in the 16 registers. */
+#include <immintrin.h>
+
+#define DC_FN lumen_dc_tile_avx2
+#define DC_V LUMEN_DC_AVX2_V
+#define DC_KB LUMEN_DC_AVX2_KB
+#define DC_VEC __m256
+#define DC_ZERO() _mm256_setzero_ps()
+#define DC_LOADU(p) _mm256_loadu_ps(p)
+#define DC_SET1(v) _mm256_set1_ps(v)
+#define DC_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define DC_ADD(a, b) _mm256_add_ps(a, b)
+#define DC_STOREU(p, v) _mm256_storeu_ps(p, v)
+#include "conv_direct_kernel.h"
