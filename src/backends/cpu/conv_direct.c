@@ -172,7 +172,9 @@ static void copy_out(const dc_plan *pl, const float *tb, int64_t n, int64_t k0, 
     }
 }
 
-/* Item (image n, band b): its rows into the scratch, then every tile x channel block. */
+/* Item (image n, band b): its rows into the scratch, then per channel block every tile (the
+ * block's weights stay in L1 while the band's input streams from L2: 2-11% faster than tiles
+ * outermost on Zen 5). */
 static void run_item(const dc_plan *pl, const float *wp, const float *bp, const int32_t *off,
                      int64_t n, int64_t b, float *xs)
 {
@@ -181,17 +183,17 @@ static void run_item(const dc_plan *pl, const float *wp, const float *bp, const 
     fill_band(pl, n, b, xs);
     const int64_t oy0 = b * pl->band, nb = min64(pl->band, pl->P - oy0);
     const int64_t slots = nb * pl->nvec, vl = pl->k.vl, V = pl->k.v, KB = pl->k.kb;
-    for (int64_t s0 = 0; s0 < slots; s0 += V) {
-        lumen_dc_tile t = {.ldc = y->stride_c, .off = off, .taps = pl->taps};
-        t.nv = (int)min64(V, slots - s0);
-        int64_t oy[LUMEN_DC_V_MAX], ox0[LUMEN_DC_V_MAX];
-        bool buffered = y->stride_w != 1;
-        for (int v = 0; v < t.nv; v++) {
-            oy[v] = oy0 + (s0 + v) / pl->nvec, ox0[v] = (s0 + v) % pl->nvec * vl;
-            t.in[v] = xs + (oy[v] - oy0) * pl->sh * pl->sw * pl->L + ox0[v];
-            buffered |= ox0[v] + vl > pl->Q;
-        }
-        for (int64_t kb = 0; kb < pl->kblk; kb++) {
+    for (int64_t kb = 0; kb < pl->kblk; kb++)
+        for (int64_t s0 = 0; s0 < slots; s0 += V) {
+            lumen_dc_tile t = {.ldc = y->stride_c, .off = off, .taps = pl->taps};
+            t.nv = (int)min64(V, slots - s0);
+            int64_t oy[LUMEN_DC_V_MAX], ox0[LUMEN_DC_V_MAX];
+            bool buffered = y->stride_w != 1;
+            for (int v = 0; v < t.nv; v++) {
+                oy[v] = oy0 + (s0 + v) / pl->nvec, ox0[v] = (s0 + v) % pl->nvec * vl;
+                t.in[v] = xs + (oy[v] - oy0) * pl->sh * pl->sw * pl->L + ox0[v];
+                buffered |= ox0[v] + vl > pl->Q;
+            }
             const int64_t k0 = kb * KB;
             t.w = wp + kb * pl->taps * KB, t.bias = bp + k0;
             t.nk = (int)min64(KB, pl->K - k0);
@@ -203,7 +205,6 @@ static void run_item(const dc_plan *pl, const float *wp, const float *bp, const 
             pl->k.fn(&t);
             if (buffered) copy_out(pl, tb, n, k0, t.nk, oy, ox0, t.nv);
         }
-    }
 }
 
 /* Weights as kblk blocks of taps x KB (zeros past K), biases padded to kblk*KB, tap offsets. */
