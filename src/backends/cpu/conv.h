@@ -130,6 +130,7 @@ typedef struct lumen_dc_tile {
     const float *bias;               /* KB biases (zero past the last channel) */
     int64_t taps;
     int nv, nk;
+    int lanes[LUMEN_DC_V_MAX]; /* per vector: outputs to store (the last of a row may be short) */
 } lumen_dc_tile;
 typedef void (*lumen_dc_tile_fn)(const lumen_dc_tile *t);
 /* The kernels and their tiles (V vectors of VL lanes x KB channels). */

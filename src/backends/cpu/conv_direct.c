@@ -10,8 +10,9 @@
  * is one contiguous load at a fixed offset from the vector's base. The tile kernel
  * (conv_direct_kernel.h) keeps V such vectors (taken in row order across the band: a row's
  * last, partial vector and the next row's first share a tile) x KB output channels in
- * registers and walks the taps once. Tiles with a partial vector (or y with strided rows)
- * go through a small buffer and are copied; the others are stored in y.
+ * registers and walks the taps once. A row's last vector, when Q is no multiple of the
+ * vector, is loaded and stored masked (lanes past Q untouched); y whose rows are not dense
+ * (stride_w != 1) gets each tile through a small buffer and a strided copy.
  */
 #include "conv.h"
 
@@ -183,28 +184,32 @@ static void run_item(const dc_plan *pl, const float *wp, const float *bp, const 
     fill_band(pl, n, b, xs);
     const int64_t oy0 = b * pl->band, nb = min64(pl->band, pl->P - oy0);
     const int64_t slots = nb * pl->nvec, vl = pl->k.vl, V = pl->k.v, KB = pl->k.kb;
-    for (int64_t kb = 0; kb < pl->kblk; kb++)
+    const int64_t row = pl->sh * pl->sw * pl->L; /* scratch floats from one output row's taps
+                                                    to the next's */
+    const bool buffered = y->stride_w != 1;
+    lumen_dc_tile t = {.ldc = buffered ? V * vl : y->stride_c, .off = off, .taps = pl->taps};
+    for (int64_t kb = 0; kb < pl->kblk; kb++) {
+        const int64_t k0 = kb * KB;
+        float *yk = (float *)y->data + n * y->stride_n + k0 * y->stride_c;
+        t.w = wp + kb * pl->taps * KB, t.bias = bp + k0;
+        t.nk = (int)min64(KB, pl->K - k0);
+        /* the slots (output row, vector) in row order, a cursor instead of divisions */
+        int64_t oy = oy0, q0 = 0;
         for (int64_t s0 = 0; s0 < slots; s0 += V) {
-            lumen_dc_tile t = {.ldc = y->stride_c, .off = off, .taps = pl->taps};
+            int64_t oys[LUMEN_DC_V_MAX], ox0[LUMEN_DC_V_MAX];
             t.nv = (int)min64(V, slots - s0);
-            int64_t oy[LUMEN_DC_V_MAX], ox0[LUMEN_DC_V_MAX];
-            bool buffered = y->stride_w != 1;
             for (int v = 0; v < t.nv; v++) {
-                oy[v] = oy0 + (s0 + v) / pl->nvec, ox0[v] = (s0 + v) % pl->nvec * vl;
-                t.in[v] = xs + (oy[v] - oy0) * pl->sh * pl->sw * pl->L + ox0[v];
-                buffered |= ox0[v] + vl > pl->Q;
+                oys[v] = oy, ox0[v] = q0;
+                t.in[v] = xs + (oy - oy0) * row + q0;
+                t.lanes[v] = buffered ? (int)vl : (int)min64(vl, pl->Q - q0);
+                t.out[v] = buffered ? tb + v * vl : yk + oy * y->stride_h + q0;
+                q0 += vl;
+                if (q0 >= pl->Q) q0 = 0, oy++;
             }
-            const int64_t k0 = kb * KB;
-            t.w = wp + kb * pl->taps * KB, t.bias = bp + k0;
-            t.nk = (int)min64(KB, pl->K - k0);
-            for (int v = 0; v < t.nv; v++)
-                t.out[v] = buffered ? tb + v * vl
-                                    : (float *)y->data + n * y->stride_n + k0 * y->stride_c +
-                                          oy[v] * y->stride_h + ox0[v];
-            if (buffered) t.ldc = V * vl;
             pl->k.fn(&t);
-            if (buffered) copy_out(pl, tb, n, k0, t.nk, oy, ox0, t.nv);
+            if (buffered) copy_out(pl, tb, n, k0, t.nk, oys, ox0, t.nv);
         }
+    }
 }
 
 /* Weights as kblk blocks of taps x KB (zeros past K), biases padded to kblk*KB, tap offsets. */

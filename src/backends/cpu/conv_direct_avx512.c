@@ -13,4 +13,7 @@
 #define DC_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define DC_ADD(a, b) _mm512_add_ps(a, b)
 #define DC_STOREU(p, v) _mm512_storeu_ps(p, v)
+#define DC_MASK(n) ((__mmask16)((1u << (n)) - 1u))
+#define DC_LOADN(p, n) _mm512_maskz_loadu_ps(DC_MASK(n), p)
+#define DC_STOREN(p, v, n) _mm512_mask_storeu_ps(p, DC_MASK(n), v)
 #include "conv_direct_kernel.h"
