@@ -162,8 +162,8 @@ static void weights_shape(kind kd, const shape *sp, int64_t d[4])
 }
 
 /* want_algo: the path that must run (lumen_run_info.algo), or NULL for any. */
-static void run_case_algo(lumen_context *ctx, kind kd, const shape *sp, ts_layout lx,
-                          ts_layout ly, bool with_bias, uint64_t seed, const char *want_algo)
+static void run_case_algo(lumen_context *ctx, kind kd, const shape *sp, ts_layout lx, ts_layout ly,
+                          bool with_bias, uint64_t seed, const char *want_algo)
 {
     const char *what = describe(kd, sp, lx, ly, with_bias);
     int64_t wd[4], oh, ow, gh = -1, gw = -1;
@@ -873,15 +873,15 @@ static void test_depthwise_same_bits_avx2_avx512(void **state)
  * (several bands per image), 484 taps (8 folds), and x and y strided, flipped (y's lanes then
  * not contiguous) or with gaps between images. */
 static const shape direct_cases[] = {
-    {2, 3, 40, 38, 10, 7, 7, 2, 2, 3, 3, 1, 1, 1, 0, 0},    /* the l4 stem, small: Q = 19 */
-    {1, 1, 9, 5, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0},       /* C = 1, Q = 5 */
-    {3, 4, 37, 70, 9, 5, 5, 1, 1, 2, 2, 1, 1, 1, 0, 0},     /* Q = 70, P = 37: 3 bands */
-    {1, 2, 35, 67, 5, 3, 4, 4, 4, 1, 2, 1, 1, 1, 0, 0},     /* stride 4, Q = 17 */
-    {2, 3, 20, 33, 17, 3, 3, 2, 1, 0, 1, 2, 3, 1, 0, 0},    /* strides (2, 1), dilation (2, 3) */
-    {1, 4, 18, 48, 16, 11, 11, 1, 1, 5, 5, 1, 1, 1, 0, 0},  /* 484 taps, Q = 48 */
-    {1, 3, 24, 64, 8, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, 0},     /* 1x1, whole vectors only */
-    {2, 2, 3, 4, 3, 3, 3, 1, 1, 4, 4, 1, 1, 1, 0, 0},       /* pad 4 > reach 2 */
-    {1, 3, 9, 150, 64, 7, 7, 2, 2, 3, 3, 1, 1, 1, 0, 0},    /* K = 64, Q = 75 */
+    {2, 3, 40, 38, 10, 7, 7, 2, 2, 3, 3, 1, 1, 1, 0, 0},   /* the l4 stem, small: Q = 19 */
+    {1, 1, 9, 5, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0},      /* C = 1, Q = 5 */
+    {3, 4, 37, 70, 9, 5, 5, 1, 1, 2, 2, 1, 1, 1, 0, 0},    /* Q = 70, P = 37: 3 bands */
+    {1, 2, 35, 67, 5, 3, 4, 4, 4, 1, 2, 1, 1, 1, 0, 0},    /* stride 4, Q = 17 */
+    {2, 3, 20, 33, 17, 3, 3, 2, 1, 0, 1, 2, 3, 1, 0, 0},   /* strides (2, 1), dilation (2, 3) */
+    {1, 4, 18, 48, 16, 11, 11, 1, 1, 5, 5, 1, 1, 1, 0, 0}, /* 484 taps, Q = 48 */
+    {1, 3, 24, 64, 8, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, 0},    /* 1x1, whole vectors only */
+    {2, 2, 3, 4, 3, 3, 3, 1, 1, 4, 4, 1, 1, 1, 0, 0},      /* pad 4 > reach 2 */
+    {1, 3, 9, 150, 64, 7, 7, 2, 2, 3, 3, 1, 1, 1, 0, 0},   /* K = 64, Q = 75 */
 };
 
 static void test_direct_short_reductions(void **state)

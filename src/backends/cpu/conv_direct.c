@@ -84,9 +84,21 @@ static bool plan_of(const lumen_context *ctx, const lumen_conv_job *job, dc_plan
     const lumen_conv2d_params *p = &job->p;
     memset(pl, 0, sizeof *pl);
     if (!pick(ctx, &pl->k)) return false;
-    *pl = (dc_plan){.job = job, .k = pl->k, .C = x->c, .H = x->h, .W = x->w, .K = w->n,
-                    .R = w->h, .S = w->w, .P = y->h, .Q = y->w, .sh = p->stride_h,
-                    .sw = p->stride_w, .ph = p->pad_h, .pw = p->pad_w, .dh = p->dilation_h,
+    *pl = (dc_plan){.job = job,
+                    .k = pl->k,
+                    .C = x->c,
+                    .H = x->h,
+                    .W = x->w,
+                    .K = w->n,
+                    .R = w->h,
+                    .S = w->w,
+                    .P = y->h,
+                    .Q = y->w,
+                    .sh = p->stride_h,
+                    .sw = p->stride_w,
+                    .ph = p->pad_h,
+                    .pw = p->pad_w,
+                    .dh = p->dilation_h,
                     .dw = p->dilation_w};
     pl->nvec = cdiv(pl->Q, pl->k.vl);
     /* the last vector of a row reads up to column nvec*VL - 1 + (S-1)*dw/sw of a phase */
@@ -225,8 +237,8 @@ static void pack(const dc_plan *pl, float *wp, float *bp, int32_t *off)
                     for (int64_t k = 0; k < KB; k++) {
                         const int64_t kk = kb * KB + k;
                         wp[(kb * pl->taps + t) * KB + k] =
-                            kk < pl->K ? wd[kk * w->stride_n + c * w->stride_c +
-                                            r * w->stride_h + s * w->stride_w]
+                            kk < pl->K ? wd[kk * w->stride_n + c * w->stride_c + r * w->stride_h +
+                                            s * w->stride_w]
                                        : 0.0f;
                     }
     for (int64_t k = 0; k < pl->kblk * KB; k++)
@@ -244,7 +256,8 @@ lumen_status lumen_cpu_conv2d_direct(lumen_context *ctx, const lumen_conv_job *j
 {
     dc_plan pl;
     if (!plan_of(ctx, job, &pl))
-        return lumen_set_error(LUMEN_ERR_INTERNAL, "conv2d: the direct path cannot take this shape");
+        return lumen_set_error(LUMEN_ERR_INTERNAL,
+                               "conv2d: the direct path cannot take this shape");
     const size_t wfl = (size_t)(pl.kblk * pl.taps * pl.k.kb), bfl = (size_t)(pl.kblk * pl.k.kb);
     const size_t per_thread = (pl.scratch + 15) / 16 * 16;
     const size_t bytes =
@@ -267,7 +280,8 @@ lumen_status lumen_cpu_conv2d_direct(lumen_context *ctx, const lumen_conv_job *j
         float *xs = xs0 + per_thread * (size_t)tid;
 #pragma omp for schedule(dynamic, 1)
         for (int64_t i = 0; i < items; i++)
-            if (!lumen_cpu_should_stop(&stop)) run_item(&pl, wp, bp, off, i / pl.bands, i % pl.bands, xs);
+            if (!lumen_cpu_should_stop(&stop))
+                run_item(&pl, wp, bp, off, i / pl.bands, i % pl.bands, xs);
     }
     free(buf);
     *isa = pl.k.name;

@@ -14,7 +14,8 @@
 #define DC_ADD(a, b) _mm256_add_ps(a, b)
 #define DC_STOREU(p, v) _mm256_storeu_ps(p, v)
 /* lanes below n: all bits set (maskload/maskstore read the sign bit) */
-#define DC_MASK(n) _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
+#define DC_MASK(n)                                                                                 \
+    _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
 #define DC_LOADN(p, n) _mm256_maskload_ps(p, DC_MASK(n))
 #define DC_STOREN(p, v, n) _mm256_maskstore_ps(p, DC_MASK(n), v)
 #include "conv_direct_kernel.h"

@@ -18,8 +18,7 @@
 
 /* Taps [t0, t1) of the tile into registers, then folded into out (first: bias + sum). */
 static inline __attribute__((always_inline)) void dc_chunk(const lumen_dc_tile *t, const int nv,
-                                                           const bool part, int64_t t0,
-                                                           int64_t t1)
+                                                           const bool part, int64_t t0, int64_t t1)
 {
     DC_VEC acc[DC_V][DC_KB];
 #pragma GCC unroll 8
@@ -60,8 +59,10 @@ static inline __attribute__((always_inline)) void dc_chunk(const lumen_dc_tile *
                 DC_STOREU(p, t0 == 0 ? DC_ADD(DC_SET1(t->bias[k]), acc[v][k])
                                      : DC_ADD(DC_LOADU(p), acc[v][k]));
             else
-                DC_STOREN(p, t0 == 0 ? DC_ADD(DC_SET1(t->bias[k]), acc[v][k])
-                                     : DC_ADD(DC_LOADN(p, n), acc[v][k]), n);
+                DC_STOREN(p,
+                          t0 == 0 ? DC_ADD(DC_SET1(t->bias[k]), acc[v][k])
+                                  : DC_ADD(DC_LOADN(p, n), acc[v][k]),
+                          n);
         }
     }
 }

@@ -18,8 +18,8 @@ lumen_conv_algo lumen_cpu_conv2d_algo(const lumen_context *ctx, const lumen_conv
 
 const char *lumen_cpu_conv_algo_name(lumen_conv_algo a)
 {
-    static const char *const names[] = {"reference", "depthwise", "winograd-f2x2", "winograd-f4x4",
-                                        "im2col+sgemm", "direct"};
+    static const char *const names[] = {"reference",     "depthwise",    "winograd-f2x2",
+                                        "winograd-f4x4", "im2col+sgemm", "direct"};
     return names[a];
 }
 
