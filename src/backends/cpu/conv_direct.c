@@ -251,6 +251,41 @@ static void pack(const dc_plan *pl, float *wp, float *bp, int32_t *off)
                                    (s * pl->dw) % pl->sw * pl->L + s * pl->dw / pl->sw);
 }
 
+/*
+ * The call's scratch (packed weights, tap offsets, the threads' phase copies) is kept in the
+ * context's plan cache under its size: every byte of it is rewritten per call, so any shape of
+ * that size reuses it. A fresh allocation per call was mmapped and faulted in again each time
+ * (2 page faults per l4 call on 1 thread, 15 on 2; in the Zen 5 VM guest a fault costs about
+ * 6 us, the cause of torch's 90 ms l4 calls there: docs/benchmarks.md, l4d). Taken out of the cache
+ * while a call runs, put back after.
+ */
+typedef struct dc_key {
+    char tag[24];
+    size_t bytes;
+} dc_key;
+
+static dc_key scratch_key(size_t bytes)
+{
+    dc_key key;
+    memset(&key, 0, sizeof key); /* padding too: the key is compared as bytes */
+    memcpy(key.tag, "conv2d.direct.scratch", 22);
+    key.bytes = bytes;
+    return key;
+}
+
+static float *take_scratch(lumen_context *ctx, size_t bytes)
+{
+    const dc_key key = scratch_key(bytes);
+    float *buf = lumen_plan_cache_take(ctx->plans, &key, sizeof key);
+    return buf ? buf : aligned_alloc(64, (bytes + 63) / 64 * 64);
+}
+
+static void put_scratch(lumen_context *ctx, float *buf, size_t bytes)
+{
+    const dc_key key = scratch_key(bytes);
+    lumen_plan_cache_put(ctx->plans, &key, sizeof key, buf, free, bytes); /* frees on failure */
+}
+
 lumen_status lumen_cpu_conv2d_direct(lumen_context *ctx, const lumen_conv_job *job,
                                      const char **isa)
 {
@@ -262,7 +297,7 @@ lumen_status lumen_cpu_conv2d_direct(lumen_context *ctx, const lumen_conv_job *j
     const size_t per_thread = (pl.scratch + 15) / 16 * 16;
     const size_t bytes =
         (wfl + bfl + (size_t)pl.taps + per_thread * (size_t)ctx->threads + 16) * sizeof(float);
-    float *buf = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    float *buf = take_scratch(ctx, bytes);
     if (!buf)
         return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY,
                                "conv2d: cannot allocate %zu bytes of direct-conv scratch", bytes);
@@ -283,7 +318,7 @@ lumen_status lumen_cpu_conv2d_direct(lumen_context *ctx, const lumen_conv_job *j
             if (!lumen_cpu_should_stop(&stop))
                 run_item(&pl, wp, bp, off, i / pl.bands, i % pl.bands, xs);
     }
-    free(buf);
+    put_scratch(ctx, buf, bytes);
     *isa = pl.k.name;
     return lumen_cpu_stop_status(&stop, LUMEN_OK);
 }
