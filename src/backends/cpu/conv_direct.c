@@ -22,8 +22,8 @@
 #include <omp.h>
 #endif
 
-/* The tap offsets are int32, and a thread's scratch should stay in L2: larger shapes take
- * the SGEMM path. */
+/* A thread's phase scratch is bounded (bands shrink to fit; int32 tap offsets): shapes whose
+ * band of one output row needs more (very wide rows, large dilations) take the SGEMM path. */
 #define DC_MAX_SCRATCH (1 << 20) /* floats per thread */
 /* Output rows per item: enough to amortise the R - sh rows every band copies again. */
 #define DC_BAND 16
