@@ -668,7 +668,8 @@ LUMEN_API lumen_status lumen_conv2d_packed(lumen_context *ctx, const lumen_image
                                            const lumen_conv2d_params *p, const lumen_image *y,
                                            lumen_run_info *info);
 /* The packed algorithm ("winograd-f4x4", "winograd-f2x2", "im2col+sgemm", "depthwise",
- * "reference": the last two keep no transformed copy; "none": w lives in device memory) and
+ * "direct", "reference": the last three keep no transformed copy; "none": w lives in device
+ * memory) and
  * the bytes of transformed weights the handle holds. */
 LUMEN_API const char *lumen_conv2d_weights_algo(const lumen_conv2d_weights *wp, size_t *bytes);
 LUMEN_API void lumen_conv2d_weights_free(lumen_conv2d_weights *wp);

@@ -992,7 +992,7 @@ def onednn_line():
 def lumen_isa_line(args):
     """The ISA of lumen's conv kernels in this run: a small im2col conv's run info."""
     ctx = lumen_context(args.threads)
-    x, w = np.ones((1, 4, 9, 9), np.float32), np.ones((20, 4, 5, 5), np.float32)
+    x, w = np.ones((1, 8, 9, 9), np.float32), np.ones((20, 8, 5, 5), np.float32)
     lumen.conv2d(x, w, stride=2, context=ctx)
     env = os.environ.get("LUMEN_CPU_ISA")
     return (f"isa {(lumen.last_run() or {}).get('isa', '?')}"

@@ -161,8 +161,9 @@ static void weights_shape(kind kd, const shape *sp, int64_t d[4])
     d[2] = sp->r, d[3] = sp->s;
 }
 
-static void run_case(lumen_context *ctx, kind kd, const shape *sp, ts_layout lx, ts_layout ly,
-                     bool with_bias, uint64_t seed)
+/* want_algo: the path that must run (lumen_run_info.algo), or NULL for any. */
+static void run_case_algo(lumen_context *ctx, kind kd, const shape *sp, ts_layout lx, ts_layout ly,
+                          bool with_bias, uint64_t seed, const char *want_algo)
 {
     const char *what = describe(kd, sp, lx, ly, with_bias);
     int64_t wd[4], oh, ow, gh = -1, gw = -1;
@@ -190,12 +191,20 @@ static void run_case(lumen_context *ctx, kind kd, const shape *sp, ts_layout lx,
     if (s) fail_msg("%s: status %d: %s", what, (int)s, lumen_last_error());
     assert_int_equal(info.method, LUMEN_METHOD_DIRECT);
     assert_string_equal(info.device, "cpu");
+    if (want_algo && strcmp(info.algo, want_algo))
+        fail_msg("%s: ran %s on %s, want %s", what, info.algo, info.isa, want_algo);
     char msg[256];
     if (!ts_guards_intact(&y, msg, sizeof msg)) fail_msg("%s: wrote outside y: %s", what, msg);
     oracle o = oracle_run(kd, sp, &x.v, &w.v, bp);
     compare(&y.v, &o, what);
     free(o.y), free(o.a);
     ts_image_free(&x), ts_image_free(&w), ts_image_free(&y);
+}
+
+static void run_case(lumen_context *ctx, kind kd, const shape *sp, ts_layout lx, ts_layout ly,
+                     bool with_bias, uint64_t seed)
+{
+    run_case_algo(ctx, kd, sp, lx, ly, with_bias, seed, NULL);
 }
 
 static lumen_context *make_ctx(int threads)
@@ -856,6 +865,94 @@ static void test_depthwise_same_bits_avx2_avx512(void **state)
     }
 }
 
+/* ---- the direct path for short reductions (conv_direct.c) -------------------
+ * C <= 4, groups 1, under the AVX2 and AVX-512 caps (the generic cap runs im2col+sgemm):
+ * strides 1, 2, 4 and asymmetric, paddings (one past the kernel's reach: outputs with no tap
+ * inside x), dilation, Q not a multiple of 16 or 8 (partial vectors go through the tile
+ * buffer), Q below one vector, K not a multiple of a tile's 8 or 4 channels, batches, P > 16
+ * (several bands per image), 484 taps (8 folds), and x and y strided, flipped (y's lanes then
+ * not contiguous) or with gaps between images. */
+static const shape direct_cases[] = {
+    {2, 3, 40, 38, 10, 7, 7, 2, 2, 3, 3, 1, 1, 1, 0, 0},   /* the l4 stem, small: Q = 19 */
+    {1, 1, 9, 5, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0},      /* C = 1, Q = 5 */
+    {3, 4, 37, 70, 9, 5, 5, 1, 1, 2, 2, 1, 1, 1, 0, 0},    /* Q = 70, P = 37: 3 bands */
+    {1, 2, 35, 67, 5, 3, 4, 4, 4, 1, 2, 1, 1, 1, 0, 0},    /* stride 4, Q = 17 */
+    {2, 3, 20, 33, 17, 3, 3, 2, 1, 0, 1, 2, 3, 1, 0, 0},   /* strides (2, 1), dilation (2, 3) */
+    {1, 4, 18, 48, 16, 11, 11, 1, 1, 5, 5, 1, 1, 1, 0, 0}, /* 484 taps, Q = 48 */
+    {1, 3, 24, 64, 8, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, 0},    /* 1x1, whole vectors only */
+    {2, 2, 3, 4, 3, 3, 3, 1, 1, 4, 4, 1, 1, 1, 0, 0},      /* pad 4 > reach 2 */
+    {1, 3, 9, 150, 64, 7, 7, 2, 2, 3, 3, 1, 1, 1, 0, 0},   /* K = 64, Q = 75 */
+};
+
+static void test_direct_short_reductions(void **state)
+{
+    (void)state;
+    static const ts_layout lx[] = {TS_PLANAR, TS_STRIDED, TS_FLIPPED, TS_BATCH};
+    int ran = 0;
+    for (int i = 0; i < TS_COUNT(isa_cases); i++) {
+        if (!cpu_has(isa_cases[i].feature)) continue;
+        const char *want = isa_cases[i].feature ? "direct" : "im2col+sgemm";
+        setenv("LUMEN_CPU_ISA", isa_cases[i].env, 1);
+        for (int t = 1; t <= 3; t++) {
+            lumen_context *ctx = make_ctx(t);
+            for (int c = 0; c < TS_COUNT(direct_cases); c++) {
+                const int l = (c + t) % 4, ly = (c + 2 * t) % 4;
+                run_case_algo(ctx, FWD, &direct_cases[c], lx[l], lx[ly], (c + t) % 2,
+                              700u + (uint64_t)ran, want);
+                ran++;
+            }
+            lumen_context_destroy(ctx);
+        }
+        unsetenv("LUMEN_CPU_ISA");
+    }
+    assert_true(ran >= 27);
+}
+
+/* y of the direct cases under the AVX2 and the AVX-512 caps, bit for bit: both sum each output
+ * over the taps in order with one FMA each, folded into y at the same taps. */
+static void test_direct_same_bits_avx2_avx512(void **state)
+{
+    (void)state;
+    if (!cpu_has("avx2") || !cpu_has("avx512f")) skip();
+    for (int c = 0; c < TS_COUNT(direct_cases); c++) {
+        const shape *sp = &direct_cases[c];
+        int64_t oh, ow;
+        out_hw(FWD, sp, &oh, &ow);
+        ts_image x, w, y[2];
+        ts_image_alloc(&x, TS_PLANAR, LUMEN_F32, sp->n, sp->c, sp->h, sp->w);
+        ts_image_alloc(&w, TS_PLANAR, LUMEN_F32, sp->k, sp->c, sp->r, sp->s);
+        fill_uniform(&x.v, 800u + (uint64_t)c), fill_uniform(&w.v, 900u + (uint64_t)c);
+        float bias[64];
+        for (int i = 0; i < sp->k; i++)
+            bias[i] = (float)(0.125 * (i % 5) - 0.25);
+        const lumen_conv2d_params p = params_of(sp);
+        static const char *const envs[2] = {"avx2", "avx512"};
+        for (int e = 0; e < 2; e++) {
+            ts_image_alloc(&y[e], TS_PLANAR, LUMEN_F32, sp->n, sp->k, oh, ow);
+            setenv("LUMEN_CPU_ISA", envs[e], 1);
+            lumen_context *ctx = make_ctx(2);
+            lumen_run_info info = {0};
+            assert_int_equal(lumen_conv2d(ctx, &x.v, &w.v, bias, &p, &y[e].v, &info), LUMEN_OK);
+            assert_string_equal(info.algo, "direct");
+            lumen_context_destroy(ctx);
+            unsetenv("LUMEN_CPU_ISA");
+        }
+        for (int64_t n = 0; n < sp->n; n++)
+            for (int64_t k = 0; k < sp->k; k++)
+                for (int64_t i = 0; i < oh; i++)
+                    for (int64_t j = 0; j < ow; j++) {
+                        const float u = (float)ts_get(&y[0].v, n, k, i, j),
+                                    v = (float)ts_get(&y[1].v, n, k, i, j);
+                        if (memcmp(&u, &v, sizeof u))
+                            fail_msg("direct case %d: y[%lld,%lld,%lld,%lld] avx2 %.9g, "
+                                     "avx512 %.9g",
+                                     c, (long long)n, (long long)k, (long long)i, (long long)j, u,
+                                     v);
+                    }
+        ts_image_free(&x), ts_image_free(&w), ts_image_free(&y[0]), ts_image_free(&y[1]);
+    }
+}
+
 /* All-positive data and long reductions (1x1 over C = 512, 3x3 over C = 128: 512 and 1152
  * terms per output) on every ISA: the worst case for f32 accumulation, where the error is a
  * fraction of the sum itself rather than cancelling. */
@@ -893,8 +990,11 @@ static void positive_case(const shape *sp)
 static void test_conv2d_positive_long_sums(void **state)
 {
     (void)state;
+    /* the last two take the direct path on AVX2 and AVX-512: 147 and 484 taps */
     const shape cases[] = {{2, 512, 9, 10, 40, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, 0},
-                           {1, 128, 9, 8, 30, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0}};
+                           {1, 128, 9, 8, 30, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0},
+                           {2, 3, 30, 34, 16, 7, 7, 2, 2, 3, 3, 1, 1, 1, 0, 0},
+                           {1, 4, 20, 24, 12, 11, 11, 1, 1, 5, 5, 1, 1, 1, 0, 0}};
     for (int i = 0; i < TS_COUNT(isa_cases); i++) {
         if (!cpu_has(isa_cases[i].feature)) continue;
         setenv("LUMEN_CPU_ISA", isa_cases[i].env, 1);
@@ -922,6 +1022,8 @@ int main(void)
         cmocka_unit_test(test_conv2d_positive_long_sums),
         cmocka_unit_test(test_depthwise_wide),
         cmocka_unit_test(test_depthwise_same_bits_avx2_avx512),
+        cmocka_unit_test(test_direct_short_reductions),
+        cmocka_unit_test(test_direct_same_bits_avx2_avx512),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

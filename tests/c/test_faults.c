@@ -176,11 +176,13 @@ typedef enum {
     OP_CONV_WINOGRAD,
     OP_CONV_DEPTHWISE,
     OP_CONV_REF,
+    OP_CONV_DIRECT,
     OP_COUNT
 } op_id;
 static const char *const op_names[OP_COUNT] = {"direct",        "separable",      "fft",
                                                "fast gaussian", "reference",      "conv im2col",
-                                               "conv winograd", "conv depthwise", "conv reference"};
+                                               "conv winograd", "conv depthwise", "conv reference",
+                                               "conv direct"};
 
 static lumen_status run_op(lumen_context *ctx, op_id id)
 {
@@ -208,6 +210,14 @@ static lumen_status run_op(lumen_context *ctx, op_id id)
     case OP_FAST:
         g.precision = LUMEN_PRECISION_FAST;
         return lumen_gaussian_blur_ex(ctx, &src, &dst, &g, NULL);
+    case OP_CONV_DIRECT: {
+        /* a 3-channel 7x7 stem (the direct path on AVX2 and AVX-512, else im2col) */
+        const lumen_image x = lumen_image_nchw(isrc, LUMEN_F32, 1, 3, 96, 128);
+        const lumen_image w = lumen_image_nchw(isrc + 3 * 96 * 128, LUMEN_F32, 16, 3, 7, 7);
+        const lumen_image y = lumen_image_nchw(idst, LUMEN_F32, 1, 16, 96, 128);
+        p.pad_h = p.pad_w = 3;
+        return lumen_conv2d(ctx, &x, &w, NULL, &p, &y, NULL);
+    }
     case OP_CONV_GEMM:
     case OP_CONV_WINOGRAD:
     case OP_CONV_DEPTHWISE:

@@ -1,7 +1,8 @@
 """lumen.Conv2dWeights: prepacked conv2d weights (lumen_conv2d_weights_pack, docs/conv2d.md).
 
 lumen.conv2d(x, packed, bias) must equal lumen.conv2d(x, weight, bias, **params) bit for bit on
-every CPU algorithm (Winograd F(2x2) and F(4x4), im2col+SGEMM for 1x1, stride 2 and groups, depthwise), use the
+every CPU algorithm (Winograd F(2x2) and F(4x4), im2col+SGEMM for 1x1, stride 2 and groups, depthwise,
+direct), use the
 packed algorithm, take torch's unbatched form and padding='same', and refuse an x of another
 shape or parameters other than the packed ones with an ArgumentError naming the argument.
 """
@@ -23,6 +24,7 @@ CASES = [
     ("stride2", (1, 8, 15, 14), (12, 8, 3, 3), dict(stride=2, padding=1), "im2col+sgemm"),
     ("groups2", (2, 8, 9, 9), (12, 4, 3, 3), dict(padding=1, groups=2), "im2col+sgemm"),
     ("same-even", (1, 16, 10, 12), (8, 16, 2, 4), dict(padding="same"), "im2col+sgemm"),
+    ("direct", (2, 3, 20, 22), (16, 3, 7, 7), dict(stride=2, padding=3), "direct"),
 ]
 
 
@@ -34,9 +36,11 @@ def data(key, shape):
 def test_packed_equals_unpacked(name, xs, ws, params, algo):
     x, w = data(name + "x", xs), data(name + "w", ws)
     b = data(name + "b", (ws[0],))
+    if algo == "direct" and "avx2" not in lumen.Context("cpu").cpu_features.split(","):
+        algo = "im2col+sgemm"  # the generic cap has no direct kernel
     packed = lumen.Conv2dWeights(w, xs, **params)
     assert packed.algo == algo and packed.x_shape == xs and packed.shape == ws
-    assert (packed.nbytes > 0) == (algo != "depthwise")
+    assert (packed.nbytes > 0) == (algo not in ("depthwise", "direct"))  # these pack per call
     want = lumen.conv2d(x, w, b, **params)
     got = lumen.conv2d(x, packed, b)
     assert lumen.last_run()["algo"] == algo

@@ -28,6 +28,7 @@ typedef enum lumen_conv_algo {
     LUMEN_CONV_WINOGRAD_F2,
     LUMEN_CONV_WINOGRAD_F4,
     LUMEN_CONV_GEMM,
+    LUMEN_CONV_DIRECT,
 } lumen_conv_algo;
 /* The algorithm lumen_cpu_conv runs for a conv2d job (f32 or widened); shapes only. */
 lumen_conv_algo lumen_cpu_conv2d_algo(const lumen_context *ctx, const lumen_conv_job *job);
@@ -101,6 +102,46 @@ typedef void (*lumen_dw_plane_fn)(const lumen_dw_plane *pl, float *pad, float *a
 void lumen_dw_plane_generic(const lumen_dw_plane *pl, float *pad, float *acc);
 void lumen_dw_plane_avx2(const lumen_dw_plane *pl, float *pad, float *acc);
 void lumen_dw_plane_avx512(const lumen_dw_plane *pl, float *pad, float *acc);
+
+/*
+ * Direct conv2d for short reductions (conv_direct.c): first layers with few input channels
+ * (C <= LUMEN_DC_MAX_C, groups 1), any stride, padding and dilation. No im2col: per (image, band
+ * of output rows) a thread copies the input rows the band reads into a zero-padded scratch split
+ * into stride phases (column i of phase f = padded column i*sw + f), so the input of every tap
+ * for 16 (AVX-512) or 8 (AVX2) adjacent outputs of a row is one contiguous vector load. A tile
+ * is V such output vectors x KB output channels in registers, summed over the C*R*S taps in
+ * order (c, r, s), folded into y every LUMEN_GEMM_SUB taps (y = bias + first chunk, then
+ * y += each further chunk): the same sums, in the same order, on both ISAs (same bits).
+ * _applies: the shape is one it takes and the ISA has a kernel for (AVX2 or AVX-512).
+ */
+#define LUMEN_DC_MAX_C 4
+#define LUMEN_DC_V_MAX 4
+bool lumen_cpu_conv2d_direct_applies(const lumen_context *ctx, const lumen_conv_job *job);
+lumen_status lumen_cpu_conv2d_direct(lumen_context *ctx, const lumen_conv_job *job,
+                                     const char **isa);
+
+/* One tile of the direct path: nv (<= the kernel's V) output vectors x nk (<= KB) channels. */
+typedef struct lumen_dc_tile {
+    const float *in[LUMEN_DC_V_MAX]; /* per vector: its tap (0, 0, 0) in the phase scratch */
+    float *out[LUMEN_DC_V_MAX];      /* per vector: channel 0's outputs (lanes contiguous) */
+    int64_t ldc;                     /* floats from one channel's outputs to the next's */
+    const int32_t *off;              /* per tap: its offset from in[v] */
+    const float *w;                  /* taps x KB weights, zero past the last channel */
+    const float *bias;               /* KB biases (zero past the last channel) */
+    int64_t taps;
+    int nv, nk;
+    int lanes[LUMEN_DC_V_MAX]; /* per vector: outputs to store (the last of a row may be short) */
+} lumen_dc_tile;
+typedef void (*lumen_dc_tile_fn)(const lumen_dc_tile *t);
+/* The kernels and their tiles (V vectors of VL lanes x KB channels). */
+void lumen_dc_tile_avx512(const lumen_dc_tile *t);
+void lumen_dc_tile_avx2(const lumen_dc_tile *t);
+#define LUMEN_DC_AVX512_VL 16
+#define LUMEN_DC_AVX512_V 3
+#define LUMEN_DC_AVX512_KB 8
+#define LUMEN_DC_AVX2_VL 8
+#define LUMEN_DC_AVX2_V 3
+#define LUMEN_DC_AVX2_KB 4
 
 /*
  * Winograd F(m x m, 3 x 3) conv2d (conv_winograd*.c): 3x3 kernels, stride 1, dilation 1, any

@@ -9,6 +9,7 @@ lumen_conv_algo lumen_cpu_conv2d_algo(const lumen_context *ctx, const lumen_conv
 {
     if (!ctx->simd) return LUMEN_CONV_REFERENCE;
     if (lumen_cpu_conv2d_depthwise_applies(job)) return LUMEN_CONV_DEPTHWISE;
+    if (lumen_cpu_conv2d_direct_applies(ctx, job)) return LUMEN_CONV_DIRECT;
     if (lumen_cpu_conv2d_winograd_applies(ctx, job))
         return lumen_cpu_conv2d_winograd_tile_for(job) == 4 ? LUMEN_CONV_WINOGRAD_F4
                                                             : LUMEN_CONV_WINOGRAD_F2;
@@ -17,8 +18,8 @@ lumen_conv_algo lumen_cpu_conv2d_algo(const lumen_context *ctx, const lumen_conv
 
 const char *lumen_cpu_conv_algo_name(lumen_conv_algo a)
 {
-    static const char *const names[] = {"reference", "depthwise", "winograd-f2x2", "winograd-f4x4",
-                                        "im2col+sgemm"};
+    static const char *const names[] = {"reference",     "depthwise",    "winograd-f2x2",
+                                        "winograd-f4x4", "im2col+sgemm", "direct"};
     return names[a];
 }
 
@@ -43,6 +44,7 @@ lumen_status lumen_cpu_conv(lumen_context *ctx, lumen_op_kind kind, const lumen_
         case LUMEN_CONV_DEPTHWISE: s = lumen_cpu_conv2d_depthwise(ctx, job, &isa); break;
         case LUMEN_CONV_WINOGRAD_F2: s = lumen_cpu_conv2d_winograd_tile(ctx, job, 2, &isa); break;
         case LUMEN_CONV_WINOGRAD_F4: s = lumen_cpu_conv2d_winograd_tile(ctx, job, 4, &isa); break;
+        case LUMEN_CONV_DIRECT: s = lumen_cpu_conv2d_direct(ctx, job, &isa); break;
         default: s = lumen_cpu_conv2d_gemm(ctx, job, &isa); break;
         }
     }
