@@ -307,8 +307,54 @@ def gauss_taps(case):
     return cv2.getGaussianKernel(case.ksize, case.sigma, ktype=cv2.CV_32F).ravel()
 
 
+#: Arrays the bench makes start on a cache line, as torch's own tensors and lumen bench's C
+#: buffers do. NumPy's large arrays start 16 bytes past one (glibc's mmap'ed blocks), so every
+#: 64-byte vector load or store of them touches two lines: conv l4 into such a y took 5.34-5.38
+#: ms against 5.13 into an aligned one (Zen 5, 2 threads).
+CACHE_LINE = 64
+
+
+def aligned_zeros(shape, dtype=np.float32):
+    """Zeros of shape and dtype, starting on a cache line; written, so no timed call pays their
+    first-touch page faults."""
+    dtype = np.dtype(dtype)
+    n = math.prod(shape) * dtype.itemsize
+    raw = np.empty(n + CACHE_LINE, np.uint8)
+    raw.fill(0)
+    off = -raw.ctypes.data % CACHE_LINE
+    return raw[off:off + n].view(dtype).reshape(shape)
+
+
+def aligned_copy(a):
+    out = aligned_zeros(a.shape, a.dtype)
+    out[...] = a
+    return out
+
+
 def make_image(w, h, seed=42):
-    return np.random.default_rng(seed).random((h, w), dtype=np.float32)
+    return aligned_copy(np.random.default_rng(seed).random((h, w), dtype=np.float32))
+
+
+def tune_malloc():
+    """glibc's malloc settings for the whole run, as `MALLOC_MMAP_THRESHOLD_=33554432
+    MALLOC_TRIM_THRESHOLD_=... MALLOC_TOP_PAD_=...` would set them; a line for the header.
+
+    torch allocates every conv output anew. With glibc's defaults a block that large is
+    sometimes mmap'ed and unmapped per call, or the heap's top trimmed and regrown, and each
+    call then pays a page fault per 4 KiB of its output: about 6 us each in this KVM guest,
+    which took torch's l4 (25.7 MB out) from 6.4-6.8 ms to 56-116 ms in some runs ("torch's
+    slow state", docs/benchmarks.md). Blocks up to 32 MiB from the heap, never trimmed, give
+    every call the memory the last one freed. lumen's calls here write into out= arrays."""
+    import ctypes
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        m_trim, m_top_pad, m_mmap = -1, -2, -3
+        ok = (libc.mallopt(m_mmap, 32 << 20) and libc.mallopt(m_trim, (1 << 31) - 1)
+              and libc.mallopt(m_top_pad, 64 << 20))
+    except (OSError, AttributeError):
+        ok = False
+    return ("glibc mmap threshold 32 MiB, no trimming, 64 MiB top pad (--malloc default: "
+            "glibc's own)") if ok else "glibc's defaults (mallopt not available)"
 
 
 def reflect_pad(img, pad_y, pad_x):
@@ -347,7 +393,7 @@ class Peer:
 
 
 def cv2_peer(case, img):
-    out = np.empty_like(img)  # dst= like lumen's out=: neither side pays a new 24 MB array
+    out = aligned_zeros(img.shape)  # dst= like lumen's out=: neither side pays a new 24 MB array
     if case.op == "filter2d":
         k = filter_kernel(case.ksize)
         return Peer("cv2", "cv2.filter2D", lambda: cv2.filter2D(
@@ -363,7 +409,7 @@ def scipy_peer(case, img):
     if case.op == "filter2d":
         k = filter_kernel(case.ksize)
         if case.ksize <= SCIPY_DIRECT_MAX_K:
-            out = np.empty_like(img)
+            out = aligned_zeros(img.shape)
             return Peer("scipy", "ndi.correlate", lambda: ndi.correlate(
                 img, k, output=out, mode="reflect"))
         p, flipped = case.ksize // 2, k[::-1, ::-1].copy()  # flipped: convolution = correlation
@@ -371,7 +417,7 @@ def scipy_peer(case, img):
             reflect_pad(img, p, p), flipped, mode="valid"))
     if case.sigma > SCIPY_GAUSS_MAX_SIGMA:
         return None
-    g, tmp, out = gauss_taps(case), np.empty_like(img), np.empty_like(img)
+    g, tmp, out = gauss_taps(case), aligned_zeros(img.shape), aligned_zeros(img.shape)
 
     def correlate1d_x2():
         ndi.correlate1d(img, g, axis=1, output=tmp, mode="reflect")
@@ -543,7 +589,7 @@ class Runner:
         self.args, self.libs, self.img = args, libs, img
         self.torch = TorchBudget(args.torch_cap)
         self.peer_cache, self.lumen_cache = {}, {}
-        self.out = np.zeros_like(img)  # touched now: no cold call pays its page faults
+        self.out = aligned_zeros(img.shape)  # touched now: no cold call pays its page faults
 
     def lumen(self, case):
         if case.name not in self.lumen_cache:
@@ -740,8 +786,8 @@ CONV_X_SEED, CONV_W_SEED = 42, 43
 def conv_tensors(case, n):
     """x (N, C, H, W) and w as `lumen bench conv` makes them: LCG values in [-1, 1)."""
     shape_x, shape_w = (n, case.c, case.h, case.w), case.weight_shape()
-    x = lcg_floats(math.prod(shape_x), CONV_X_SEED, -1.0, 1.0).reshape(shape_x)
-    w = lcg_floats(math.prod(shape_w), CONV_W_SEED, -1.0, 1.0).reshape(shape_w)
+    x = aligned_copy(lcg_floats(math.prod(shape_x), CONV_X_SEED, -1.0, 1.0).reshape(shape_x))
+    w = aligned_copy(lcg_floats(math.prod(shape_w), CONV_W_SEED, -1.0, 1.0).reshape(shape_w))
     return x, w
 
 
@@ -816,7 +862,7 @@ def run_conv_case(case, args, libs):
     """Times lumen and torch interleaved on the same tensors; the row of the case."""
     n = args.batch or case.n
     x, w = conv_tensors(case, n)
-    out = np.zeros((n, case.k) + case.out_hw(), np.float32)  # touched: no page faults timed
+    out = aligned_zeros((n, case.k) + case.out_hw())  # touched: no page faults timed
     ctx = lumen_context(args.threads)  # fresh: the cold call pays its one-time costs
     fns = {"lumen": lumen_conv_fn(case, x, w, out, ctx)}
     packed = lumen_packed_fn(case, x, w, out, ctx)
@@ -1180,6 +1226,7 @@ def print_header(machine, args):
     print("versions: " + ", ".join(f"{k} {val}" for k, val in v.items()))
     print("threads: " + ", ".join(f"{k} {val}" for k, val in t.items())
           + f"; lumen uses {machine['lumen_cpu_features']}")
+    print(f"malloc: {machine.get('malloc', '?')}; arrays start on {CACHE_LINE}-byte lines")
     if any(n not in CONV_NAMES for n in args.cases):  # the conv cases print their own line
         print(f"image {args.w}x{args.h} f32, 1 channel, border reflect; 1 cold + {args.repeat} "
               f"warm runs per call; ratios = lumen min / peer min")
@@ -1316,6 +1363,10 @@ def parse_args(argv):
     ap.add_argument("--json-out", default="", metavar="PATH",
                     help="also write the JSON object to PATH (the table is still printed; "
                          "bench/charts.py draws it)")
+    ap.add_argument("--malloc", choices=("tuned", "default"), default="tuned",
+                    help="tuned (default): glibc keeps blocks up to 32 MiB on its heap and "
+                         "never trims it, so peers that allocate their outputs per call "
+                         "(torch) do not pay page faults per call; default: glibc's own")
     ap.add_argument("--no-scipy", action="store_true", help="leave SciPy out")
     ap.add_argument("--no-torch", action="store_true", help="leave PyTorch out")
     ap.add_argument("--no-floors", action="store_true",
@@ -1399,6 +1450,7 @@ def main(argv=None):
         return bench_methods.main(argv)
     args = parse_args(argv)
     DEVICE = args.device
+    malloc_line = tune_malloc() if args.malloc == "tuned" else "glibc's defaults (--malloc default)"
     # first, while this process runs no threads of its own (lumen's, torch's, OpenCV's pools
     # would spin beside the floors' measurement)
     floors = {"error": "--no-floors"} if args.no_floors else measure_floors(args)
@@ -1415,6 +1467,7 @@ def main(argv=None):
     set_threads(args, libs)
     machine = machine_info(args, libs)
     machine["onednn_max_cpu_isa"] = onednn_cap
+    machine["malloc"] = malloc_line
     selected = [c for c in CASES if c.name in args.cases]
     checks = check_all(selected, libs, args.threads)
     if not args.json:
