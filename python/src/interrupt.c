@@ -71,7 +71,14 @@ static int on_main_thread(void)
 static int default_sigint(void)
 {
     if (!getsignal) {
-        PyObject *signal = PyImport_ImportModule("signal");
+        /* _signal's getsignal returns the handler as it is; signal.getsignal converts it to an
+         * enum first, which for a function raises and catches two exceptions in enum.py: 3-4 us
+         * on every call of every op, most of lumen's whole Python overhead on small images. */
+        PyObject *signal = PyImport_ImportModule("_signal");
+        if (!signal) {
+            PyErr_Clear();
+            signal = PyImport_ImportModule("signal");
+        }
         if (!signal) return -1;
         getsignal = PyObject_GetAttrString(signal, "getsignal");
         default_handler = PyObject_GetAttrString(signal, "default_int_handler");
