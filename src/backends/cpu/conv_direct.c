@@ -306,6 +306,12 @@ lumen_status lumen_cpu_conv2d_direct(lumen_context *ctx, const lumen_conv_job *j
     pack(&pl, wp, bp, off);
     const int64_t items = job->x->n * pl.bands;
     lumen_cpu_stop stop = lumen_cpu_stop_init(ctx); /* polled per item (docs/faults.md) */
+    lumen_cpu_sched sched;
+    const lumen_status st = lumen_cpu_sched_init(&sched, items, ctx->threads);
+    if (st) {
+        put_scratch(ctx, buf, bytes);
+        return st;
+    }
 #pragma omp parallel num_threads(ctx->threads)
     {
         int tid = 0;
@@ -313,11 +319,14 @@ lumen_status lumen_cpu_conv2d_direct(lumen_context *ctx, const lumen_conv_job *j
         tid = omp_get_thread_num();
 #endif
         float *xs = xs0 + per_thread * (size_t)tid;
-#pragma omp for schedule(dynamic, 1)
-        for (int64_t i = 0; i < items; i++)
+        /* Own share first: each thread reads and writes the same images' bands call after
+         * call (cpu_sched.c; l4 4-5 % faster than dynamic at 2 threads, Zen 5). */
+        int turn = 0;
+        for (int64_t i; (i = lumen_cpu_sched_next(&sched, tid, &turn)) >= 0;)
             if (!lumen_cpu_should_stop(&stop))
                 run_item(&pl, wp, bp, off, i / pl.bands, i % pl.bands, xs);
     }
+    lumen_cpu_sched_free(&sched);
     put_scratch(ctx, buf, bytes);
     *isa = pl.k.name;
     return lumen_cpu_stop_status(&stop, LUMEN_OK);
