@@ -504,6 +504,9 @@ lumen_status lumen_cpu_conv2d_winograd_run(lumen_context *ctx, const lumen_conv_
 
     const int64_t items = pl.groups * pl.blocks;
     lumen_cpu_stop stop = lumen_cpu_stop_init(ctx); /* polled per item (docs/faults.md) */
+    lumen_cpu_sched sched;
+    const lumen_status st = lumen_cpu_sched_init(&sched, items, threads);
+    if (st) return st;
 #pragma omp parallel num_threads(threads)
     {
 #ifdef _OPENMP
@@ -517,11 +520,14 @@ lumen_status lumen_cpu_conv2d_winograd_run(lumen_context *ctx, const lumen_conv_
             for (int64_t item = 0; item < items; item++) /* every thread, every item */
                 run_shared(&pl, item, v, mbuf, &stop);
         } else {
-#pragma omp for schedule(dynamic, 1)
-            for (int64_t item = 0; item < items; item++)
+            /* Own share first (cpu_sched.c): l2 1.28-1.37x faster than dynamic in a loop of
+             * calls from ctypes, equal from the Python package; l3 0.97-0.98 (Zen 5). */
+            int turn = 0;
+            for (int64_t item; (item = lumen_cpu_sched_next(&sched, tid, &turn)) >= 0;)
                 if (!lumen_cpu_should_stop(&stop)) run_item(&pl, item, v, mbuf);
         }
     }
+    lumen_cpu_sched_free(&sched);
     if (isa) *isa = kern->isa;
     return lumen_cpu_stop_status(&stop, LUMEN_OK);
 }
