@@ -21,6 +21,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 /* Ring buffer budget per thread; about half a typical L2. */
 #define RING_BYTES (256 * 1024)
@@ -447,15 +450,26 @@ static lumen_status run_engine(const lumen_context *ctx, const lumen_filter_job 
     e.ring_len = job->kh + (e.four_rows ? 3 : step - 1);
     const int64_t items = planes * e.nbands;
     int failed = 0;
+    lumen_cpu_sched sched;
+    const lumen_status st = lumen_cpu_sched_init(&sched, items, ctx->threads);
+    if (st) return st;
 #pragma omp parallel num_threads(ctx->threads) reduction(| : failed)
     {
         scratch sc;
         failed = !scratch_alloc(&e, &sc);
-#pragma omp for schedule(dynamic, 1)
-        for (int64_t it = 0; it < items; it++)
-            if (!failed && !lumen_cpu_should_stop(&stop)) process_item(&e, &sc, it);
+#ifdef _OPENMP
+        const int tid = omp_get_thread_num();
+#else
+        const int tid = 0;
+#endif
+        /* Own share of bands first, the others' once it runs out (cpu_sched.c): 3x3 direct and
+         * box 5x5 4-6 % faster than dynamic at 2 threads, 7x7 unchanged (Zen 5). */
+        int turn = 0;
+        for (int64_t it; !failed && (it = lumen_cpu_sched_next(&sched, tid, &turn)) >= 0;)
+            if (!lumen_cpu_should_stop(&stop)) process_item(&e, &sc, it);
         scratch_free(&sc);
     }
+    lumen_cpu_sched_free(&sched);
     if (failed)
         return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "cpu: out of memory for per-thread row buffers");
     return lumen_cpu_stop_status(&stop, LUMEN_OK);
