@@ -1,11 +1,13 @@
 /*
  * Work sharing for the CPU's parallel loops: each thread owns a contiguous share of the items
  * and takes them in order; a thread that has finished its share takes the next items of the
- * others' (docs/benchmarks.md, "Zen 5: shares and stealing").
+ * others' (docs/benchmarks.md, "Zen 5: shares and stealing"). Used by conv2d's SGEMM, Winograd
+ * and direct items and by the filter engine's row bands; the FFT's tiles and the depthwise
+ * planes measured no better than dynamic and keep it.
  *
  * Why not OpenMP's schedules: schedule(static) gives every call the same items per thread, so
  * a thread finds in its own L2 the inputs and outputs it touched in the last call of a loop
- * of identical calls (8-15 % faster than dynamic for conv layers of 1-6 MB per call, Zen 5),
+ * of identical calls (4-12 % faster than dynamic for conv layers of 1-6 MB per call, Zen 5),
  * but a thread whose core another process takes holds up the whole call (issue 17 item 4).
  * schedule(dynamic) rebalances but scatters the items over the threads anew on every call.
  * Shares with stealing keep the static assignment while every thread is running, and
