@@ -10,9 +10,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 /* Runs the shares of `threads` with a team of `team` threads; counts how often each item came. */
 static void count_items(int64_t items, int threads, int team, int *count)
@@ -22,11 +19,7 @@ static void count_items(int64_t items, int threads, int team, int *count)
     memset(count, 0, sizeof *count * (size_t)(items ? items : 1));
 #pragma omp parallel num_threads(team)
     {
-#ifdef _OPENMP
-        const int tid = omp_get_thread_num();
-#else
-        const int tid = 0;
-#endif
+        const int tid = lumen_cpu_thread_num();
         int turn = 0;
         for (int64_t i; (i = lumen_cpu_sched_next(&s, tid, &turn)) >= 0;) {
             assert_true(i < items);

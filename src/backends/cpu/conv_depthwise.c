@@ -10,9 +10,6 @@
 #include "conv.h"
 
 #include <stdlib.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 bool lumen_cpu_conv2d_depthwise_applies(const lumen_conv_job *job)
 {
@@ -67,10 +64,7 @@ lumen_status lumen_cpu_conv2d_depthwise(lumen_context *ctx, const lumen_conv_job
     lumen_cpu_stop stop = lumen_cpu_stop_init(ctx); /* polled per plane (docs/faults.md) */
 #pragma omp parallel num_threads(ctx->threads)
     {
-        int tid = 0;
-#ifdef _OPENMP
-        tid = omp_get_thread_num();
-#endif
+        const int tid = lumen_cpu_thread_num();
         float *pad = scratch + per_thread * (size_t)tid, *acc = pad + x->h * padded;
         float *wk = acc + y->w;
 #pragma omp for schedule(dynamic, 4)

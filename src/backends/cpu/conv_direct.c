@@ -18,9 +18,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 /* A thread's phase scratch is bounded (bands shrink to fit; int32 tap offsets): shapes whose
  * band of one output row needs more (very wide rows, large dilations) take the SGEMM path. */
@@ -314,10 +311,7 @@ lumen_status lumen_cpu_conv2d_direct(lumen_context *ctx, const lumen_conv_job *j
     }
 #pragma omp parallel num_threads(ctx->threads)
     {
-        int tid = 0;
-#ifdef _OPENMP
-        tid = omp_get_thread_num();
-#endif
+        const int tid = lumen_cpu_thread_num();
         float *xs = xs0 + per_thread * (size_t)tid;
         /* Own share first: each thread reads and writes the same images' bands call after
          * call (cpu_sched.c; l4 4-5 % faster than dynamic at 2 threads, Zen 5). */

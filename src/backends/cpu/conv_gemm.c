@@ -28,9 +28,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 /* Columns of one sliver that share (image, output row): contiguous outputs in ox. */
 typedef struct col_run {
@@ -496,11 +493,7 @@ lumen_status lumen_cpu_conv2d_gemm(lumen_context *ctx, const lumen_conv_job *job
     if (st) return st;
 #pragma omp parallel num_threads(pl.threads)
     {
-#ifdef _OPENMP
-        const int tid = omp_get_thread_num();
-#else
-        const int tid = 0;
-#endif
+        const int tid = lumen_cpu_thread_num();
         gemm_ws ws = workspace(&pl, tid);
 #pragma omp for schedule(static)
         for (int64_t gp = 0; gp < panels; gp++)

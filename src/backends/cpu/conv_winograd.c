@@ -24,9 +24,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #define WINO_M 2
 #define WINO_SUFFIX f2_generic
@@ -509,11 +506,7 @@ lumen_status lumen_cpu_conv2d_winograd_run(lumen_context *ctx, const lumen_conv_
     if (st) return st;
 #pragma omp parallel num_threads(threads)
     {
-#ifdef _OPENMP
-        const int tid = omp_get_thread_num();
-#else
-        const int tid = 0;
-#endif
+        const int tid = lumen_cpu_thread_num();
         float *v = (float *)(scratch + (pl.shared ? 0 : (v_bytes + m_bytes) * (size_t)tid));
         float *mbuf = (float *)((unsigned char *)v + v_bytes);
         if (pl.shared) {

@@ -5,6 +5,10 @@
 #include "internal.h"
 #include "row_kernels.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 /* True when the fast AVX2+FMA kernels may run in this context. */
 static inline bool lumen_ctx_use_avx2(const lumen_context *ctx) { return ctx->simd && ctx->cpu_avx2; }
 /* True when the AVX-512 kernels may run (they assume AVX2 + FMA too, so clearing cpu_avx2
@@ -55,12 +59,22 @@ static inline lumen_status lumen_cpu_stop_status(const lumen_cpu_stop *st, lumen
     return s == LUMEN_OK && st->stopped ? lumen_interrupted_error() : s;
 }
 
+/* The calling thread's number in its OpenMP team (0 outside a team or without OpenMP). */
+static inline int lumen_cpu_thread_num(void)
+{
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
 /* The items of a parallel loop in one contiguous share per thread, taken in order, and taken
  * from the other shares once a thread's own has run out (cpu_sched.c): the same items per thread
  * call after call, like schedule(static), yet a thread that gets no core does not hold up the
  * call. Init before the parallel region (the struct must not be copied), then in the region:
  *     int turn = 0;
- *     for (int64_t i; (i = lumen_cpu_sched_next(&s, omp_get_thread_num(), &turn)) >= 0;) ...
+ *     for (int64_t i; (i = lumen_cpu_sched_next(&s, lumen_cpu_thread_num(), &turn)) >= 0;) ...
  * A team smaller than `threads` is fine: the absent threads' shares are taken by the others. */
 typedef struct lumen_cpu_share {
     _Alignas(64) int64_t next; /* the share's next item (atomic); its own cache line */

@@ -21,9 +21,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 /* Ring buffer budget per thread; about half a typical L2. */
 #define RING_BYTES (256 * 1024)
@@ -457,11 +454,7 @@ static lumen_status run_engine(const lumen_context *ctx, const lumen_filter_job 
     {
         scratch sc;
         failed = !scratch_alloc(&e, &sc);
-#ifdef _OPENMP
-        const int tid = omp_get_thread_num();
-#else
-        const int tid = 0;
-#endif
+        const int tid = lumen_cpu_thread_num();
         /* Own share of bands first, the others' once it runs out (cpu_sched.c): 3x3 direct and
          * box 5x5 4-6 % faster than dynamic at 2 threads, 7x7 unchanged (Zen 5). */
         int turn = 0;
