@@ -26,67 +26,33 @@ static inline void dw_block16x4(float *restrict out, const float *const *rows, c
     _mm512_storeu_ps(out + q[3], a3);
 }
 
-/*
- * One column block of G output rows (the whole-vector path of conv_depthwise_plane.h): lanes
- * q0 .. q0+15 of outs[0..G), each summed over its taps in tap order (r, s) in one register, from
- * the input rows in[0..nin) (NULL: outside x), input row i being tap r = i - o of output row o.
- * An edge block (a column outside x, or lanes past Q) loads only the columns inside x and
- * masks the FMA of the others (the lane keeps its sum, as if the tap were skipped), and stores
- * only the lanes below Q. The bias is added in registers before the store.
- */
+/* The whole-vector path's primitives (conv_depthwise_plane.h, dw_colblock): 16 lanes, edge lanes
+ * by mask registers (a masked FMA keeps the old sum in the lanes outside x). */
 #define LUMEN_DW_VL 16
-#define LUMEN_DW_G 4
-static inline __attribute__((always_inline)) void
-dw_colblock(float *const *outs, int G, const float *const *in, int64_t nin, const float *w,
-            int64_t R, int64_t S, int64_t dw, int64_t q0, int64_t c0, int64_t W, float bias,
-            bool edge, int64_t nst)
+typedef __m512 dw_vec;
+typedef __mmask16 dw_mask;
+#define dw_zero() _mm512_setzero_ps()
+#define dw_set1(x) _mm512_set1_ps(x)
+#define dw_loadu(p) _mm512_loadu_ps(p)
+#define dw_storeu(p, v) _mm512_storeu_ps(p, v)
+#define dw_add(a, b) _mm512_add_ps(a, b)
+#define dw_fma(w, v, a) _mm512_fmadd_ps(w, v, a)
+#define dw_mask_all() ((__mmask16)0xffff)
+#define dw_maskz_loadu(p, k) _mm512_maskz_loadu_ps(k, p)
+#define dw_mask_fma(w, v, a, k) _mm512_mask3_fmadd_ps(w, v, a, k)
+#define dw_mask_storeu(p, k, v) _mm512_mask_storeu_ps(p, k, v)
+
+/* Lanes j with 0 <= c + j < W. */
+static inline dw_mask dw_inside(int64_t c, int64_t W)
 {
-    __m512 a[LUMEN_DW_G];
-#pragma GCC unroll 4
-    for (int o = 0; o < LUMEN_DW_G; o++)
-        a[o] = _mm512_setzero_ps();
-    /* the columns inside x per tap column s: the same for every input row */
-    __mmask16 km[LUMEN_DW_MAX_S];
-    if (edge)
-#pragma GCC unroll 8
-        for (int64_t s = 0; s < S; s++) {
-            const int64_t c = c0 + s * dw;
-            const int64_t lo = c < 0 ? -c : 0, hi = W - c < 16 ? W - c : 16;
-            km[s] = hi > lo ? (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u)) : 0;
-        }
-#pragma GCC unroll 8
-    for (int64_t i = 0; i < nin; i++) {
-        if (!in[i]) continue;
-#pragma GCC unroll 8
-        for (int64_t s = 0; s < S; s++) {
-            const int64_t c = c0 + s * dw;
-            __mmask16 k = 0xffff;
-            __m512 v;
-            if (edge) {
-                k = km[s];
-                v = _mm512_maskz_loadu_ps(k, in[i] + c);
-            } else {
-                v = _mm512_loadu_ps(in[i] + c);
-            }
-#pragma GCC unroll 4
-            for (int o = 0; o < LUMEN_DW_G; o++) {
-                const int64_t r = i - o;
-                if (o >= G || r < 0 || r >= R) continue;
-                const __m512 wv = _mm512_set1_ps(w[r * S + s]);
-                a[o] = edge ? _mm512_mask3_fmadd_ps(wv, v, a[o], k) : _mm512_fmadd_ps(wv, v, a[o]);
-            }
-        }
-    }
-    const __m512 b = _mm512_set1_ps(bias);
-    const __mmask16 ks = nst >= 16 ? 0xffff : (__mmask16)((1u << nst) - 1u);
-#pragma GCC unroll 4
-    for (int o = 0; o < LUMEN_DW_G; o++) {
-        if (o >= G) continue;
-        if (edge)
-            _mm512_mask_storeu_ps(outs[o] + q0, ks, _mm512_add_ps(a[o], b));
-        else
-            _mm512_storeu_ps(outs[o] + q0, _mm512_add_ps(a[o], b));
-    }
+    const int64_t lo = c < 0 ? -c : 0, hi = W - c < 16 ? W - c : 16;
+    return hi > lo ? (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u)) : 0;
+}
+
+/* Lanes j < n. */
+static inline dw_mask dw_below(int64_t n)
+{
+    return n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1u);
 }
 
 #include "conv_depthwise_plane.h"
