@@ -2,8 +2,11 @@
  * The CPU's work shares (cpu_sched.c): every item is handed out exactly once, whatever the team
  * (as large as the shares, smaller, or one thread alone); a thread takes its own contiguous
  * share first and in order, then the others' next items; more threads than the inline shares
- * take the allocated path.
+ * take the allocated path. The team helpers (cpu_threads.c): a run wakes no more threads than its
+ * work pays for, and a team of one runs its body on the calling thread as thread 0, even inside
+ * a parallel region of the caller's.
  */
+#define _POSIX_C_SOURCE 200809L /* unsetenv */
 #include "test_support.h"
 
 #include "backends/cpu/cpu.h"
@@ -91,12 +94,60 @@ static void test_many_threads_shares(void **state)
     assert_null(s.share);
 }
 
+static void test_team_size_by_work(void **state)
+{
+    (void)state;
+    lumen_context *ctx = NULL;
+    assert_int_equal(lumen_context_create(&ctx), LUMEN_OK);
+    assert_int_equal(lumen_context_set_threads(ctx, 3), LUMEN_OK);
+    const double share = LUMEN_CPU_MIN_SHARE;
+    assert_int_equal(lumen_cpu_team_size(ctx, 0, 100), 1);
+    assert_int_equal(lumen_cpu_team_size(ctx, 2 * share - 1, 100), 1);
+    assert_int_equal(lumen_cpu_team_size(ctx, 2 * share, 100), 2);
+    assert_int_equal(lumen_cpu_team_size(ctx, 3 * share, 100), 3);
+    assert_int_equal(lumen_cpu_team_size(ctx, 1e12, 100), 3); /* never more than the context's */
+    assert_int_equal(lumen_cpu_team_size(ctx, 1e12, 2), 2);   /* nor than the items */
+    assert_int_equal(lumen_cpu_team_size(ctx, 1e12, 0), 1);
+    lumen_context_destroy(ctx);
+}
+
+static void note_tid(void *arg, int tid)
+{
+    int *seen = arg;
+#pragma omp atomic
+    seen[tid]++;
+    /* a team of one is no OpenMP team of ours: the caller's thread runs it */
+    if (tid == 0 && seen[8]) seen[9] = lumen_cpu_thread_num();
+}
+
+static void test_team_run(void **state)
+{
+    (void)state;
+    int seen[10] = {0};
+    lumen_cpu_team_run(3, note_tid, seen);
+    assert_int_equal(seen[0], 1);
+    assert_int_equal(seen[1], 1);
+    assert_int_equal(seen[2], 1);
+    memset(seen, 0, sizeof seen);
+    seen[8] = 1;
+    /* inside a region of the caller's, thread 1 of it: the body still sees tid 0 */
+#pragma omp parallel num_threads(2)
+    if (lumen_cpu_thread_num() == 1) lumen_cpu_team_run(1, note_tid, seen);
+    assert_int_equal(seen[0], 1);
+    assert_int_equal(seen[1], 0);
+    assert_int_equal(seen[9], 1); /* the caller's own number: why bodies take tid */
+}
+
 int main(void)
 {
+    /* the default share, not the suites' LUMEN_CPU_MIN_SHARE=0 (read at the first use) */
+    unsetenv("LUMEN_CPU_MIN_SHARE");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_item_once),
         cmocka_unit_test(test_own_share_then_the_others),
         cmocka_unit_test(test_many_threads_shares),
+        cmocka_unit_test(test_team_size_by_work),
+        cmocka_unit_test(test_team_run),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

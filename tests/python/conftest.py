@@ -12,6 +12,10 @@ import subprocess
 import zlib
 from pathlib import Path
 
+# Small images run on whole teams in the tests, as in the C suites (src/backends/cpu/cpu.h);
+# set before lumen is first imported, which reads it once.
+os.environ.setdefault("LUMEN_CPU_MIN_SHARE", "0")
+
 import cv2
 import numpy as np
 import pytest

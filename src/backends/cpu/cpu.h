@@ -69,6 +69,25 @@ static inline int lumen_cpu_thread_num(void)
 #endif
 }
 
+/*
+ * Runs body(arg, tid) for tid = 0 .. threads - 1 on one OpenMP team, or, for one thread, on the
+ * calling thread with no parallel region at all: libgomp ends every region, even a team of one,
+ * with a futex wake (a system call, about 1 us in a VM guest), which on a 16 x 16 image cost a
+ * third of the whole call. Bodies take tid from here, not from omp_get_thread_num(), which
+ * outside a region of ours is the caller's own number in its team.
+ */
+void lumen_cpu_team_run(int threads, void (*body)(void *arg, int tid), void *arg);
+
+/*
+ * How many of ctx->threads to wake for `work` units of work (about a nanosecond each on one
+ * thread) split into `items` independent items: no more than the items, and each thread gets
+ * at least LUMEN_CPU_MIN_SHARE units (docs/architecture.md, "CPU teams"), since waking a thread and
+ * joining it costs 2-4 us. $LUMEN_CPU_MIN_SHARE, read once, replaces it; 0 wakes every thread
+ * whatever the size (the test suites set it, so that their small images still run on whole teams).
+ */
+#define LUMEN_CPU_MIN_SHARE 3000.0
+int lumen_cpu_team_size(const lumen_context *ctx, double work, int64_t items);
+
 /* The items of a parallel loop in one contiguous share per thread, taken in order, and taken
  * from the other shares once a thread's own has run out (cpu_sched.c): the same items per thread
  * call after call, like schedule(static), yet a thread that gets no core does not hold up the

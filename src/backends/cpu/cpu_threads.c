@@ -105,3 +105,35 @@ void lumen_cpu_fit_threads(lumen_context *ctx)
     }
     if (n > team_started) team_started = n;
 }
+
+void lumen_cpu_team_run(int threads, void (*body)(void *arg, int tid), void *arg)
+{
+    if (threads <= 1) {
+        body(arg, 0);
+        return;
+    }
+#pragma omp parallel num_threads(threads)
+    body(arg, lumen_cpu_thread_num());
+}
+
+static double min_share(void)
+{
+    static _Atomic double cached = -1.0; /* racing first reads compute the same value */
+    double v = cached;
+    if (v >= 0) return v;
+    const char *e = getenv("LUMEN_CPU_MIN_SHARE");
+    char *end = NULL;
+    v = e && *e ? strtod(e, &end) : LUMEN_CPU_MIN_SHARE;
+    if (end && (*end || !(v >= 0))) v = LUMEN_CPU_MIN_SHARE; /* not a number >= 0 */
+    cached = v;
+    return v;
+}
+
+int lumen_cpu_team_size(const lumen_context *ctx, double work, int64_t items)
+{
+    const double share = min_share();
+    double n = share > 0 ? work / share : (double)ctx->threads;
+    if (n > (double)items) n = (double)items;
+    if (n > ctx->threads) n = ctx->threads;
+    return n < 1 ? 1 : (int)n;
+}

@@ -19,6 +19,7 @@
 #include "row_kernels.h"
 #include "rows.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -425,6 +426,38 @@ static void choose_formats(engine *e)
     e->hout = e->out_direct ? row_fmt(d->dtype) : LUMEN_ROW_F32;
 }
 
+typedef struct engine_run {
+    const engine *e;
+    lumen_cpu_sched *sched;
+    atomic_int failed; /* a thread could not allocate its row buffers */
+} engine_run;
+
+static void engine_body(void *arg, int tid)
+{
+    engine_run *run = arg;
+    scratch sc;
+    if (!scratch_alloc(run->e, &sc)) {
+        atomic_store(&run->failed, 1);
+    } else {
+        /* Own share of bands first, the others' once it runs out (cpu_sched.c): 3x3 direct and
+         * box 5x5 4-6 % faster than dynamic at 2 threads, 7x7 unchanged (Zen 5). */
+        int turn = 0;
+        for (int64_t it; !atomic_load_explicit(&run->failed, memory_order_relaxed) &&
+                         (it = lumen_cpu_sched_next(run->sched, tid, &turn)) >= 0;)
+            if (!lumen_cpu_should_stop(run->e->stop)) process_item(run->e, &sc, it);
+    }
+    scratch_free(&sc);
+}
+
+/* The run's work in lumen_cpu_team_size's units (about 1 ns of one thread): the kernels' taps
+ * and a pixel's loads and stores (LUMEN_CPU_MIN_SHARE's calibration: docs/benchmarks.md). */
+static double engine_work(const engine *e)
+{
+    const lumen_image *d = e->job->dst;
+    const double taps = e->separable ? e->job->kw + e->job->kh : (double)e->job->kw * e->job->kh;
+    return (double)d->n * (double)d->c * (double)d->h * (double)d->w * (0.03 * taps + 0.2);
+}
+
 static lumen_status run_engine(const lumen_context *ctx, const lumen_filter_job *job, bool separable)
 {
     lumen_cpu_stop stop = lumen_cpu_stop_init(ctx);
@@ -446,24 +479,14 @@ static lumen_status run_engine(const lumen_context *ctx, const lumen_filter_job 
     const int step = separable || e.rk->direct_rows_max < 2 ? 2 : e.rk->direct_rows_max;
     e.ring_len = job->kh + (e.four_rows ? 3 : step - 1);
     const int64_t items = planes * e.nbands;
-    int failed = 0;
     lumen_cpu_sched sched;
-    const lumen_status st = lumen_cpu_sched_init(&sched, items, ctx->threads);
+    engine_run run = {.e = &e, .sched = &sched};
+    const int team = lumen_cpu_team_size(ctx, engine_work(&e), items);
+    const lumen_status st = lumen_cpu_sched_init(&sched, items, team);
     if (st) return st;
-#pragma omp parallel num_threads(ctx->threads) reduction(| : failed)
-    {
-        scratch sc;
-        failed = !scratch_alloc(&e, &sc);
-        const int tid = lumen_cpu_thread_num();
-        /* Own share of bands first, the others' once it runs out (cpu_sched.c): 3x3 direct and
-         * box 5x5 4-6 % faster than dynamic at 2 threads, 7x7 unchanged (Zen 5). */
-        int turn = 0;
-        for (int64_t it; !failed && (it = lumen_cpu_sched_next(&sched, tid, &turn)) >= 0;)
-            if (!lumen_cpu_should_stop(&stop)) process_item(&e, &sc, it);
-        scratch_free(&sc);
-    }
+    lumen_cpu_team_run(team, engine_body, &run);
     lumen_cpu_sched_free(&sched);
-    if (failed)
+    if (atomic_load(&run.failed))
         return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "cpu: out of memory for per-thread row buffers");
     return lumen_cpu_stop_status(&stop, LUMEN_OK);
 }
