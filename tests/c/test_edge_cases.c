@@ -5,6 +5,8 @@
  */
 #include "test_support.h"
 
+#include "semantics.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +42,40 @@ static ts_op small_op(int i)
 }
 
 /* ---- tiny and thin images ------------------------------------------------ */
+
+/* lumen_border_index against the border rules' periodic definitions (docs/semantics.md), for
+ * every index from far left to far right of images 1 to 40 wide: its shortcut for indices one
+ * reflection away must give the same pixels. */
+static int64_t border_by_definition(int64_t i, int64_t n, lumen_border b)
+{
+    if (i >= 0 && i < n) return i;
+    const int64_t p2 = ((i % (2 * n)) + 2 * n) % (2 * n);
+    switch (b) {
+    case LUMEN_BORDER_CONSTANT: return -1;
+    case LUMEN_BORDER_REPLICATE: return i < 0 ? 0 : n - 1;
+    case LUMEN_BORDER_REFLECT: return p2 < n ? p2 : 2 * n - 1 - p2;
+    case LUMEN_BORDER_REFLECT101: {
+        if (n == 1) return 0;
+        const int64_t p = ((i % (2 * n - 2)) + 2 * n - 2) % (2 * n - 2);
+        return p < n ? p : 2 * n - 2 - p;
+    }
+    case LUMEN_BORDER_WRAP: return ((i % n) + n) % n;
+    }
+    return -2;
+}
+
+static void test_border_index_by_definition(void **state)
+{
+    (void)state;
+    for (int b = LUMEN_BORDER_REFLECT; b <= LUMEN_BORDER_WRAP; b++)
+        for (int64_t n = 1; n <= 40; n++)
+            for (int64_t i = -5 * n - 3; i < 6 * n + 3; i++)
+                if (lumen_border_index(i, n, (lumen_border)b) !=
+                    border_by_definition(i, n, (lumen_border)b))
+                    fail_msg("border %d, n %lld, index %lld: %lld, want %lld", b, (long long)n,
+                             (long long)i, (long long)lumen_border_index(i, n, (lumen_border)b),
+                             (long long)border_by_definition(i, n, (lumen_border)b));
+}
 
 static void test_tiny_images(void **state)
 {
@@ -621,6 +657,7 @@ static void test_zero_kernel(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_border_index_by_definition),
         cmocka_unit_test(test_tiny_images),
         cmocka_unit_test(test_1x1_by_hand),
         cmocka_unit_test(test_kernel_larger_than_image),

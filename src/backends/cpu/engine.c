@@ -330,27 +330,48 @@ static void process_item(const engine *e, scratch *sc, int64_t item)
     }
 }
 
-static bool scratch_alloc(const engine *e, scratch *sc)
+/* n items of `size` bytes at offset *off of base (NULL: only sizing), 64-byte aligned. */
+static void *carve(char *base, size_t *off, size_t n, size_t size)
+{
+    void *q = base ? base + *off : NULL;
+    *off += (n * size + 63) / 64 * 64;
+    return q;
+}
+
+/* The buffers of scratch, laid out in one block (one allocation per thread and call: eight
+ * were a tenth of a 16 x 16 image's call) at base, or none when base is NULL; its size. */
+static size_t scratch_layout(const engine *e, scratch *sc, char *base)
 {
     const lumen_filter_job *job = e->job;
     const size_t seg = (size_t)((e->strip + job->kw - 1) * e->cp + LUMEN_ROW_SLACK);
-    /* calloc: kernels may read the (never used) slack past a row's end. */
-    sc->ring = calloc((size_t)(e->ring_len * e->slot), sizeof(float));
-    sc->rows = malloc(sizeof(float *) * (size_t)e->ring_len);
-    sc->seg = e->separable ? calloc(seg, sizeof(float)) : NULL;
-    sc->out = calloc((size_t)(4 * e->slot), sizeof(float)); /* up to four output rows */
-    sc->srcp = e->separable ? NULL : calloc((size_t)e->ring_len, sizeof(float *));
-    sc->mid = e->separable ? NULL : calloc((size_t)e->ring_len, sizeof(float *));
-    sc->hmid = e->separable ? NULL : calloc((size_t)e->ring_len, sizeof(uint16_t *));
-    sc->edge = e->separable ? NULL : calloc((size_t)e->ring_len, sizeof(float *));
-    return sc->ring && sc->rows && sc->out && (sc->seg || !e->separable) &&
-           (e->separable || (sc->srcp && sc->mid && sc->hmid && sc->edge));
+    const size_t ring = (size_t)e->ring_len, ptr = sizeof(void *);
+    size_t off = 0;
+    sc->ring = carve(base, &off, ring * (size_t)e->slot, sizeof(float));
+    sc->out = carve(base, &off, 4 * (size_t)e->slot, sizeof(float)); /* up to four rows */
+    sc->rows = carve(base, &off, ring, ptr);
+    sc->seg = e->separable ? carve(base, &off, seg, sizeof(float)) : NULL;
+    sc->srcp = e->separable ? NULL : carve(base, &off, ring, ptr);
+    sc->mid = e->separable ? NULL : carve(base, &off, ring, ptr);
+    sc->hmid = e->separable ? NULL : carve(base, &off, ring, ptr);
+    sc->edge = e->separable ? NULL : carve(base, &off, ring, ptr);
+    return off;
+}
+
+static bool scratch_alloc(const engine *e, scratch *sc)
+{
+    const size_t bytes = scratch_layout(e, sc, NULL);
+    char *base = aligned_alloc(64, bytes);
+    if (!base) return false;
+    /* zeroed: kernels may read the (never used) slack past a row's end, and srcp's NULLs mean
+     * "no row read in place" */
+    memset(base, 0, bytes);
+    scratch_layout(e, sc, base);
+    return true;
 }
 
 static void scratch_free(scratch *sc)
 {
-    free(sc->ring), free(sc->rows), free(sc->seg), free(sc->out);
-    free(sc->srcp), free(sc->mid), free(sc->hmid), free(sc->edge);
+    free(sc->ring); /* the block's start (NULL when scratch_alloc failed) */
 }
 
 /* Interleaved src and dst (channel stride 1, pixel stride c) are filtered packed. */

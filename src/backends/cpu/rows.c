@@ -3,6 +3,7 @@
 
 #include "semantics.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 /* Typed loops keep the dtype switch out of the per-pixel path; a literal step 1 vectorises. */
@@ -34,15 +35,29 @@ static void convert_run(const lumen_row_kernels *rk, const char *p, int64_t sw, 
     else CONVERT_LOOP(uint16_t, sw);
 }
 
-/* The cp channels of pixel xx (or the constant when xx < 0) into out[0..cp). */
-static void load_pixel(const lumen_filter_job *job, int64_t cp, const char *row, int64_t xx,
-                       float *out)
+/* Pixels [i0, i1) of a row segment from source pixel xs that lie outside the image, cp
+ * channels each, by the border rule (the constant where it gives no pixel). The dtype's size
+ * and f32 are decided once per run, not per pixel: on a 16 x 16 image with 13 taps these
+ * pixels are 3/7 of all the row pass reads. */
+static void load_border_run(const lumen_filter_job *job, int64_t cp, const char *row, int64_t xs,
+                            int64_t i0, int64_t i1, float *out)
 {
     const lumen_image *s = job->src;
     const int64_t es = (int64_t)lumen_dtype_size(s->dtype);
-    for (int64_t k = 0; k < cp; k++)
-        out[k] = xx < 0 ? job->border_value
-                        : lumen_load_px(row + (xx * s->stride_w + k * s->stride_c) * es, s->dtype);
+    const int64_t sw = s->stride_w * es, sc = s->stride_c * es;
+    const bool f32 = s->dtype == LUMEN_F32;
+    for (int64_t i = i0; i < i1; i++) {
+        const int64_t xx = lumen_border_index(xs + i, s->w, job->border);
+        float *o = out + i * cp;
+        if (xx < 0) {
+            for (int64_t k = 0; k < cp; k++)
+                o[k] = job->border_value;
+            continue;
+        }
+        const char *p = row + xx * sw;
+        for (int64_t k = 0; k < cp; k++)
+            o[k] = f32 ? *(const float *)(p + k * sc) : lumen_load_px(p + k * sc, s->dtype);
+    }
 }
 
 /*
@@ -58,9 +73,8 @@ void lumen_rows_load(const lumen_row_kernels *rk, const lumen_filter_job *job, i
         return;
     }
     const char *row = lumen_px_addr(s, b, ch, yy, 0);
-    int64_t i = 0;
-    for (; i < count && xs + i < 0; i++)
-        load_pixel(job, cp, row, lumen_border_index(xs + i, s->w, job->border), out + i * cp);
+    int64_t i = xs < 0 ? (-xs < count ? -xs : count) : 0;
+    load_border_run(job, cp, row, xs, 0, i, out);
     int64_t m = s->w - (xs + i);
     if (m > count - i) m = count - i;
     if (m > 0) { /* the interior: one run, contiguous when channels are packed */
@@ -69,8 +83,7 @@ void lumen_rows_load(const lumen_row_kernels *rk, const lumen_filter_job *job, i
                     out + i * cp, m * cp);
         i += m;
     }
-    for (; i < count; i++)
-        load_pixel(job, cp, row, lumen_border_index(xs + i, s->w, job->border), out + i * cp);
+    load_border_run(job, cp, row, xs, i, count, out);
 }
 
 
