@@ -78,6 +78,12 @@ static inline int lumen_cpu_thread_num(void)
  */
 void lumen_cpu_team_run(int threads, void (*body)(void *arg, int tid), void *arg);
 
+/* body(arg, i, tid) for every i in [0, n): items handed out one at a time to `threads` threads
+ * as they come free (schedule(dynamic, 1)), or run in order on the calling thread, with no
+ * parallel region, when threads <= 1 (lumen_cpu_team_run). */
+void lumen_cpu_parallel_for(int threads, int64_t n, void (*body)(void *arg, int64_t i, int tid),
+                            void *arg);
+
 /*
  * How many of ctx->threads to wake for `work` units of work (about a nanosecond each on one
  * thread) split into `items` independent items: no more than the items, and each thread gets

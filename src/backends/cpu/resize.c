@@ -12,6 +12,7 @@
 #include "resize_cpu.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,31 +93,54 @@ static lumen_status reference(lumen_context *ctx, const lumen_resize_job *j)
 
 /* ---- nearest: copies ---- */
 
+typedef struct nearest_run {
+    const lumen_resize_job *j;
+    lumen_cpu_stop *st;
+    bool whole; /* interleaved channels of one dtype: one memcpy per pixel */
+} nearest_run;
+
+/* Output row it (image it / h, row it % h). */
+static void nearest_row(void *arg, int64_t it, int tid)
+{
+    (void)tid;
+    const nearest_run *r = arg;
+    const lumen_resize_job *j = r->j;
+    const lumen_image *s = j->src, *d = j->dst;
+    const size_t es = lumen_dtype_size(s->dtype);
+    const int64_t b = it / d->h, oy = it % d->h, sy = j->y.first[oy];
+    if (lumen_cpu_should_stop(r->st)) return;
+    for (int64_t ox = 0; ox < d->w; ox++) {
+        const char *from = lumen_px_addr(s, b, 0, sy, j->x.first[ox]);
+        char *to = lumen_px_addr(d, b, 0, oy, ox);
+        if (r->whole) {
+            memcpy(to, from, es * (size_t)s->c);
+            continue;
+        }
+        for (int64_t c = 0; c < d->c; c++)
+            copy_px(s, d, from + c * s->stride_c * (int64_t)es,
+                    to + c * d->stride_c * (int64_t)lumen_dtype_size(d->dtype));
+    }
+}
+
 static lumen_status nearest(lumen_context *ctx, const lumen_resize_job *j)
 {
     const lumen_image *s = j->src, *d = j->dst;
-    const size_t es = lumen_dtype_size(s->dtype);
-    /* Interleaved channels of one dtype: one memcpy per pixel. */
-    const bool whole = s->dtype == d->dtype && s->stride_c == 1 && d->stride_c == 1;
     lumen_cpu_stop st = lumen_cpu_stop_init(ctx);
-#pragma omp parallel for num_threads(ctx->threads) schedule(dynamic, 4) collapse(2)
-    for (int64_t b = 0; b < d->n; b++)
-        for (int64_t oy = 0; oy < d->h; oy++) {
-            if (lumen_cpu_should_stop(&st)) continue;
-            const int64_t sy = j->y.first[oy];
-            for (int64_t ox = 0; ox < d->w; ox++) {
-                const char *from = lumen_px_addr(s, b, 0, sy, j->x.first[ox]);
-                char *to = lumen_px_addr(d, b, 0, oy, ox);
-                if (whole) {
-                    memcpy(to, from, es * (size_t)s->c);
-                    continue;
-                }
-                for (int64_t c = 0; c < d->c; c++)
-                    copy_px(s, d, from + c * s->stride_c * (int64_t)es,
-                            to + c * d->stride_c * (int64_t)lumen_dtype_size(d->dtype));
-            }
-        }
+    nearest_run r = {j, &st, s->dtype == d->dtype && s->stride_c == 1 && d->stride_c == 1};
+    const int64_t rows = d->n * d->h;
+    const double work = (double)rows * (double)d->w * (double)d->c * 0.5; /* a copy per pixel */
+    lumen_cpu_parallel_for(lumen_cpu_team_size(ctx, work, rows), rows, nearest_row, &r);
     return lumen_cpu_stop_status(&st, LUMEN_OK);
+}
+
+/* The work of a separable resize in lumen_cpu_team_size's units: every output takes its taps
+ * on both axes, and every source pixel is read once. */
+static double resize_work(const lumen_resize_job *j)
+{
+    const lumen_image *s = j->src, *d = j->dst;
+    const double out = (double)d->n * (double)d->c * (double)d->h * (double)d->w;
+    const double in = (double)s->n * (double)s->c * (double)s->h * (double)s->w;
+    return out * 0.05 * (double)(j->x.taps + j->y.taps) + in * 0.1;
 }
 
 /* ---- the separable fast path ---- */
@@ -352,11 +376,60 @@ static int64_t rows_per_chunk(const lumen_context *ctx, const lumen_resize_job *
     return chunks > 0 ? (j->y.out + chunks - 1) / chunks : 1;
 }
 
+/* Runs body on a team sized for work (lumen_cpu_team_size) over `items` chunks, shared out
+ * by *sched (cpu_sched.c: each thread its own rows first, then the others'). */
+static lumen_status run_chunks(const lumen_context *ctx, lumen_cpu_sched **sched, int64_t items,
+                               double work, void (*body)(void *, int), void *arg)
+{
+    const int team = lumen_cpu_team_size(ctx, work, items);
+    lumen_cpu_sched s;
+    const lumen_status st = lumen_cpu_sched_init(&s, items, team);
+    if (st) return st;
+    *sched = &s;
+    lumen_cpu_team_run(team, body, arg);
+    lumen_cpu_sched_free(&s);
+    *sched = NULL;
+    return LUMEN_OK;
+}
+
+typedef struct pillow_run {
+    const lumen_resize_job *j;
+    const lumen_resize_kernels *k;
+    const plane_geom *g;
+    const int8_t *dp_tab;
+    int dp_P;
+    lumen_cpu_stop *st;
+    lumen_cpu_sched *sched;
+    int64_t chunks, per;
+    atomic_int failed;
+} pillow_run;
+
+static void pillow_body(void *arg, int tid)
+{
+    pillow_run *r = arg;
+    const lumen_resize_job *j = r->j;
+    const int64_t n = j->x.out * r->g->C;
+    uint8_t *ring = malloc((size_t)(n * j->y.taps)), *out = malloc((size_t)n);
+    int32_t *acc = malloc(sizeof(int32_t) * (size_t)n);
+    const uint8_t **rows = malloc(sizeof(uint8_t *) * (size_t)j->y.taps);
+    if (!(ring && acc && out && rows)) atomic_store(&r->failed, 1);
+    int turn = 0;
+    for (int64_t it;
+         !atomic_load(&r->failed) && (it = lumen_cpu_sched_next(r->sched, tid, &turn)) >= 0;) {
+        if (lumen_cpu_should_stop(r->st)) continue;
+        const int64_t plane = it / r->chunks, c = it % r->chunks;
+        const int64_t y0 = c * r->per, y1 = y0 + r->per < j->y.out ? y0 + r->per : j->y.out;
+        pillow_chunk(j, r->k, r->g, r->dp_tab, r->dp_P, ring, acc, out, rows, plane / r->g->groups,
+                     plane % r->g->groups, y0, y1);
+    }
+    free(ring), free(acc), free(out), free(rows);
+}
+
 static lumen_status pillow_u8(lumen_context *ctx, const lumen_resize_job *j,
                               const lumen_resize_kernels *k)
 {
     const plane_geom g = geometry(j);
-    const int64_t planes = j->dst->n * g.groups, n = j->x.out * g.C;
+    const int64_t planes = j->dst->n * g.groups;
     const int64_t per = rows_per_chunk(ctx, j, true);
     const int64_t chunks = (j->y.out + per - 1) / per, items = planes * chunks;
     /* the dot-product horizontal pass's weights, once per call */
@@ -368,26 +441,12 @@ static lumen_status pillow_u8(lumen_context *ctx, const lumen_resize_job *j,
         dp_P = k->pillow_dp_table(g.C, &j->x, dp_tab);
     }
     lumen_cpu_stop st = lumen_cpu_stop_init(ctx);
-    int failed = 0;
-#pragma omp parallel num_threads(ctx->threads) reduction(| : failed)
-    {
-        uint8_t *ring = malloc((size_t)(n * j->y.taps)), *out = malloc((size_t)n);
-        int32_t *acc = malloc(sizeof(int32_t) * (size_t)n);
-        const uint8_t **rows = malloc(sizeof(uint8_t *) * (size_t)j->y.taps);
-        const bool ok = ring && acc && out && rows;
-        failed |= !ok;
-#pragma omp for schedule(dynamic, 1)
-        for (int64_t it = 0; it < items; it++) {
-            if (!ok || lumen_cpu_should_stop(&st)) continue;
-            const int64_t plane = it / chunks, c = it % chunks;
-            const int64_t y0 = c * per, y1 = y0 + per < j->y.out ? y0 + per : j->y.out;
-            pillow_chunk(j, k, &g, dp_tab, dp_P, ring, acc, out, rows, plane / g.groups,
-                         plane % g.groups, y0, y1);
-        }
-        free(ring), free(acc), free(out), free(rows);
-    }
+    pillow_run r = {j, k, &g, dp_tab, dp_P, &st, NULL, chunks, per, 0};
+    const lumen_status s = run_chunks(ctx, &r.sched, items, resize_work(j), pillow_body, &r);
     free(dp_tab);
-    if (failed) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "resize: out of memory for rows");
+    if (s) return s;
+    if (atomic_load(&r.failed))
+        return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "resize: out of memory for rows");
     return lumen_cpu_stop_status(&st, LUMEN_OK);
 }
 
@@ -413,6 +472,38 @@ static const lumen_resize_kernels *kernels_for(const lumen_context *ctx)
     return lumen_ctx_use_avx512(ctx) ? &k512 : lumen_ctx_use_avx2(ctx) ? &k2 : &kg;
 }
 
+typedef struct sep_run {
+    const lumen_resize_job *j;
+    const lumen_resize_kernels *k;
+    const plane_geom *g;
+    bool vfirst;
+    lumen_cpu_stop *st;
+    lumen_cpu_sched *sched;
+    int64_t chunks, per;
+    atomic_int failed;
+} sep_run;
+
+static void sep_body(void *arg, int tid)
+{
+    sep_run *r = arg;
+    const lumen_resize_job *j = r->j;
+    thread_bufs t;
+    if (!bufs_alloc(&t, j, r->g->C, r->vfirst)) atomic_store(&r->failed, 1);
+    int turn = 0;
+    for (int64_t it;
+         !atomic_load(&r->failed) && (it = lumen_cpu_sched_next(r->sched, tid, &turn)) >= 0;) {
+        if (lumen_cpu_should_stop(r->st)) continue;
+        const int64_t plane = it / r->chunks, c = it % r->chunks;
+        const int64_t y0 = c * r->per, y1 = y0 + r->per < j->y.out ? y0 + r->per : j->y.out;
+        const int64_t b = plane / r->g->groups, grp = plane % r->g->groups;
+        if (r->vfirst)
+            chunk_vfirst(j, r->k, r->g, &t, b, grp, y0, y1);
+        else
+            chunk(j, r->k, r->g, &t, b, grp, y0, y1);
+    }
+    bufs_free(&t);
+}
+
 static lumen_status separable(lumen_context *ctx, const lumen_resize_job *j,
                               const lumen_resize_kernels *k, bool vfirst)
 {
@@ -421,25 +512,11 @@ static lumen_status separable(lumen_context *ctx, const lumen_resize_job *j,
     const int64_t per = rows_per_chunk(ctx, j, !vfirst);
     const int64_t chunks = (j->y.out + per - 1) / per, items = planes * chunks;
     lumen_cpu_stop st = lumen_cpu_stop_init(ctx);
-    int failed = 0;
-#pragma omp parallel num_threads(ctx->threads) reduction(| : failed)
-    {
-        thread_bufs t;
-        const bool ok = bufs_alloc(&t, j, g.C, vfirst);
-        failed |= !ok;
-#pragma omp for schedule(dynamic, 1)
-        for (int64_t it = 0; it < items; it++) {
-            if (!ok || lumen_cpu_should_stop(&st)) continue;
-            const int64_t plane = it / chunks, c = it % chunks;
-            const int64_t y0 = c * per, y1 = y0 + per < j->y.out ? y0 + per : j->y.out;
-            if (vfirst)
-                chunk_vfirst(j, k, &g, &t, plane / g.groups, plane % g.groups, y0, y1);
-            else
-                chunk(j, k, &g, &t, plane / g.groups, plane % g.groups, y0, y1);
-        }
-        bufs_free(&t);
-    }
-    if (failed) return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "resize: out of memory for rows");
+    sep_run r = {j, k, &g, vfirst, &st, NULL, chunks, per, 0};
+    const lumen_status s = run_chunks(ctx, &r.sched, items, resize_work(j), sep_body, &r);
+    if (s) return s;
+    if (atomic_load(&r.failed))
+        return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "resize: out of memory for rows");
     return lumen_cpu_stop_status(&st, LUMEN_OK);
 }
 
@@ -492,6 +569,27 @@ static void box2_row(const lumen_resize_job *j, const lumen_resize_kernels *k, c
         k->box2_float(r0, r1, j->src->dtype, g->C, j->x.out * g->C, j->dst->dtype, d);
 }
 
+typedef struct box2_run {
+    const lumen_resize_job *j;
+    const lumen_resize_kernels *k;
+    const plane_geom *g;
+    bool u8;
+    lumen_cpu_stop *st;
+    int64_t chunks, per;
+} box2_run;
+
+static void box2_chunk(void *arg, int64_t it, int tid)
+{
+    (void)tid;
+    const box2_run *r = arg;
+    if (lumen_cpu_should_stop(r->st)) return;
+    const int64_t plane = it / r->chunks, c = it % r->chunks, b = plane / r->g->groups;
+    const int64_t ch = (plane % r->g->groups) * r->g->C;
+    const int64_t y0 = c * r->per, y1 = y0 + r->per < r->j->y.out ? y0 + r->per : r->j->y.out;
+    for (int64_t oy = y0; oy < y1; oy++)
+        box2_row(r->j, r->k, r->g, r->u8, b, ch, oy);
+}
+
 /* The 2:1 box paths, one fused pass over chunks of output rows. */
 static lumen_status box2(lumen_context *ctx, const lumen_resize_job *j,
                          const lumen_resize_kernels *k, const plane_geom *g, bool u8)
@@ -499,15 +597,8 @@ static lumen_status box2(lumen_context *ctx, const lumen_resize_job *j,
     const int64_t planes = j->dst->n * g->groups, per = rows_per_chunk(ctx, j, false);
     const int64_t chunks = (j->y.out + per - 1) / per, items = planes * chunks;
     lumen_cpu_stop st = lumen_cpu_stop_init(ctx);
-#pragma omp parallel for num_threads(ctx->threads) schedule(dynamic, 1)
-    for (int64_t it = 0; it < items; it++) {
-        if (lumen_cpu_should_stop(&st)) continue;
-        const int64_t plane = it / chunks, c = it % chunks, b = plane / g->groups;
-        const int64_t ch = (plane % g->groups) * g->C;
-        const int64_t y0 = c * per, y1 = y0 + per < j->y.out ? y0 + per : j->y.out;
-        for (int64_t oy = y0; oy < y1; oy++)
-            box2_row(j, k, g, u8, b, ch, oy);
-    }
+    box2_run r = {j, k, g, u8, &st, chunks, per};
+    lumen_cpu_parallel_for(lumen_cpu_team_size(ctx, resize_work(j), items), items, box2_chunk, &r);
     return lumen_cpu_stop_status(&st, LUMEN_OK);
 }
 
