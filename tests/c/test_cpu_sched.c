@@ -3,8 +3,8 @@
  * (as large as the shares, smaller, or one thread alone); a thread takes its own contiguous
  * share first and in order, then the others' next items; more threads than the inline shares
  * take the allocated path. The team helpers (cpu_threads.c): a run wakes no more threads than its
- * work pays for, and a team of one runs its body on the calling thread as thread 0, even inside
- * a parallel region of the caller's.
+ * work pays for; a team of one runs its body on the calling thread with no region, except inside
+ * a parallel region of the caller's, where it opens its own.
  */
 #define _POSIX_C_SOURCE 200809L /* unsetenv */
 #include "test_support.h"
@@ -116,8 +116,7 @@ static void note_tid(void *arg, int tid)
     int *seen = arg;
 #pragma omp atomic
     seen[tid]++;
-    /* a team of one is no OpenMP team of ours: the caller's thread runs it */
-    if (tid == 0 && seen[8]) seen[9] = lumen_cpu_thread_num();
+    if (tid == 0) seen[8] = omp_get_level(), seen[9] = lumen_cpu_thread_num();
 }
 
 static void test_team_run(void **state)
@@ -128,14 +127,21 @@ static void test_team_run(void **state)
     assert_int_equal(seen[0], 1);
     assert_int_equal(seen[1], 1);
     assert_int_equal(seen[2], 1);
+    assert_int_equal(seen[8], 1); /* a region of ours */
+    /* one thread: the caller runs the body, no region */
     memset(seen, 0, sizeof seen);
-    seen[8] = 1;
-    /* inside a region of the caller's, thread 1 of it: the body still sees tid 0 */
+    lumen_cpu_team_run(1, note_tid, seen);
+    assert_int_equal(seen[0], 1);
+    assert_int_equal(seen[8], 0);
+    /* one thread from thread 1 of the caller's region: a team of our own, so that the body's
+     * worksharing and barriers bind to it, not to the caller's team */
+    memset(seen, 0, sizeof seen);
 #pragma omp parallel num_threads(2)
     if (lumen_cpu_thread_num() == 1) lumen_cpu_team_run(1, note_tid, seen);
     assert_int_equal(seen[0], 1);
     assert_int_equal(seen[1], 0);
-    assert_int_equal(seen[9], 1); /* the caller's own number: why bodies take tid */
+    assert_int_equal(seen[8], 2);
+    assert_int_equal(seen[9], 0);
 }
 
 int main(void)

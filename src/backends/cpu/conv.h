@@ -35,6 +35,20 @@ lumen_conv_algo lumen_cpu_conv2d_algo(const lumen_context *ctx, const lumen_conv
 /* Its name in lumen_run_info.algo. */
 const char *lumen_cpu_conv_algo_name(lumen_conv_algo a);
 
+/* A conv's work in lumen_cpu_team_size's units: its multiply-adds times per_mac. The factors
+ * are calibrated so that a second thread joins where it measured faster (docs/benchmarks.md,
+ * "Small calls"): below about 50 MFLOP the SGEMM and Winograd paths' fixed costs per thread
+ * (transforms, packing, the regions' barriers) outweigh the split. */
+#define LUMEN_CONV_WORK_DENSE 0.0003 /* SGEMM, Winograd */
+#define LUMEN_CONV_WORK_DIRECT 0.001 /* the direct path for short reductions */
+#define LUMEN_CONV_WORK_DEPTHWISE 0.02
+static inline double lumen_cpu_conv_work(const lumen_conv_job *job, double per_mac)
+{
+    const lumen_image *w = job->w, *y = job->y;
+    return per_mac * (double)y->n * (double)y->c * (double)y->h * (double)y->w * (double)w->c *
+           (double)w->h * (double)w->w;
+}
+
 /*
  * Prepacked weights (conv_pack.c, lumen_conv2d_weights_pack): the transform of one algorithm
  * for one SGEMM kernel. A path uses data only when the job's algorithm, tile and kernel are

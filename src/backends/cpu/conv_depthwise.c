@@ -45,6 +45,30 @@ static lumen_dw_plane plane_of(const lumen_conv_job *job, int64_t i, int64_t pad
     };
 }
 
+typedef struct dw_run {
+    const lumen_conv_job *job;
+    lumen_dw_plane_fn fn;
+    float *scratch;
+    size_t per_thread;
+    int64_t padded;
+    lumen_cpu_stop *stop;
+} dw_run;
+
+static void dw_body(void *arg, int tid)
+{
+    const dw_run *r = arg;
+    const lumen_conv_job *job = r->job;
+    float *pad = r->scratch + r->per_thread * (size_t)tid, *acc = pad + job->x->h * r->padded;
+    float *wk = acc + job->y->w;
+    const int64_t planes = job->y->n * job->y->c;
+#pragma omp for schedule(dynamic, 4)
+    for (int64_t i = 0; i < planes; i++) {
+        if (lumen_cpu_should_stop(r->stop)) continue;
+        const lumen_dw_plane pl = plane_of(job, i, r->padded, wk);
+        r->fn(&pl, pad, acc);
+    }
+}
+
 lumen_status lumen_cpu_conv2d_depthwise(lumen_context *ctx, const lumen_conv_job *job,
                                         const char **isa)
 {
@@ -62,18 +86,10 @@ lumen_status lumen_cpu_conv2d_depthwise(lumen_context *ctx, const lumen_conv_job
                                per_thread * sizeof(float) * (size_t)ctx->threads);
     const int64_t planes = y->n * y->c;
     lumen_cpu_stop stop = lumen_cpu_stop_init(ctx); /* polled per plane (docs/faults.md) */
-#pragma omp parallel num_threads(ctx->threads)
-    {
-        const int tid = lumen_cpu_thread_num();
-        float *pad = scratch + per_thread * (size_t)tid, *acc = pad + x->h * padded;
-        float *wk = acc + y->w;
-#pragma omp for schedule(dynamic, 4)
-        for (int64_t i = 0; i < planes; i++) {
-            if (lumen_cpu_should_stop(&stop)) continue;
-            const lumen_dw_plane pl = plane_of(job, i, padded, wk);
-            fn(&pl, pad, acc);
-        }
-    }
+    dw_run r = {job, fn, scratch, per_thread, padded, &stop};
+    lumen_cpu_team_run(
+        lumen_cpu_team_size(ctx, lumen_cpu_conv_work(job, LUMEN_CONV_WORK_DEPTHWISE), planes),
+        dw_body, &r);
     free(scratch);
     return lumen_cpu_stop_status(&stop, LUMEN_OK);
 }

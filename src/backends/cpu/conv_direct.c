@@ -283,6 +283,28 @@ static void put_scratch(lumen_context *ctx, float *buf, size_t bytes)
     lumen_plan_cache_put(ctx->plans, &key, sizeof key, buf, free, bytes); /* frees on failure */
 }
 
+typedef struct direct_run {
+    const dc_plan *pl;
+    const float *wp, *bp;
+    const int32_t *off;
+    float *xs0;
+    size_t per_thread;
+    lumen_cpu_sched *sched;
+    lumen_cpu_stop *stop;
+} direct_run;
+
+static void direct_body(void *arg, int tid)
+{
+    const direct_run *r = arg;
+    float *xs = r->xs0 + r->per_thread * (size_t)tid;
+    /* Own share first: each thread reads and writes the same images' bands call after
+     * call (cpu_sched.c; l4 4-5 % faster than dynamic at 2 threads, Zen 5). */
+    int turn = 0;
+    for (int64_t i; (i = lumen_cpu_sched_next(r->sched, tid, &turn)) >= 0;)
+        if (!lumen_cpu_should_stop(r->stop))
+            run_item(r->pl, r->wp, r->bp, r->off, i / r->pl->bands, i % r->pl->bands, xs);
+}
+
 lumen_status lumen_cpu_conv2d_direct(lumen_context *ctx, const lumen_conv_job *job,
                                      const char **isa)
 {
@@ -303,23 +325,16 @@ lumen_status lumen_cpu_conv2d_direct(lumen_context *ctx, const lumen_conv_job *j
     pack(&pl, wp, bp, off);
     const int64_t items = job->x->n * pl.bands;
     lumen_cpu_stop stop = lumen_cpu_stop_init(ctx); /* polled per item (docs/faults.md) */
+    const int team =
+        lumen_cpu_team_size(ctx, lumen_cpu_conv_work(job, LUMEN_CONV_WORK_DIRECT), items);
     lumen_cpu_sched sched;
-    const lumen_status st = lumen_cpu_sched_init(&sched, items, ctx->threads);
+    const lumen_status st = lumen_cpu_sched_init(&sched, items, team);
     if (st) {
         put_scratch(ctx, buf, bytes);
         return st;
     }
-#pragma omp parallel num_threads(ctx->threads)
-    {
-        const int tid = lumen_cpu_thread_num();
-        float *xs = xs0 + per_thread * (size_t)tid;
-        /* Own share first: each thread reads and writes the same images' bands call after
-         * call (cpu_sched.c; l4 4-5 % faster than dynamic at 2 threads, Zen 5). */
-        int turn = 0;
-        for (int64_t i; (i = lumen_cpu_sched_next(&sched, tid, &turn)) >= 0;)
-            if (!lumen_cpu_should_stop(&stop))
-                run_item(&pl, wp, bp, off, i / pl.bands, i % pl.bands, xs);
-    }
+    direct_run r = {&pl, wp, bp, off, xs0, per_thread, &sched, &stop};
+    lumen_cpu_team_run(team, direct_body, &r);
     lumen_cpu_sched_free(&sched);
     put_scratch(ctx, buf, bytes);
     *isa = pl.k.name;

@@ -454,6 +454,19 @@ static size_t apack_bytes(const gemm_plan *pl)
     return round64((size_t)(pl->groups * pl->panels * pl->crs * pl->mr) * sizeof(float));
 }
 
+typedef struct pack_run {
+    const gemm_plan *pl;
+    const lumen_image *w;
+    float *a;
+} pack_run;
+
+static void pack_one(void *arg, int64_t gp, int tid)
+{
+    (void)tid;
+    const pack_run *r = arg;
+    pack_panel(r->pl, r->w, gp, r->a + gp * r->pl->crs * r->pl->mr);
+}
+
 /* The packing of W depends on the kernel's mr and the weights' shape only: the plan of the
  * first thread count packs what every call would. */
 lumen_status lumen_cpu_conv2d_gemm_pack(lumen_context *ctx, const lumen_conv_job *job,
@@ -466,13 +479,34 @@ lumen_status lumen_cpu_conv2d_gemm_pack(lumen_context *ctx, const lumen_conv_job
     if (!a)
         return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY,
                                "w: cannot allocate %zu bytes of packed weights", bytes);
-    const int64_t panels = pl->groups * pl->panels;
-#pragma omp parallel for num_threads(pl->threads) schedule(static)
-    for (int64_t gp = 0; gp < panels; gp++)
-        pack_panel(pl, job->w, gp, a + gp * pl->crs * pl->mr);
+    pack_run r = {pl, job->w, a};
+    lumen_cpu_parallel_for(pl->threads, pl->groups * pl->panels, pack_one, &r);
     pack->kernel = lumen_cpu_sgemm_kernel_for_rows(ctx, job->w->n / job->p.groups);
     pack->data = a, pack->bytes = bytes;
     return LUMEN_OK;
+}
+
+typedef struct gemm_run {
+    const gemm_plan *pl;
+    const lumen_image *w;
+    int64_t panels; /* of W to pack first, or 0 with prepacked weights */
+    lumen_cpu_sched *sched;
+    lumen_cpu_stop *stop;
+} gemm_run;
+
+static void gemm_body(void *arg, int tid)
+{
+    const gemm_run *r = arg;
+    const gemm_plan *pl = r->pl;
+    gemm_ws ws = workspace(pl, tid);
+#pragma omp for schedule(static)
+    for (int64_t gp = 0; gp < r->panels; gp++)
+        pack_panel(pl, r->w, gp, pl->apack + gp * pl->crs * pl->mr);
+    /* Own share first: in a loop of calls each thread finds its items' x and y in its
+     * caches (cpu_sched.c; 4-12 % faster than dynamic on pw, s2 and l4, Zen 5). */
+    int turn = 0;
+    for (int64_t item; (item = lumen_cpu_sched_next(r->sched, tid, &turn)) >= 0;)
+        if (!lumen_cpu_should_stop(r->stop)) run_item(pl, &ws, item);
 }
 
 lumen_status lumen_cpu_conv2d_gemm(lumen_context *ctx, const lumen_conv_job *job, const char **isa)
@@ -488,22 +522,13 @@ lumen_status lumen_cpu_conv2d_gemm(lumen_context *ctx, const lumen_conv_job *job
     if (prepacked) pl.apack = pk->data; /* read only from here on */
     const int64_t panels = prepacked ? 0 : pl.groups * pl.panels, total = pl.groups * pl.items;
     lumen_cpu_stop stop = lumen_cpu_stop_init(ctx); /* polled per item (docs/faults.md) */
+    const int team =
+        lumen_cpu_team_size(ctx, lumen_cpu_conv_work(job, LUMEN_CONV_WORK_DENSE), total);
     lumen_cpu_sched sched;
-    const lumen_status st = lumen_cpu_sched_init(&sched, total, pl.threads);
+    const lumen_status st = lumen_cpu_sched_init(&sched, total, team);
     if (st) return st;
-#pragma omp parallel num_threads(pl.threads)
-    {
-        const int tid = lumen_cpu_thread_num();
-        gemm_ws ws = workspace(&pl, tid);
-#pragma omp for schedule(static)
-        for (int64_t gp = 0; gp < panels; gp++)
-            pack_panel(&pl, job->w, gp, pl.apack + gp * pl.crs * pl.mr);
-        /* Own share first: in a loop of calls each thread finds its items' x and y in its
-         * caches (cpu_sched.c; 4-12 % faster than dynamic on pw, s2 and l4, Zen 5). */
-        int turn = 0;
-        for (int64_t item; (item = lumen_cpu_sched_next(&sched, tid, &turn)) >= 0;)
-            if (!lumen_cpu_should_stop(&stop)) run_item(&pl, &ws, item);
-    }
+    gemm_run r = {&pl, job->w, panels, &sched, &stop};
+    lumen_cpu_team_run(team < pl.threads ? team : pl.threads, gemm_body, &r);
     lumen_cpu_sched_free(&sched);
     if (isa) *isa = pl.isa;
     return lumen_cpu_stop_status(&stop, LUMEN_OK);

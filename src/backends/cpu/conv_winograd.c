@@ -109,8 +109,18 @@ static const float *u_sliver(const wino_plan *pl, int64_t xi, int64_t g, int64_t
  * row wrote one float into every line of the panel's U, 1.2 MB for l1). */
 static size_t u_size(const wino_plan *pl);
 
-static void pack_weights(const wino_plan *pl, int threads)
+typedef struct pack_run {
+    const wino_plan *pl;
+    int threads;
+} pack_run;
+
+/* One thread's part of pack_weights (a lumen_cpu_team_run body: the units are shared out by
+ * the worksharing loop). */
+static void pack_units(void *arg, int tid)
 {
+    (void)tid;
+    const wino_plan *pl = ((const pack_run *)arg)->pl;
+    const int threads = ((const pack_run *)arg)->threads;
     const lumen_image *w = pl->job->w;
     const int mr = pl->kern->mr;
     const int64_t u_pos = pl->groups * pl->panels * pl->cg * mr;
@@ -123,7 +133,7 @@ static void pack_weights(const wino_plan *pl, int threads)
     /* a U larger than the L3 share would leave it before the GEMMs read it: its stores skip
      * the caches (no read for ownership of lines that are only written) */
     const bool stream = u_size(pl) > WINO_SHARED_U_BYTES;
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+#pragma omp for schedule(dynamic, 1)
     for (int64_t unit = 0; unit < panels * cchunks; unit++) {
         const int64_t gp = unit / cchunks, g = gp / pl->panels, panel = gp % pl->panels;
         const int64_t c1 = min64(pl->cg, (unit % cchunks + 1) * per_chunk);
@@ -157,6 +167,12 @@ static void pack_weights(const wino_plan *pl, int threads)
             }
         }
     }
+}
+
+static void pack_weights(const wino_plan *pl, int threads)
+{
+    pack_run r = {pl, threads};
+    lumen_cpu_team_run(threads, pack_units, &r);
 }
 
 /* Where the tiles [t0, t0 + WINO_LANES) of group g start in x and y; lanes past the last
@@ -465,14 +481,42 @@ lumen_status lumen_cpu_conv2d_winograd_tile(lumen_context *ctx, const lumen_conv
     return lumen_cpu_conv2d_winograd_run(ctx, job, m, -1, isa);
 }
 
+typedef struct wino_run {
+    const wino_plan *pl;
+    unsigned char *scratch;
+    size_t v_bytes, m_bytes;
+    int64_t items;
+    lumen_cpu_sched *sched;
+    lumen_cpu_stop *stop;
+} wino_run;
+
+static void wino_body(void *arg, int tid)
+{
+    const wino_run *r = arg;
+    const wino_plan *pl = r->pl;
+    float *v = (float *)(r->scratch + (pl->shared ? 0 : (r->v_bytes + r->m_bytes) * (size_t)tid));
+    float *mbuf = (float *)((unsigned char *)v + r->v_bytes);
+    if (pl->shared) {
+        for (int64_t item = 0; item < r->items; item++) /* every thread, every item */
+            run_shared(pl, item, v, mbuf, r->stop);
+    } else {
+        /* Own share first (cpu_sched.c): l2 1.28-1.37x faster than dynamic in a loop of
+         * calls from ctypes, equal from the Python package; l3 0.97-0.98 (Zen 5). */
+        int turn = 0;
+        for (int64_t item; (item = lumen_cpu_sched_next(r->sched, tid, &turn)) >= 0;)
+            if (!lumen_cpu_should_stop(r->stop)) run_item(pl, item, v, mbuf);
+    }
+}
+
 lumen_status lumen_cpu_conv2d_winograd_run(lumen_context *ctx, const lumen_conv_job *job, int m,
                                            int shared, const char **isa)
 {
     if (m != 2 && m != 4)
         return lumen_set_error(LUMEN_ERR_INVALID_ARGUMENT, "conv2d: Winograd tile %d (2 or 4)", m);
-    const int threads = ctx->threads;
     int isa_index;
     wino_plan pl = plan_init(ctx, job, m, &isa_index);
+    const int threads =
+        lumen_cpu_team_size(ctx, lumen_cpu_conv_work(job, LUMEN_CONV_WORK_DENSE), INT64_MAX);
     const lumen_sgemm_kernel *kern = pl.kern;
     pl.shared = shared < 0 ? u_size(&pl) > WINO_SHARED_U_BYTES : shared > 0;
     if (pl.shared)
@@ -504,22 +548,8 @@ lumen_status lumen_cpu_conv2d_winograd_run(lumen_context *ctx, const lumen_conv_
     lumen_cpu_sched sched;
     const lumen_status st = lumen_cpu_sched_init(&sched, items, threads);
     if (st) return st;
-#pragma omp parallel num_threads(threads)
-    {
-        const int tid = lumen_cpu_thread_num();
-        float *v = (float *)(scratch + (pl.shared ? 0 : (v_bytes + m_bytes) * (size_t)tid));
-        float *mbuf = (float *)((unsigned char *)v + v_bytes);
-        if (pl.shared) {
-            for (int64_t item = 0; item < items; item++) /* every thread, every item */
-                run_shared(&pl, item, v, mbuf, &stop);
-        } else {
-            /* Own share first (cpu_sched.c): l2 1.28-1.37x faster than dynamic in a loop of
-             * calls from ctypes, equal from the Python package; l3 0.97-0.98 (Zen 5). */
-            int turn = 0;
-            for (int64_t item; (item = lumen_cpu_sched_next(&sched, tid, &turn)) >= 0;)
-                if (!lumen_cpu_should_stop(&stop)) run_item(&pl, item, v, mbuf);
-        }
-    }
+    wino_run r = {&pl, scratch, v_bytes, m_bytes, items, &sched, &stop};
+    lumen_cpu_team_run(threads, wino_body, &r);
     lumen_cpu_sched_free(&sched);
     if (isa) *isa = kern->isa;
     return lumen_cpu_stop_status(&stop, LUMEN_OK);

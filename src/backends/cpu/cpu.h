@@ -70,11 +70,12 @@ static inline int lumen_cpu_thread_num(void)
 }
 
 /*
- * Runs body(arg, tid) for tid = 0 .. threads - 1 on one OpenMP team, or, for one thread, on the
- * calling thread with no parallel region at all: libgomp ends every region, even a team of one,
- * with a futex wake (a system call, about 1 us in a VM guest), which on a 16 x 16 image cost a
- * third of the whole call. Bodies take tid from here, not from omp_get_thread_num(), which
- * outside a region of ours is the caller's own number in its team.
+ * Runs body(arg, tid) for tid = 0 .. threads - 1 on one OpenMP team; one thread called from
+ * outside any parallel region runs it on the calling thread with no region at all: libgomp ends
+ * every region, even a team of one, with a futex wake (a system call, about 1 us in a VM
+ * guest), which on a 16 x 16 image cost a third of the whole call. Bodies may use worksharing
+ * and barriers: with no region they bind to the implicit team of one, and from inside a
+ * caller's region a team of one is still opened, so they never bind to the caller's team.
  */
 void lumen_cpu_team_run(int threads, void (*body)(void *arg, int tid), void *arg);
 

@@ -106,13 +106,23 @@ void lumen_cpu_fit_threads(lumen_context *ctx)
     if (n > team_started) team_started = n;
 }
 
+/* Whether the calling thread runs inside no parallel region (a team of one of its own). */
+static bool outside_regions(void)
+{
+#ifdef _OPENMP
+    return omp_get_level() == 0;
+#else
+    return true;
+#endif
+}
+
 void lumen_cpu_team_run(int threads, void (*body)(void *arg, int tid), void *arg)
 {
-    if (threads <= 1) {
+    if (threads <= 1 && outside_regions()) {
         body(arg, 0);
         return;
     }
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel num_threads(threads > 1 ? threads : 1)
     body(arg, lumen_cpu_thread_num());
 }
 
