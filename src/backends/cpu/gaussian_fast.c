@@ -485,27 +485,38 @@ static int choose_threads(const lumen_context *ctx, const lumen_image *s)
     return want < ctx->threads ? (int)want : ctx->threads;
 }
 
+typedef struct gf_run {
+    const gf_plan *p;
+    lumen_cpu_stop *halt;
+    int64_t groups;
+    int failed; /* a thread could not allocate its buffers (atomic reads and writes) */
+} gf_run;
+
+static void gf_body(void *arg, int tid)
+{
+    (void)tid;
+    gf_run *r = arg;
+    gf_scratch sc;
+    if (!scratch_alloc(r->p, &sc)) {
+#pragma omp atomic write
+        r->failed = 1;
+    }
+#pragma omp barrier
+    int stop;
+#pragma omp atomic read
+    stop = r->failed;
+    /* Every thread takes the same branch, so the worksharing loops stay matched. */
+    for (int64_t g = 0; !stop && g < r->groups; g++)
+        run_group(r->p, &sc, r->halt, g);
+    scratch_free(&sc);
+}
+
 static lumen_status run_plan(lumen_context *ctx, const gf_plan *p)
 {
-    const int64_t groups = p->job->src->n * (p->job->src->c / p->cp);
-    int failed = 0;
     lumen_cpu_stop halt = lumen_cpu_stop_init(ctx);
-#pragma omp parallel num_threads(choose_threads(ctx, p->job->src))
-    {
-        gf_scratch sc;
-        if (!scratch_alloc(p, &sc)) {
-#pragma omp atomic write
-            failed = 1;
-        }
-#pragma omp barrier
-        int stop;
-#pragma omp atomic read
-        stop = failed;
-        /* Every thread takes the same branch, so the worksharing loops stay matched. */
-        for (int64_t g = 0; !stop && g < groups; g++) run_group(p, &sc, &halt, g);
-        scratch_free(&sc);
-    }
-    if (failed)
+    gf_run r = {p, &halt, p->job->src->n * (p->job->src->c / p->cp), 0};
+    lumen_cpu_team_run(choose_threads(ctx, p->job->src), gf_body, &r);
+    if (r.failed)
         return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY,
                                "gaussian fast: out of memory for per-thread buffers");
     return lumen_cpu_stop_status(&halt, LUMEN_OK);
