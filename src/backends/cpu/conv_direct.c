@@ -328,15 +328,9 @@ lumen_status lumen_cpu_conv2d_direct(lumen_context *ctx, const lumen_conv_job *j
     const int team =
         lumen_cpu_team_size(ctx, lumen_cpu_conv_work(job, LUMEN_CONV_WORK_DIRECT), items);
     lumen_cpu_sched sched;
-    const lumen_status st = lumen_cpu_sched_init(&sched, items, team);
-    if (st) {
-        put_scratch(ctx, buf, bytes);
-        return st;
-    }
     direct_run r = {&pl, wp, bp, off, xs0, per_thread, &sched, &stop};
-    lumen_cpu_team_run(team, direct_body, &r);
-    lumen_cpu_sched_free(&sched);
+    const lumen_status st = lumen_cpu_team_share(team, items, &sched, direct_body, &r);
     put_scratch(ctx, buf, bytes);
     *isa = pl.k.name;
-    return lumen_cpu_stop_status(&stop, LUMEN_OK);
+    return lumen_cpu_stop_status(&stop, st);
 }

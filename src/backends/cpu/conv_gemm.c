@@ -522,14 +522,11 @@ lumen_status lumen_cpu_conv2d_gemm(lumen_context *ctx, const lumen_conv_job *job
     if (prepacked) pl.apack = pk->data; /* read only from here on */
     const int64_t panels = prepacked ? 0 : pl.groups * pl.panels, total = pl.groups * pl.items;
     lumen_cpu_stop stop = lumen_cpu_stop_init(ctx); /* polled per item (docs/faults.md) */
-    const int team =
-        lumen_cpu_team_size(ctx, lumen_cpu_conv_work(job, LUMEN_CONV_WORK_DENSE), total);
+    int team = lumen_cpu_team_size(ctx, lumen_cpu_conv_work(job, LUMEN_CONV_WORK_DENSE), total);
+    if (team > pl.threads) team = pl.threads; /* the plan's workspaces */
     lumen_cpu_sched sched;
-    const lumen_status st = lumen_cpu_sched_init(&sched, total, team);
-    if (st) return st;
     gemm_run r = {&pl, job->w, panels, &sched, &stop};
-    lumen_cpu_team_run(team < pl.threads ? team : pl.threads, gemm_body, &r);
-    lumen_cpu_sched_free(&sched);
+    const lumen_status st = lumen_cpu_team_share(team, total, &sched, gemm_body, &r);
     if (isa) *isa = pl.isa;
-    return lumen_cpu_stop_status(&stop, LUMEN_OK);
+    return lumen_cpu_stop_status(&stop, st);
 }

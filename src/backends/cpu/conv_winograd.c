@@ -546,13 +546,10 @@ lumen_status lumen_cpu_conv2d_winograd_run(lumen_context *ctx, const lumen_conv_
     const int64_t items = pl.groups * pl.blocks;
     lumen_cpu_stop stop = lumen_cpu_stop_init(ctx); /* polled per item (docs/faults.md) */
     lumen_cpu_sched sched;
-    const lumen_status st = lumen_cpu_sched_init(&sched, items, threads);
-    if (st) return st;
     wino_run r = {&pl, scratch, v_bytes, m_bytes, items, &sched, &stop};
-    lumen_cpu_team_run(threads, wino_body, &r);
-    lumen_cpu_sched_free(&sched);
+    const lumen_status st = lumen_cpu_team_share(threads, items, &sched, wino_body, &r);
     if (isa) *isa = kern->isa;
-    return lumen_cpu_stop_status(&stop, LUMEN_OK);
+    return lumen_cpu_stop_status(&stop, st);
 }
 
 lumen_status lumen_cpu_conv2d_winograd(lumen_context *ctx, const lumen_conv_job *job,

@@ -118,6 +118,10 @@ lumen_status lumen_cpu_sched_init(lumen_cpu_sched *s, int64_t items, int threads
 void lumen_cpu_sched_free(lumen_cpu_sched *s);
 /* The next item for thread tid, or -1 when none is left; *turn starts at 0 per thread. */
 int64_t lumen_cpu_sched_next(lumen_cpu_sched *s, int tid, int *turn);
+/* Shares `items` among `team` threads in *sched and runs body(arg, tid) on them
+ * (lumen_cpu_team_run): the body takes its items from *sched, which arg points to. */
+lumen_status lumen_cpu_team_share(int team, int64_t items, lumen_cpu_sched *sched,
+                                  void (*body)(void *arg, int tid), void *arg);
 
 /* Lowers ctx->threads, with one warning, to the team size that can start now, so that no
  * parallel region makes libgomp end the process (cpu_threads.c). Before every CPU run. */

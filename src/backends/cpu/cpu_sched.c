@@ -50,3 +50,13 @@ int64_t lumen_cpu_sched_next(lumen_cpu_sched *s, int tid, int *turn)
     }
     return -1;
 }
+
+lumen_status lumen_cpu_team_share(int team, int64_t items, lumen_cpu_sched *sched,
+                                  void (*body)(void *arg, int tid), void *arg)
+{
+    const lumen_status st = lumen_cpu_sched_init(sched, items, team);
+    if (st) return st;
+    lumen_cpu_team_run(team, body, arg);
+    lumen_cpu_sched_free(sched);
+    return LUMEN_OK;
+}

@@ -503,10 +503,8 @@ static lumen_status run_engine(const lumen_context *ctx, const lumen_filter_job 
     lumen_cpu_sched sched;
     engine_run run = {.e = &e, .sched = &sched};
     const int team = lumen_cpu_team_size(ctx, engine_work(&e), items);
-    const lumen_status st = lumen_cpu_sched_init(&sched, items, team);
+    const lumen_status st = lumen_cpu_team_share(team, items, &sched, engine_body, &run);
     if (st) return st;
-    lumen_cpu_team_run(team, engine_body, &run);
-    lumen_cpu_sched_free(&sched);
     if (atomic_load(&run.failed))
         return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "cpu: out of memory for per-thread row buffers");
     return lumen_cpu_stop_status(&stop, LUMEN_OK);

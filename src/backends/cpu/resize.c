@@ -376,37 +376,60 @@ static int64_t rows_per_chunk(const lumen_context *ctx, const lumen_resize_job *
     return chunks > 0 ? (j->y.out + chunks - 1) / chunks : 1;
 }
 
-/* Runs body on a team sized for work (lumen_cpu_team_size) over `items` chunks, shared out
- * by *sched (cpu_sched.c: each thread its own rows first, then the others'). */
-static lumen_status run_chunks(const lumen_context *ctx, lumen_cpu_sched **sched, int64_t items,
-                               double work, void (*body)(void *, int), void *arg)
-{
-    const int team = lumen_cpu_team_size(ctx, work, items);
-    lumen_cpu_sched s;
-    const lumen_status st = lumen_cpu_sched_init(&s, items, team);
-    if (st) return st;
-    *sched = &s;
-    lumen_cpu_team_run(team, body, arg);
-    lumen_cpu_sched_free(&s);
-    *sched = NULL;
-    return LUMEN_OK;
-}
-
-typedef struct pillow_run {
+/*
+ * The chunked passes (separable, Pillow u8): items = (plane, chunk of `per` output rows), run
+ * on a team sized for the work and shared out by lumen_cpu_sched (each thread its own rows
+ * first, then the others'). Each thread allocates its buffers (its body) and then takes chunks
+ * with next_chunk.
+ */
+typedef struct chunk_run {
     const lumen_resize_job *j;
     const lumen_resize_kernels *k;
     const plane_geom *g;
-    const int8_t *dp_tab;
-    int dp_P;
     lumen_cpu_stop *st;
-    lumen_cpu_sched *sched;
+    lumen_cpu_sched sched;
     int64_t chunks, per;
-    atomic_int failed;
-} pillow_run;
+    atomic_int failed;    /* a thread could not allocate its buffers */
+    bool vfirst;          /* separable: vertical pass first */
+    const int8_t *dp_tab; /* Pillow u8: the dot-product pass's weights, or NULL */
+    int dp_P;
+} chunk_run;
+
+typedef struct chunk_at {
+    int64_t b, grp, y0, y1;
+} chunk_at;
+
+/* The calling thread's next chunk; false when none is left (or a buffer failed). */
+static bool next_chunk(chunk_run *r, int tid, int *turn, chunk_at *c)
+{
+    for (int64_t it;
+         !atomic_load(&r->failed) && (it = lumen_cpu_sched_next(&r->sched, tid, turn)) >= 0;) {
+        if (lumen_cpu_should_stop(r->st)) continue;
+        const int64_t plane = it / r->chunks, y0 = it % r->chunks * r->per;
+        *c = (chunk_at){plane / r->g->groups, plane % r->g->groups, y0,
+                        y0 + r->per < r->j->y.out ? y0 + r->per : r->j->y.out};
+        return true;
+    }
+    return false;
+}
+
+static lumen_status run_chunks(const lumen_context *ctx, chunk_run *r, void (*body)(void *, int))
+{
+    const lumen_resize_job *j = r->j;
+    r->per = rows_per_chunk(ctx, j, !r->vfirst); /* Pillow u8 is horizontal first */
+    r->chunks = (j->y.out + r->per - 1) / r->per;
+    const int64_t items = j->dst->n * r->g->groups * r->chunks;
+    const int team = lumen_cpu_team_size(ctx, resize_work(j), items);
+    const lumen_status st = lumen_cpu_team_share(team, items, &r->sched, body, r);
+    if (st) return st;
+    if (atomic_load(&r->failed))
+        return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "resize: out of memory for rows");
+    return lumen_cpu_stop_status(r->st, LUMEN_OK);
+}
 
 static void pillow_body(void *arg, int tid)
 {
-    pillow_run *r = arg;
+    chunk_run *r = arg;
     const lumen_resize_job *j = r->j;
     const int64_t n = j->x.out * r->g->C;
     uint8_t *ring = malloc((size_t)(n * j->y.taps)), *out = malloc((size_t)n);
@@ -414,14 +437,9 @@ static void pillow_body(void *arg, int tid)
     const uint8_t **rows = malloc(sizeof(uint8_t *) * (size_t)j->y.taps);
     if (!(ring && acc && out && rows)) atomic_store(&r->failed, 1);
     int turn = 0;
-    for (int64_t it;
-         !atomic_load(&r->failed) && (it = lumen_cpu_sched_next(r->sched, tid, &turn)) >= 0;) {
-        if (lumen_cpu_should_stop(r->st)) continue;
-        const int64_t plane = it / r->chunks, c = it % r->chunks;
-        const int64_t y0 = c * r->per, y1 = y0 + r->per < j->y.out ? y0 + r->per : j->y.out;
-        pillow_chunk(j, r->k, r->g, r->dp_tab, r->dp_P, ring, acc, out, rows, plane / r->g->groups,
-                     plane % r->g->groups, y0, y1);
-    }
+    for (chunk_at c; next_chunk(r, tid, &turn, &c);)
+        pillow_chunk(j, r->k, r->g, r->dp_tab, r->dp_P, ring, acc, out, rows, c.b, c.grp, c.y0,
+                     c.y1);
     free(ring), free(acc), free(out), free(rows);
 }
 
@@ -429,9 +447,6 @@ static lumen_status pillow_u8(lumen_context *ctx, const lumen_resize_job *j,
                               const lumen_resize_kernels *k)
 {
     const plane_geom g = geometry(j);
-    const int64_t planes = j->dst->n * g.groups;
-    const int64_t per = rows_per_chunk(ctx, j, true);
-    const int64_t chunks = (j->y.out + per - 1) / per, items = planes * chunks;
     /* the dot-product horizontal pass's weights, once per call */
     int8_t *dp_tab = NULL;
     int dp_P = 1;
@@ -441,13 +456,10 @@ static lumen_status pillow_u8(lumen_context *ctx, const lumen_resize_job *j,
         dp_P = k->pillow_dp_table(g.C, &j->x, dp_tab);
     }
     lumen_cpu_stop st = lumen_cpu_stop_init(ctx);
-    pillow_run r = {j, k, &g, dp_tab, dp_P, &st, NULL, chunks, per, 0};
-    const lumen_status s = run_chunks(ctx, &r.sched, items, resize_work(j), pillow_body, &r);
+    chunk_run r = {.j = j, .k = k, .g = &g, .st = &st, .dp_tab = dp_tab, .dp_P = dp_P};
+    const lumen_status s = run_chunks(ctx, &r, pillow_body);
     free(dp_tab);
-    if (s) return s;
-    if (atomic_load(&r.failed))
-        return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "resize: out of memory for rows");
-    return lumen_cpu_stop_status(&st, LUMEN_OK);
+    return s;
 }
 
 #define RESIZE_KERNELS(isa_name, sfx)                                                              \
@@ -472,34 +484,17 @@ static const lumen_resize_kernels *kernels_for(const lumen_context *ctx)
     return lumen_ctx_use_avx512(ctx) ? &k512 : lumen_ctx_use_avx2(ctx) ? &k2 : &kg;
 }
 
-typedef struct sep_run {
-    const lumen_resize_job *j;
-    const lumen_resize_kernels *k;
-    const plane_geom *g;
-    bool vfirst;
-    lumen_cpu_stop *st;
-    lumen_cpu_sched *sched;
-    int64_t chunks, per;
-    atomic_int failed;
-} sep_run;
-
 static void sep_body(void *arg, int tid)
 {
-    sep_run *r = arg;
-    const lumen_resize_job *j = r->j;
+    chunk_run *r = arg;
     thread_bufs t;
-    if (!bufs_alloc(&t, j, r->g->C, r->vfirst)) atomic_store(&r->failed, 1);
+    if (!bufs_alloc(&t, r->j, r->g->C, r->vfirst)) atomic_store(&r->failed, 1);
     int turn = 0;
-    for (int64_t it;
-         !atomic_load(&r->failed) && (it = lumen_cpu_sched_next(r->sched, tid, &turn)) >= 0;) {
-        if (lumen_cpu_should_stop(r->st)) continue;
-        const int64_t plane = it / r->chunks, c = it % r->chunks;
-        const int64_t y0 = c * r->per, y1 = y0 + r->per < j->y.out ? y0 + r->per : j->y.out;
-        const int64_t b = plane / r->g->groups, grp = plane % r->g->groups;
+    for (chunk_at c; next_chunk(r, tid, &turn, &c);) {
         if (r->vfirst)
-            chunk_vfirst(j, r->k, r->g, &t, b, grp, y0, y1);
+            chunk_vfirst(r->j, r->k, r->g, &t, c.b, c.grp, c.y0, c.y1);
         else
-            chunk(j, r->k, r->g, &t, b, grp, y0, y1);
+            chunk(r->j, r->k, r->g, &t, c.b, c.grp, c.y0, c.y1);
     }
     bufs_free(&t);
 }
@@ -508,16 +503,9 @@ static lumen_status separable(lumen_context *ctx, const lumen_resize_job *j,
                               const lumen_resize_kernels *k, bool vfirst)
 {
     const plane_geom g = geometry(j);
-    const int64_t planes = j->dst->n * g.groups;
-    const int64_t per = rows_per_chunk(ctx, j, !vfirst);
-    const int64_t chunks = (j->y.out + per - 1) / per, items = planes * chunks;
     lumen_cpu_stop st = lumen_cpu_stop_init(ctx);
-    sep_run r = {j, k, &g, vfirst, &st, NULL, chunks, per, 0};
-    const lumen_status s = run_chunks(ctx, &r.sched, items, resize_work(j), sep_body, &r);
-    if (s) return s;
-    if (atomic_load(&r.failed))
-        return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "resize: out of memory for rows");
-    return lumen_cpu_stop_status(&st, LUMEN_OK);
+    chunk_run r = {.j = j, .k = k, .g = &g, .st = &st, .vfirst = vfirst};
+    return run_chunks(ctx, &r, sep_body);
 }
 
 /* ---- u8, an exact 2:1 box on both axes: integer sums ---- */
