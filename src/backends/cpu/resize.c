@@ -399,15 +399,22 @@ typedef struct chunk_at {
     int64_t b, grp, y0, y1;
 } chunk_at;
 
+/* Item it of `chunks` chunks of `per` output rows per plane: its image, group and rows. */
+static chunk_at chunk_of(const lumen_resize_job *j, const plane_geom *g, int64_t chunks,
+                         int64_t per, int64_t it)
+{
+    const int64_t plane = it / chunks, y0 = it % chunks * per;
+    return (chunk_at){plane / g->groups, plane % g->groups, y0,
+                      y0 + per < j->y.out ? y0 + per : j->y.out};
+}
+
 /* The calling thread's next chunk; false when none is left (or a buffer failed). */
 static bool next_chunk(chunk_run *r, int tid, int *turn, chunk_at *c)
 {
     for (int64_t it;
          !atomic_load(&r->failed) && (it = lumen_cpu_sched_next(&r->sched, tid, turn)) >= 0;) {
         if (lumen_cpu_should_stop(r->st)) continue;
-        const int64_t plane = it / r->chunks, y0 = it % r->chunks * r->per;
-        *c = (chunk_at){plane / r->g->groups, plane % r->g->groups, y0,
-                        y0 + r->per < r->j->y.out ? y0 + r->per : r->j->y.out};
+        *c = chunk_of(r->j, r->g, r->chunks, r->per, it);
         return true;
     }
     return false;
@@ -571,11 +578,9 @@ static void box2_chunk(void *arg, int64_t it, int tid)
     (void)tid;
     const box2_run *r = arg;
     if (lumen_cpu_should_stop(r->st)) return;
-    const int64_t plane = it / r->chunks, c = it % r->chunks, b = plane / r->g->groups;
-    const int64_t ch = (plane % r->g->groups) * r->g->C;
-    const int64_t y0 = c * r->per, y1 = y0 + r->per < r->j->y.out ? y0 + r->per : r->j->y.out;
-    for (int64_t oy = y0; oy < y1; oy++)
-        box2_row(r->j, r->k, r->g, r->u8, b, ch, oy);
+    const chunk_at c = chunk_of(r->j, r->g, r->chunks, r->per, it);
+    for (int64_t oy = c.y0; oy < c.y1; oy++)
+        box2_row(r->j, r->k, r->g, r->u8, c.b, c.grp * r->g->C, oy);
 }
 
 /* The 2:1 box paths, one fused pass over chunks of output rows. */
