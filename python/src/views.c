@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 const char *lumenpy_dtype_label(lumen_dtype dt)
 {
@@ -51,11 +52,25 @@ static int is_bf16_tensor(PyObject *obj)
  * (NEP 49): the array owns its memory as usual and frees it through the same handler.
  */
 #if NPY_API_VERSION >= 0x0000000f
+/*
+ * Large results also start on a 2 MiB page and ask the kernel for transparent huge pages: a
+ * fresh 36 MB result (a 12 MP RGB photo) is faulted in on first touch, which took 20.7 ms in
+ * 4 KiB pages against 3.3 ms in 2 MiB ones (Zen 4 KVM guest; the page faults, not the
+ * clearing, were the cost), as long as the filter itself. Where THP is off it is a no-op.
+ */
+#define HUGE_FROM (4u << 20)
+#define HUGE_PAGE (2u << 20)
+
 static void *line_malloc(void *ctx, size_t size)
 {
     (void)ctx;
     void *p = NULL;
-    return posix_memalign(&p, 64, size ? size : 1) ? NULL : p;
+    const int huge = size >= HUGE_FROM;
+    if (posix_memalign(&p, huge ? HUGE_PAGE : 64, size ? size : 1)) return NULL;
+#ifdef MADV_HUGEPAGE
+    if (huge) madvise(p, size, MADV_HUGEPAGE); /* advice: a failure changes nothing */
+#endif
+    return p;
 }
 
 static void *line_calloc(void *ctx, size_t n, size_t size)

@@ -12,8 +12,28 @@
 
 #define LUMEN_ROW_SLACK 64
 
-/* How a row's values are stored, for the kernels that read or write half rows directly. */
-typedef enum lumen_row_fmt { LUMEN_ROW_F32, LUMEN_ROW_F16, LUMEN_ROW_BF16 } lumen_row_fmt;
+/* How a row's values are stored, for the kernels that read or write rows of the image's own
+ * dtype directly (halves widened exactly; u8/u16 converted exactly, outputs rounded to nearest
+ * even and saturated as store_u8/store_u16 do). */
+typedef enum lumen_row_fmt {
+    LUMEN_ROW_F32,
+    LUMEN_ROW_F16,
+    LUMEN_ROW_BF16,
+    LUMEN_ROW_U8,
+    LUMEN_ROW_U16
+} lumen_row_fmt;
+
+/* Bytes per value of a row format. */
+static inline int lumen_row_fmt_size(lumen_row_fmt f)
+{
+    return f == LUMEN_ROW_F32 ? 4 : f == LUMEN_ROW_U8 ? 1 : 2;
+}
+
+/* A row of format f advanced by off values. */
+static inline const void *lumen_row_at(const void *row, int64_t off, lumen_row_fmt f)
+{
+    return (const char *)row + off * lumen_row_fmt_size(f);
+}
 /* The (input, output) format pairs the SIMD sets instantiate direct_rows_half for: each set's
  * dispatcher expands this one list, so they cannot disagree on which pairs are fused. */
 #define LUMEN_ROW_HALF_PAIRS(X)                                                                    \
@@ -24,7 +44,22 @@ typedef enum lumen_row_fmt { LUMEN_ROW_F32, LUMEN_ROW_F16, LUMEN_ROW_BF16 } lume
     X(LUMEN_ROW_F16, LUMEN_ROW_F32)                                                                \
     X(LUMEN_ROW_BF16, LUMEN_ROW_F32)                                                               \
     X(LUMEN_ROW_F16, LUMEN_ROW_BF16)                                                               \
-    X(LUMEN_ROW_BF16, LUMEN_ROW_F16)
+    X(LUMEN_ROW_BF16, LUMEN_ROW_F16)                                                               \
+    X(LUMEN_ROW_U8, LUMEN_ROW_U8)                                                                  \
+    X(LUMEN_ROW_U16, LUMEN_ROW_U16)                                                                \
+    X(LUMEN_ROW_F32, LUMEN_ROW_U8)                                                                 \
+    X(LUMEN_ROW_F32, LUMEN_ROW_U16)                                                                \
+    X(LUMEN_ROW_U8, LUMEN_ROW_F32)                                                                 \
+    X(LUMEN_ROW_U16, LUMEN_ROW_F32)
+/* Whether direct_rows_half has an instance for (hin, hout): a pair of LUMEN_ROW_HALF_PAIRS, or
+ * f32 to f32. */
+static inline bool lumen_row_pair_fused(lumen_row_fmt hin, lumen_row_fmt hout)
+{
+#define LUMEN_ROW_PAIR_IS(I, O) || (hin == (I) && hout == (O))
+    return (hin == LUMEN_ROW_F32 && hout == LUMEN_ROW_F32) LUMEN_ROW_HALF_PAIRS(LUMEN_ROW_PAIR_IS);
+#undef LUMEN_ROW_PAIR_IS
+}
+
 /* Longest row kernel hfilter_half takes (its tap table lives on the stack). */
 #define LUMEN_HFILTER_HALF_MAX 4096
 
@@ -41,16 +76,17 @@ typedef struct lumen_row_kernels {
                         float *const *out, int nout, int64_t n);
     int direct_rows_max; /* rows per step the engine should ask for */
     /*
-     * direct_rows with f16/bf16 storage fused into its loads and stores, so that half images
-     * take no conversion pass through a buffer (those passes cost as much as the filter):
-     * row r is read from half[r] (format hin, converted exactly) where half is non-NULL and
-     * half[r] is, else from rows[r] (f32); out[o] gets format hout (halves rounded to nearest
-     * even, as store_f16/store_bf16). The sums are direct_rows', so the bits are those of
-     * converting in, direct_rows, converting out. NULL in the generic set.
+     * direct_rows with f16/bf16/u8/u16 storage fused into its loads and stores, so that such
+     * images take no conversion pass through a buffer (those passes cost as much as the
+     * filter): row r is read from half[r] (format hin, converted exactly) where half is
+     * non-NULL and half[r] is, else from rows[r] (f32); out[o] gets format hout (halves rounded
+     * to nearest even, as store_f16/store_bf16; u8/u16 as store_u8/store_u16). The sums are
+     * direct_rows', so the bits are those of converting in, direct_rows, converting out. NULL
+     * in the generic set. The pairs are LUMEN_ROW_HALF_PAIRS.
      */
-    void (*direct_rows_half)(const float *const *rows, const uint16_t *const *half,
-                             lumen_row_fmt hin, const float *k, int kw, int kh, int ts,
-                             void *const *out, lumen_row_fmt hout, int nout, int64_t n);
+    void (*direct_rows_half)(const float *const *rows, const void *const *half, lumen_row_fmt hin,
+                             const float *k, int kw, int kh, int ts, void *const *out,
+                             lumen_row_fmt hout, int nout, int64_t n);
     /* out[x] = sum_j k[j] * in[x + j*ts]; symmetric: k[j] == k[kw-1-j] */
     void (*hfilter)(const float *in, const float *k, int kw, int ts, bool symmetric, float *out,
                     int64_t n);
@@ -65,13 +101,13 @@ typedef struct lumen_row_kernels {
     void (*vfilter4)(const float *const *rows, const float *k, int kh, float scale,
                      float *const *out, int64_t n);
     /*
-     * The separable passes with f16/bf16 storage fused in (NULL in the generic set): the row
+     * The separable passes with f16/bf16/u8/u16 storage fused in (NULL in the generic set): the row
      * pass reading a half row in place (format hin, widened exactly), the column passes
      * writing format hout (halves rounded to nearest even). The sums are hfilter's, vfilter's
      * and vfilter4's, so the bits are those of converting in, filtering, converting out.
      * hfilter_half takes kw <= LUMEN_HFILTER_HALF_MAX.
      */
-    void (*hfilter_half)(const uint16_t *in, lumen_row_fmt hin, const float *k, int kw, int ts,
+    void (*hfilter_half)(const void *in, lumen_row_fmt hin, const float *k, int kw, int ts,
                          bool symmetric, float *out, int64_t n);
     void (*vfilter_half)(const float *const *rows, const float *k, int kh, bool symmetric,
                          float scale, void *out, lumen_row_fmt hout, int64_t n);

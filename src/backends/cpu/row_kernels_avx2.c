@@ -33,19 +33,29 @@ static inline __m256i bf16_round(__m256 v)
     return _mm256_blendv_epi8(r, q, _mm256_castps_si256(nan));
 }
 
-/* Eight values of a row as f32: from the half row h (format fmt, widened exactly) when there
- * is one, else from the f32 row p. */
-static inline __attribute__((always_inline)) __m256 load8(const float *p, const uint16_t *h,
+/* cvtps rounds to nearest even (MXCSR default); clamping first makes NaN 0. */
+static inline __m256i round_clamped(__m256 v, __m256 hi)
+{
+    return _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, _mm256_setzero_ps()), hi));
+}
+
+/* Eight values of a row as f32: from the row h of the image's format fmt (widened exactly)
+ * when there is one, else from the f32 row p. */
+static inline __attribute__((always_inline)) __m256 load8(const float *p, const void *h,
                                                           lumen_row_fmt fmt)
 {
     if (fmt == LUMEN_ROW_F32 || !h) return _mm256_loadu_ps(p);
+    if (fmt == LUMEN_ROW_U8)
+        return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)h)));
     const __m128i v = _mm_loadu_si128((const __m128i *)h);
     if (fmt == LUMEN_ROW_F16) return _mm256_cvtph_ps(v);
+    if (fmt == LUMEN_ROW_U16) return _mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(v));
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16));
 }
 
 /* The first m (<= 8) of eight values at element x of an output row of format fmt (halves
- * rounded to nearest even whatever MXCSR says, as store_f16/store_bf16 do). */
+ * rounded to nearest even whatever MXCSR says, as store_f16/store_bf16 do; u8/u16 as
+ * store_u8/store_u16). */
 static inline __attribute__((always_inline)) void store8(void *out, int64_t x, __m256 v,
                                                          lumen_row_fmt fmt, int64_t m)
 {
@@ -57,7 +67,21 @@ static inline __attribute__((always_inline)) void store8(void *out, int64_t x, _
         return;
     }
     __m128i h;
-    if (fmt == LUMEN_ROW_F16)
+    if (fmt == LUMEN_ROW_U8 || fmt == LUMEN_ROW_U16) { /* store_u8's and store_u16's steps */
+        const __m256i r = round_clamped(v, _mm256_set1_ps(fmt == LUMEN_ROW_U8 ? 255.0f : 65535.0f));
+        h = _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+        if (fmt == LUMEN_ROW_U8) {
+            h = _mm_packus_epi16(h, h);
+            if (m == 8)
+                _mm_storel_epi64((__m128i *)((uint8_t *)out + x), h);
+            else {
+                uint8_t tmp[16];
+                _mm_storeu_si128((__m128i *)tmp, h);
+                memcpy((uint8_t *)out + x, tmp, (size_t)m);
+            }
+            return;
+        }
+    } else if (fmt == LUMEN_ROW_F16)
         h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
     else {
         const __m256i r = bf16_round(v); /* eight 16-bit results in 32-bit lanes */
@@ -74,13 +98,12 @@ static inline __attribute__((always_inline)) void store8(void *out, int64_t x, _
 
 /* Row r's pointer at column x: the half row where there is one (see load8). */
 #define HALF_AT(half, hin, r, x)                                                                   \
-    ((hin) != LUMEN_ROW_F32 && (half) && (half)[r] ? (half)[r] + (x) : NULL)
+    ((hin) != LUMEN_ROW_F32 && (half) && (half)[r] ? lumen_row_at((half)[r], (x), (hin)) : NULL)
 
 /* Outputs x0 <= x < n of one row. */
 static inline __attribute__((always_inline)) void
-direct_from(const float *const *rows, const uint16_t *const *half, lumen_row_fmt hin,
-            const float *k, int kw, int kh, int ts, void *out, lumen_row_fmt hout, int64_t x0,
-            int64_t n)
+direct_from(const float *const *rows, const void *const *half, lumen_row_fmt hin, const float *k,
+            int kw, int kh, int ts, void *out, lumen_row_fmt hout, int64_t x0, int64_t n)
 {
     int64_t x = x0;
     for (; x + 32 <= n; x += 32) {
@@ -88,13 +111,14 @@ direct_from(const float *const *rows, const uint16_t *const *half, lumen_row_fmt
                        _mm256_setzero_ps()};
         for (int i = 0; i < kh; i++) {
             const float *r = rows[i] + x, *ki = k + (int64_t)i * kw;
-            const uint16_t *h = HALF_AT(half, hin, i, x);
+            const void *h = HALF_AT(half, hin, i, x);
             for (int j = 0; j < kw; j++) {
                 const __m256 kv = _mm256_broadcast_ss(ki + j);
                 const int64_t o = (int64_t)j * ts;
                 for (int v = 0; v < 4; v++)
-                    a[v] = _mm256_fmadd_ps(kv, load8(r + o + 8 * v, h ? h + o + 8 * v : NULL, hin),
-                                           a[v]);
+                    a[v] = _mm256_fmadd_ps(
+                        kv, load8(r + o + 8 * v, h ? lumen_row_at(h, o + 8 * v, hin) : NULL, hin),
+                        a[v]);
             }
         }
         for (int v = 0; v < 4; v++)
@@ -104,11 +128,11 @@ direct_from(const float *const *rows, const uint16_t *const *half, lumen_row_fmt
         __m256 a = _mm256_setzero_ps();
         for (int i = 0; i < kh; i++) {
             const float *r = rows[i] + x, *ki = k + (int64_t)i * kw;
-            const uint16_t *h = HALF_AT(half, hin, i, x);
+            const void *h = HALF_AT(half, hin, i, x);
             for (int j = 0; j < kw; j++) {
                 const int64_t o = (int64_t)j * ts;
                 a = _mm256_fmadd_ps(_mm256_broadcast_ss(ki + j),
-                                    load8(r + o, h ? h + o : NULL, hin), a);
+                                    load8(r + o, h ? lumen_row_at(h, o, hin) : NULL, hin), a);
             }
         }
         store8(out, x, a, hout, n - x < 8 ? n - x : 8);
@@ -121,9 +145,8 @@ direct_from(const float *const *rows, const uint16_t *const *half, lumen_row_fmt
  * by loads, this one by FMAs).
  */
 static inline __attribute__((always_inline)) void
-direct2_avx2(const float *const *rows, const uint16_t *const *half, lumen_row_fmt hin,
-             const float *k, int kw, int kh, int ts, void *out0, void *out1, lumen_row_fmt hout,
-             int64_t n)
+direct2_avx2(const float *const *rows, const void *const *half, lumen_row_fmt hin, const float *k,
+             int kw, int kh, int ts, void *out0, void *out1, lumen_row_fmt hout, int64_t n)
 {
     int64_t x = 0;
     for (; x + 32 <= n; x += 32) {
@@ -132,14 +155,15 @@ direct2_avx2(const float *const *rows, const uint16_t *const *half, lumen_row_fm
             p[v] = q[v] = _mm256_setzero_ps();
         for (int r = 0; r <= kh; r++) {
             const float *src = rows[r] + x;
-            const uint16_t *hs = HALF_AT(half, hin, r, x);
+            const void *hs = HALF_AT(half, hin, r, x);
             const float *kt = r < kh ? k + (int64_t)r * kw : NULL;
             const float *kb = r > 0 ? k + (int64_t)(r - 1) * kw : NULL;
             for (int j = 0; j < kw; j++) {
                 const int64_t o = (int64_t)j * ts;
                 __m256 v[4];
                 for (int u = 0; u < 4; u++)
-                    v[u] = load8(src + o + 8 * u, hs ? hs + o + 8 * u : NULL, hin);
+                    v[u] =
+                        load8(src + o + 8 * u, hs ? lumen_row_at(hs, o + 8 * u, hin) : NULL, hin);
                 if (kt) {
                     __m256 kv = _mm256_broadcast_ss(kt + j);
                     for (int u = 0; u < 4; u++)
@@ -164,7 +188,7 @@ direct2_avx2(const float *const *rows, const uint16_t *const *half, lumen_row_fm
 /* nout rows, two at a time; hin and hout are constants where this is inlined, so each format
  * pair gets its own loops with no format tests in them. */
 static inline __attribute__((always_inline)) void
-direct_rows_fmt(const float *const *rows, const uint16_t *const *half, lumen_row_fmt hin,
+direct_rows_fmt(const float *const *rows, const void *const *half, lumen_row_fmt hin,
                 const float *k, int kw, int kh, int ts, void *const *out, lumen_row_fmt hout,
                 int nout, int64_t n)
 {
@@ -190,7 +214,7 @@ static void direct_rows_avx2(const float *const *rows, const float *k, int kw, i
         return;                                                                                    \
     }
 
-static void direct_rows_half_avx2(const float *const *rows, const uint16_t *const *half,
+static void direct_rows_half_avx2(const float *const *rows, const void *const *half,
                                   lumen_row_fmt hin, const float *k, int kw, int kh, int ts,
                                   void *const *out, lumen_row_fmt hout, int nout, int64_t n)
 {
@@ -205,7 +229,7 @@ static inline __attribute__((always_inline)) __m256 ldv(const void *p, int64_t o
                                                         lumen_row_fmt fmt)
 {
     if (fmt == LUMEN_ROW_F32) return load8((const float *)p + off, NULL, fmt);
-    return load8(NULL, (const uint16_t *)p + off, fmt);
+    return load8(NULL, lumen_row_at(p, off, fmt), fmt);
 }
 
 /*
@@ -264,7 +288,7 @@ static inline __attribute__((always_inline)) void hfilter_fmt(const void *in, lu
                                                               bool sym, float *out, int64_t n)
 {
     const void *base[LUMEN_HTAPS_MAX];
-    const int64_t es = fin == LUMEN_ROW_F32 ? 4 : 2;
+    const int64_t es = lumen_row_fmt_size(fin);
     for (int t = 0; t < kw; t++)
         base[t] = (const char *)in + (int64_t)t * ts * es;
     taps_row(base, fin, k, kw, sym, 1.0f, out, LUMEN_ROW_F32, n);
@@ -280,14 +304,18 @@ static void hfilter_avx2(const float *in, const float *k, int kw, int ts, bool s
     hfilter_fmt(in, LUMEN_ROW_F32, k, kw, ts, sym, out, n);
 }
 
-static void hfilter_half_avx2(const uint16_t *in, lumen_row_fmt fin, const float *k, int kw, int ts,
+static void hfilter_half_avx2(const void *in, lumen_row_fmt fin, const float *k, int kw, int ts,
                               bool sym, float *out, int64_t n)
 {
     _Static_assert(LUMEN_HFILTER_HALF_MAX <= LUMEN_HTAPS_MAX, "tap table too short");
     if (fin == LUMEN_ROW_F16)
         hfilter_fmt(in, LUMEN_ROW_F16, k, kw, ts, sym, out, n);
-    else
+    else if (fin == LUMEN_ROW_BF16)
         hfilter_fmt(in, LUMEN_ROW_BF16, k, kw, ts, sym, out, n);
+    else if (fin == LUMEN_ROW_U8)
+        hfilter_fmt(in, LUMEN_ROW_U8, k, kw, ts, sym, out, n);
+    else
+        hfilter_fmt(in, LUMEN_ROW_U16, k, kw, ts, sym, out, n);
 }
 
 /* The column pass: tap t of output x reads rows[t][x]. */
@@ -305,6 +333,10 @@ static void vfilter_half_avx2(const float *const *rows, const float *k, int kh, 
         taps_row(b, LUMEN_ROW_F32, k, kh, sym, scale, out, LUMEN_ROW_F16, n);
     else if (fout == LUMEN_ROW_BF16)
         taps_row(b, LUMEN_ROW_F32, k, kh, sym, scale, out, LUMEN_ROW_BF16, n);
+    else if (fout == LUMEN_ROW_U8)
+        taps_row(b, LUMEN_ROW_F32, k, kh, sym, scale, out, LUMEN_ROW_U8, n);
+    else if (fout == LUMEN_ROW_U16)
+        taps_row(b, LUMEN_ROW_F32, k, kh, sym, scale, out, LUMEN_ROW_U16, n);
     else
         taps_row(b, LUMEN_ROW_F32, k, kh, sym, scale, out, LUMEN_ROW_F32, n);
 }
@@ -325,7 +357,8 @@ static void vfilter_half_avx2(const float *const *rows, const float *k, int kh, 
 static inline void vfilter4_at(const float *const *rows, const float *k, int kh, int64_t x,
                                __m256 acc[4][2])
 {
-    for (int j = 0; j < 4; j++) acc[j][0] = acc[j][1] = _mm256_setzero_ps();
+    for (int j = 0; j < 4; j++)
+        acc[j][0] = acc[j][1] = _mm256_setzero_ps();
     for (int r = 0; r < kh + 3; r++) {
         __m256 v0 = _mm256_loadu_ps(rows[r] + x), v1 = _mm256_loadu_ps(rows[r] + x + 8);
         if (r >= 3 && r < kh) {
@@ -379,6 +412,10 @@ static void vfilter4_half_avx2(const float *const *rows, const float *k, int kh,
         vfilter4_fmt(rows, k, kh, scale, out, LUMEN_ROW_F16, n);
     else if (fout == LUMEN_ROW_BF16)
         vfilter4_fmt(rows, k, kh, scale, out, LUMEN_ROW_BF16, n);
+    else if (fout == LUMEN_ROW_U8)
+        vfilter4_fmt(rows, k, kh, scale, out, LUMEN_ROW_U8, n);
+    else if (fout == LUMEN_ROW_U16)
+        vfilter4_fmt(rows, k, kh, scale, out, LUMEN_ROW_U16, n);
     else
         vfilter4_fmt(rows, k, kh, scale, out, LUMEN_ROW_F32, n);
 }
@@ -396,7 +433,8 @@ static float max_abs_avx2(const float *in, int64_t n)
     float lanes[8], tail = lumen_row_kernels_generic.max_abs(in + i, n - i), r = 0.0f;
     if (_mm256_movemask_ps(bad) || isnan(tail)) return NAN;
     _mm256_storeu_ps(lanes, m);
-    for (int k = 0; k < 8; k++) r = lanes[k] > r ? lanes[k] : r;
+    for (int k = 0; k < 8; k++)
+        r = lanes[k] > r ? lanes[k] : r;
     return tail > r ? tail : r;
 }
 
@@ -411,12 +449,6 @@ static void complex_mul_avx2(float *f, const float *s, int64_t n)
         _mm256_storeu_ps(f + 2 * i, _mm256_fmaddsub_ps(a, re, _mm256_mul_ps(swapped, im)));
     }
     lumen_row_kernels_generic.complex_mul(f + 2 * i, s + 2 * i, n - i);
-}
-
-/* cvtps rounds to nearest even (MXCSR default); clamping first makes NaN 0. */
-static inline __m256i round_clamped(__m256 v, __m256 hi)
-{
-    return _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, _mm256_setzero_ps()), hi));
 }
 
 static void store_u8_avx2(const float *in, uint8_t *out, int64_t n)

@@ -37,20 +37,32 @@ static inline __m512i bf16_round(__m512 v)
     return _mm512_mask_blend_epi32(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), r, q);
 }
 
-/* 16 values of a row as f32: from the half row h (format fmt, widened exactly) when there is
- * one, else from the f32 row p. */
+/* cvtps rounds to nearest even (MXCSR default); clamping first makes NaN 0. */
+static inline __m512i round_clamped(__m512 v, __m512 hi)
+{
+    return _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(v, _mm512_setzero_ps()), hi));
+}
+
+/* 16 values of a row as f32: from the row h of the image's format fmt (widened exactly) when
+ * there is one, else from the f32 row p. */
 static inline __attribute__((always_inline)) __m512
-load_row16(const float *p, const uint16_t *h, lumen_row_fmt fmt, __mmask16 m, bool masked)
+load_row16(const float *p, const void *h, lumen_row_fmt fmt, __mmask16 m, bool masked)
 {
     if (fmt == LUMEN_ROW_F32 || !h)
         return masked ? _mm512_maskz_loadu_ps(m, p) : _mm512_loadu_ps(p);
+    if (fmt == LUMEN_ROW_U8) {
+        const __m128i b = masked ? _mm_maskz_loadu_epi8(m, h) : _mm_loadu_si128((const __m128i *)h);
+        return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(b));
+    }
     const __m256i v =
         masked ? _mm256_maskz_loadu_epi16(m, h) : _mm256_loadu_si256((const __m256i *)h);
-    return fmt == LUMEN_ROW_F16 ? _mm512_cvtph_ps(v) : bf16_widen(v);
+    return fmt == LUMEN_ROW_F16    ? _mm512_cvtph_ps(v)
+           : fmt == LUMEN_ROW_BF16 ? bf16_widen(v)
+                                   : _mm512_cvtepi32_ps(_mm512_cvtepu16_epi32(v));
 }
 
 /* 16 values at element x of an output row of format fmt (halves rounded to nearest even
- * whatever MXCSR says, as store_f16/store_bf16 do). */
+ * whatever MXCSR says, as store_f16/store_bf16 do; u8/u16 as store_u8/store_u16). */
 static inline __attribute__((always_inline)) void
 store_row16(void *out, int64_t x, __m512 v, lumen_row_fmt fmt, __mmask16 m, bool masked)
 {
@@ -61,8 +73,18 @@ store_row16(void *out, int64_t x, __m512 v, lumen_row_fmt fmt, __mmask16 m, bool
             _mm512_storeu_ps((float *)out + x, v);
         return;
     }
-    const __m256i h = fmt == LUMEN_ROW_F16 ? _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)
-                                           : _mm512_cvtepi32_epi16(bf16_round(v));
+    if (fmt == LUMEN_ROW_U8) { /* store_u8's steps */
+        const __m128i b = _mm512_cvtepi32_epi8(round_clamped(v, _mm512_set1_ps(255.0f)));
+        if (masked)
+            _mm_mask_storeu_epi8((uint8_t *)out + x, m, b);
+        else
+            _mm_storeu_si128((__m128i *)((uint8_t *)out + x), b);
+        return;
+    }
+    const __m256i h = fmt == LUMEN_ROW_U16
+                          ? _mm512_cvtepi32_epi16(round_clamped(v, _mm512_set1_ps(65535.0f)))
+                      : fmt == LUMEN_ROW_F16 ? _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)
+                                             : _mm512_cvtepi32_epi16(bf16_round(v));
     if (masked)
         _mm256_mask_storeu_epi16((uint16_t *)out + x, m, h);
     else
@@ -71,12 +93,11 @@ store_row16(void *out, int64_t x, __m512 v, lumen_row_fmt fmt, __mmask16 m, bool
 
 /* Loads 64 values at p (or h, see load_row16), lanes beyond the masks' reach as zeros (never
  * read). */
-static inline __attribute__((always_inline)) void load4(const float *p, const uint16_t *h,
-                                                        lumen_row_fmt fmt, const __mmask16 *m,
-                                                        bool masked, __m512 *v)
+static inline __attribute__((always_inline)) void
+load4(const float *p, const void *h, lumen_row_fmt fmt, const __mmask16 *m, bool masked, __m512 *v)
 {
     for (int u = 0; u < 4; u++)
-        v[u] = load_row16(p + 16 * u, h ? h + 16 * u : NULL, fmt, m[u], masked);
+        v[u] = load_row16(p + 16 * u, h ? lumen_row_at(h, 16 * u, fmt) : NULL, fmt, m[u], masked);
 }
 
 /*
@@ -87,9 +108,9 @@ static inline __attribute__((always_inline)) void load4(const float *p, const ui
  * do, whatever R, the masks and the row formats are.
  */
 static inline __attribute__((always_inline)) void
-direct_block(const float *const *rows, const uint16_t *const *half, lumen_row_fmt hin,
-             const float *k, int kw, int kh, int ts, void *const *out, lumen_row_fmt hout,
-             const int R, int64_t x, const __mmask16 *m, bool masked)
+direct_block(const float *const *rows, const void *const *half, lumen_row_fmt hin, const float *k,
+             int kw, int kh, int ts, void *const *out, lumen_row_fmt hout, const int R, int64_t x,
+             const __mmask16 *m, bool masked)
 {
     __m512 acc[4][4];
 #pragma GCC unroll 4
@@ -98,10 +119,12 @@ direct_block(const float *const *rows, const uint16_t *const *half, lumen_row_fm
             acc[o][u] = _mm512_setzero_ps();
     for (int r = 0; r < kh + R - 1; r++) {
         const float *src = rows[r] + x;
-        const uint16_t *hsrc = hin != LUMEN_ROW_F32 && half && half[r] ? half[r] + x : NULL;
+        const void *hsrc =
+            hin != LUMEN_ROW_F32 && half && half[r] ? lumen_row_at(half[r], x, hin) : NULL;
         for (int j = 0; j < kw; j++) {
             __m512 v[4];
-            load4(src + (int64_t)j * ts, hsrc ? hsrc + (int64_t)j * ts : NULL, hin, m, masked, v);
+            load4(src + (int64_t)j * ts, hsrc ? lumen_row_at(hsrc, (int64_t)j * ts, hin) : NULL,
+                  hin, m, masked, v);
 #pragma GCC unroll 4
             for (int o = 0; o < R; o++) {
                 if (r - o < 0 || r - o >= kh) continue;
@@ -146,7 +169,7 @@ static inline __attribute__((always_inline)) __m512 shift16(__m512 a, __m512 b, 
  * lane.
  */
 static inline __attribute__((always_inline)) void
-direct_block_fixed(const float *const *rows, const uint16_t *const *half, lumen_row_fmt hin,
+direct_block_fixed(const float *const *rows, const void *const *half, lumen_row_fmt hin,
                    const float *k, const int KS, void *const *out, lumen_row_fmt hout, int64_t x)
 {
     __m512 acc[4][4];
@@ -159,12 +182,14 @@ direct_block_fixed(const float *const *rows, const uint16_t *const *half, lumen_
 #pragma GCC unroll 1
     for (int r = 0; r < KS + 3; r++) {
         const float *src = rows[r] + x;
-        const uint16_t *hsrc = hin != LUMEN_ROW_F32 && half && half[r] ? half[r] + x : NULL;
+        const void *hsrc =
+            hin != LUMEN_ROW_F32 && half && half[r] ? lumen_row_at(half[r], x, hin) : NULL;
         __m512 v[5];
 #pragma GCC unroll 4
         for (int u = 0; u < 4; u++)
-            v[u] = load_row16(src + 16 * u, hsrc ? hsrc + 16 * u : NULL, hin, 0xFFFF, false);
-        v[4] = load_row16(src + 64, hsrc ? hsrc + 64 : NULL, hin, more, true);
+            v[u] = load_row16(src + 16 * u, hsrc ? lumen_row_at(hsrc, 16 * u, hin) : NULL, hin,
+                              0xFFFF, false);
+        v[4] = load_row16(src + 64, hsrc ? lumen_row_at(hsrc, 64, hin) : NULL, hin, more, true);
 #pragma GCC unroll 7
         for (int j = 0; j < KS; j++) {
             __m512 t[4];
@@ -190,7 +215,7 @@ direct_block_fixed(const float *const *rows, const uint16_t *const *half, lumen_
 
 /* Whole blocks [0, n / 64 * 64) of four rows with a kernel of KS taps a side. */
 static inline __attribute__((always_inline)) int64_t
-direct_blocks_fixed(const float *const *rows, const uint16_t *const *half, lumen_row_fmt hin,
+direct_blocks_fixed(const float *const *rows, const void *const *half, lumen_row_fmt hin,
                     const float *k, const int KS, void *const *out, lumen_row_fmt hout, int64_t n)
 {
     int64_t x = 0;
@@ -208,9 +233,8 @@ static inline __attribute__((always_inline)) bool fixed_pair(lumen_row_fmt hin, 
 
 /* R output rows over [0, n): whole 64-column blocks, then one masked block. */
 static inline __attribute__((always_inline)) void
-direct_rows_r(const float *const *rows, const uint16_t *const *half, lumen_row_fmt hin,
-              const float *k, int kw, int kh, int ts, void *const *out, lumen_row_fmt hout,
-              const int R, int64_t n)
+direct_rows_r(const float *const *rows, const void *const *half, lumen_row_fmt hin, const float *k,
+              int kw, int kh, int ts, void *const *out, lumen_row_fmt hout, const int R, int64_t n)
 {
     const __mmask16 all[4] = {0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF};
     int64_t x = 0;
@@ -237,7 +261,7 @@ direct_rows_r(const float *const *rows, const uint16_t *const *half, lumen_row_f
 /* nout rows (1 to 4) in steps of four, two and one; hin and hout are constants where this is
  * inlined, so each format pair gets its own loop with no format tests in it. */
 static inline __attribute__((always_inline)) void
-direct_rows_fmt(const float *const *rows, const uint16_t *const *half, lumen_row_fmt hin,
+direct_rows_fmt(const float *const *rows, const void *const *half, lumen_row_fmt hin,
                 const float *k, int kw, int kh, int ts, void *const *out, lumen_row_fmt hout,
                 int nout, int64_t n)
 {
@@ -266,7 +290,7 @@ static void direct_rows_avx512(const float *const *rows, const float *k, int kw,
         return;                                                                                    \
     }
 
-static void direct_rows_half_avx512(const float *const *rows, const uint16_t *const *half,
+static void direct_rows_half_avx512(const float *const *rows, const void *const *half,
                                     lumen_row_fmt hin, const float *k, int kw, int kh, int ts,
                                     void *const *out, lumen_row_fmt hout, int nout, int64_t n)
 {
@@ -276,12 +300,12 @@ static void direct_rows_half_avx512(const float *const *rows, const uint16_t *co
 }
 #undef DIRECT_HALF_CASE
 
-/* 16 values at element off of a row of format fmt (f32, or halves widened exactly). */
+/* 16 values at element off of a row of format fmt (f32, or another format widened exactly). */
 static inline __attribute__((always_inline)) __m512 ldv(const void *p, int64_t off,
                                                         lumen_row_fmt fmt, __mmask16 m, bool masked)
 {
     if (fmt == LUMEN_ROW_F32) return load_row16((const float *)p + off, NULL, fmt, m, masked);
-    return load_row16(NULL, (const uint16_t *)p + off, fmt, m, masked);
+    return load_row16(NULL, lumen_row_at(p, off, fmt), fmt, m, masked);
 }
 
 /* Sum of taps t < nt at base[t] + off for 16 lanes (masked): mirrored pairs added first when
@@ -404,11 +428,14 @@ static inline __attribute__((always_inline)) void hfilter_fmt(const void *in, lu
                                                               bool sym, float *out, int64_t n)
 {
     const void *base[LUMEN_HTAPS_MAX];
-    const int64_t es = fin == LUMEN_ROW_F32 ? 4 : 2;
+    const int64_t es = lumen_row_fmt_size(fin);
     int64_t x = 0; /* outputs done by a fixed-width instance */
-    if (ts == 1 && kw == 3) x = hfilter_fixed(in, fin, k, 3, sym, out, n);
-    else if (ts == 1 && kw == 5) x = hfilter_fixed(in, fin, k, 5, sym, out, n);
-    else if (ts == 1 && kw == 7) x = hfilter_fixed(in, fin, k, 7, sym, out, n);
+    if (ts == 1 && kw == 3)
+        x = hfilter_fixed(in, fin, k, 3, sym, out, n);
+    else if (ts == 1 && kw == 5)
+        x = hfilter_fixed(in, fin, k, 5, sym, out, n);
+    else if (ts == 1 && kw == 7)
+        x = hfilter_fixed(in, fin, k, 7, sym, out, n);
     for (int t = 0; t < kw; t++)
         base[t] = (const char *)in + ((int64_t)t * ts + x) * es;
     taps_row(base, fin, k, kw, sym, 1.0f, out + x, LUMEN_ROW_F32, n - x);
@@ -424,14 +451,18 @@ static void hfilter_avx512(const float *in, const float *k, int kw, int ts, bool
     hfilter_fmt(in, LUMEN_ROW_F32, k, kw, ts, sym, out, n);
 }
 
-static void hfilter_half_avx512(const uint16_t *in, lumen_row_fmt fin, const float *k, int kw,
-                                int ts, bool sym, float *out, int64_t n)
+static void hfilter_half_avx512(const void *in, lumen_row_fmt fin, const float *k, int kw, int ts,
+                                bool sym, float *out, int64_t n)
 {
     _Static_assert(LUMEN_HFILTER_HALF_MAX <= LUMEN_HTAPS_MAX, "tap table too short");
     if (fin == LUMEN_ROW_F16)
         hfilter_fmt(in, LUMEN_ROW_F16, k, kw, ts, sym, out, n);
-    else
+    else if (fin == LUMEN_ROW_BF16)
         hfilter_fmt(in, LUMEN_ROW_BF16, k, kw, ts, sym, out, n);
+    else if (fin == LUMEN_ROW_U8)
+        hfilter_fmt(in, LUMEN_ROW_U8, k, kw, ts, sym, out, n);
+    else
+        hfilter_fmt(in, LUMEN_ROW_U16, k, kw, ts, sym, out, n);
 }
 
 /* The column pass: tap t of output x reads rows[t][x]. */
@@ -449,6 +480,10 @@ static void vfilter_half_avx512(const float *const *rows, const float *k, int kh
         taps_row(b, LUMEN_ROW_F32, k, kh, sym, scale, out, LUMEN_ROW_F16, n);
     else if (fout == LUMEN_ROW_BF16)
         taps_row(b, LUMEN_ROW_F32, k, kh, sym, scale, out, LUMEN_ROW_BF16, n);
+    else if (fout == LUMEN_ROW_U8)
+        taps_row(b, LUMEN_ROW_F32, k, kh, sym, scale, out, LUMEN_ROW_U8, n);
+    else if (fout == LUMEN_ROW_U16)
+        taps_row(b, LUMEN_ROW_F32, k, kh, sym, scale, out, LUMEN_ROW_U16, n);
     else
         taps_row(b, LUMEN_ROW_F32, k, kh, sym, scale, out, LUMEN_ROW_F32, n);
 }
@@ -555,6 +590,10 @@ static void vfilter4_half_avx512(const float *const *rows, const float *k, int k
         vfilter4_fmt(rows, k, kh, scale, out, LUMEN_ROW_F16, n);
     else if (fout == LUMEN_ROW_BF16)
         vfilter4_fmt(rows, k, kh, scale, out, LUMEN_ROW_BF16, n);
+    else if (fout == LUMEN_ROW_U8)
+        vfilter4_fmt(rows, k, kh, scale, out, LUMEN_ROW_U8, n);
+    else if (fout == LUMEN_ROW_U16)
+        vfilter4_fmt(rows, k, kh, scale, out, LUMEN_ROW_U16, n);
     else
         vfilter4_fmt(rows, k, kh, scale, out, LUMEN_ROW_F32, n);
 }
@@ -584,12 +623,6 @@ static void complex_mul_avx512(float *f, const float *s, int64_t n)
         const __m512 swapped = _mm512_permute_ps(a, 0xB1); /* (im, re) pairs */
         _mm512_mask_storeu_ps(f + 2 * i, l, _mm512_fmaddsub_ps(a, re, _mm512_mul_ps(swapped, im)));
     }
-}
-
-/* cvtps rounds to nearest even (MXCSR default); clamping first makes NaN 0. */
-static inline __m512i round_clamped(__m512 v, __m512 hi)
-{
-    return _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(v, _mm512_setzero_ps()), hi));
 }
 
 /*
