@@ -160,17 +160,33 @@ static inline __attribute__((always_inline)) __m512 shift16(__m512 a, __m512 b, 
     }
 }
 
+/* The 16 values s on from vector u of v (s < 32): shift16 within the pair that holds them. */
+static inline __attribute__((always_inline)) __m512 shifted(const __m512 *v, int u, int s)
+{
+    return s < 16 ? shift16(v[u], v[u + 1], s) : shift16(v[u + 1], v[u + 2], s - 16);
+}
+
+/* Whether a row format holds only finite values (integers): a zero tap then adds +0 to a sum
+ * that is never -0, so skipping it leaves every bit as it was (an f32 Inf or NaN times 0 is NaN,
+ * so f32 and half rows keep every tap). */
+static inline __attribute__((always_inline)) bool finite_fmt(lumen_row_fmt f)
+{
+    return f == LUMEN_ROW_U8 || f == LUMEN_ROW_U16;
+}
+
 /*
- * direct_block's whole 64-column blocks of four planar rows (tap stride 1) for a square
- * kernel of KS taps a side known at compile time. Each source row's 64 + KS - 1 values are
- * loaded (or widened) once, as five vectors, and every tap's shifted vectors are made in
- * registers (valignd): the tap-by-tap loads of direct_block cross cache lines (three of four
- * taps) and, for halves, widen each value KS times. The same FMAs in the same order, lane by
- * lane.
+ * direct_block's whole 64-column blocks of four rows for a square kernel of KS taps a side,
+ * TS values apart (1 planar, 3 or 4 interleaved RGB/RGBA), both known at compile time. Each
+ * source row's 64 + (KS - 1) * TS values are loaded (or widened) once, as up to six vectors,
+ * and every tap's shifted vectors are made in registers (valignd): the tap-by-tap loads of
+ * direct_block cross cache lines (three of four taps) and widen each value KS times. Zero taps
+ * of integer images are skipped (finite_fmt: a sharpen or edge kernel's corners). The same FMAs
+ * in the same order, lane by lane.
  */
 static inline __attribute__((always_inline)) void
 direct_block_fixed(const float *const *rows, const void *const *half, lumen_row_fmt hin,
-                   const float *k, const int KS, void *const *out, lumen_row_fmt hout, int64_t x)
+                   const float *k, const int KS, const int TS, void *const *out, lumen_row_fmt hout,
+                   int64_t x)
 {
     __m512 acc[4][4];
 #pragma GCC unroll 4
@@ -178,28 +194,35 @@ direct_block_fixed(const float *const *rows, const void *const *half, lumen_row_
 #pragma GCC unroll 4
         for (int u = 0; u < 4; u++)
             acc[o][u] = _mm512_setzero_ps();
-    const __mmask16 more = lanes(KS - 1); /* the fifth vector: the last taps' reach */
+    const int reach = (KS - 1) * TS; /* values past the block's 64 that the taps read */
+    const __mmask16 more0 = lanes(reach < 16 ? reach : 16),
+                    more1 = lanes(reach > 16 ? reach - 16 : 0);
 #pragma GCC unroll 1
     for (int r = 0; r < KS + 3; r++) {
         const float *src = rows[r] + x;
         const void *hsrc =
             hin != LUMEN_ROW_F32 && half && half[r] ? lumen_row_at(half[r], x, hin) : NULL;
-        __m512 v[5];
+        __m512 v[6];
 #pragma GCC unroll 4
         for (int u = 0; u < 4; u++)
             v[u] = load_row16(src + 16 * u, hsrc ? lumen_row_at(hsrc, 16 * u, hin) : NULL, hin,
                               0xFFFF, false);
-        v[4] = load_row16(src + 64, hsrc ? lumen_row_at(hsrc, 64, hin) : NULL, hin, more, true);
+        v[4] = load_row16(src + 64, hsrc ? lumen_row_at(hsrc, 64, hin) : NULL, hin, more0, true);
+        v[5] = reach > 16 ? load_row16(src + 80, hsrc ? lumen_row_at(hsrc, 80, hin) : NULL, hin,
+                                       more1, true)
+                          : _mm512_setzero_ps();
 #pragma GCC unroll 7
         for (int j = 0; j < KS; j++) {
             __m512 t[4];
 #pragma GCC unroll 4
             for (int u = 0; u < 4; u++)
-                t[u] = shift16(v[u], v[u + 1], j);
+                t[u] = shifted(v, u, j * TS);
 #pragma GCC unroll 4
             for (int o = 0; o < 4; o++) {
                 if (r - o < 0 || r - o >= KS) continue;
-                const __m512 kv = _mm512_set1_ps(k[(r - o) * KS + j]);
+                const float kj = k[(r - o) * KS + j];
+                if (finite_fmt(hin) && kj == 0.0f) continue;
+                const __m512 kv = _mm512_set1_ps(kj);
 #pragma GCC unroll 4
                 for (int u = 0; u < 4; u++)
                     acc[o][u] = _mm512_fmadd_ps(kv, t[u], acc[o][u]);
@@ -216,12 +239,28 @@ direct_block_fixed(const float *const *rows, const void *const *half, lumen_row_
 /* Whole blocks [0, n / 64 * 64) of four rows with a kernel of KS taps a side. */
 static inline __attribute__((always_inline)) int64_t
 direct_blocks_fixed(const float *const *rows, const void *const *half, lumen_row_fmt hin,
-                    const float *k, const int KS, void *const *out, lumen_row_fmt hout, int64_t n)
+                    const float *k, const int KS, const int TS, void *const *out,
+                    lumen_row_fmt hout, int64_t n)
 {
     int64_t x = 0;
     for (; x + 64 <= n; x += 64)
-        direct_block_fixed(rows, half, hin, k, KS, out, hout, x);
+        direct_block_fixed(rows, half, hin, k, KS, TS, out, hout, x);
     return x;
+}
+
+/* direct_blocks_fixed's instance for ks and ts, where there is one (3, 5, 7; 1, 3, 4). */
+static inline __attribute__((always_inline)) int64_t
+direct_blocks_fixed_any(const float *const *rows, const void *const *half, lumen_row_fmt hin,
+                        const float *k, int ks, int ts, void *const *out, lumen_row_fmt hout,
+                        int64_t n)
+{
+#define DFIXED_TS(KS)                                                                              \
+    (ts == 1   ? direct_blocks_fixed(rows, half, hin, k, KS, 1, out, hout, n)                      \
+     : ts == 3 ? direct_blocks_fixed(rows, half, hin, k, KS, 3, out, hout, n)                      \
+     : ts == 4 ? direct_blocks_fixed(rows, half, hin, k, KS, 4, out, hout, n)                      \
+               : 0)
+    return ks == 3 ? DFIXED_TS(3) : ks == 5 ? DFIXED_TS(5) : ks == 7 ? DFIXED_TS(7) : 0;
+#undef DFIXED_TS
 }
 
 /* Whether (hin, hout) gets direct_block_fixed instances: same-format pairs, the common case
@@ -238,14 +277,8 @@ direct_rows_r(const float *const *rows, const void *const *half, lumen_row_fmt h
 {
     const __mmask16 all[4] = {0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF};
     int64_t x = 0;
-    if (R == 4 && kw == kh && ts == 1 && fixed_pair(hin, hout)) {
-        if (kw == 3)
-            x = direct_blocks_fixed(rows, half, hin, k, 3, out, hout, n);
-        else if (kw == 5)
-            x = direct_blocks_fixed(rows, half, hin, k, 5, out, hout, n);
-        else if (kw == 7)
-            x = direct_blocks_fixed(rows, half, hin, k, 7, out, hout, n);
-    }
+    if (R == 4 && kw == kh && fixed_pair(hin, hout))
+        x = direct_blocks_fixed_any(rows, half, hin, k, kw, ts, out, hout, n);
     for (; x + 64 <= n; x += 64)
         direct_block(rows, half, hin, k, kw, kh, ts, out, hout, R, x, all, false);
     if (x < n) {
@@ -376,43 +409,45 @@ static inline __attribute__((always_inline)) void taps_row(const void *const *ba
 }
 
 /*
- * The row pass of a planar row (tap stride 1) with KW taps known at compile time, over whole
- * 64-output blocks; returns where it stopped. Each block's 64 + KW - 1 inputs are loaded (or
- * widened) once, as five vectors, and every tap's vector is shifted out of them in registers:
- * taps64 loads (widens) every input KW times, at offsets that mostly cross cache lines. Sums
+ * The row pass with KW taps TS values apart (TS = 1 planar, 3 or 4 interleaved RGB/RGBA), both
+ * known at compile time, over whole 64-output blocks; returns where it stopped. Each block's
+ * 64 + (KW - 1) * TS inputs are loaded (or widened) once, as up to six vectors, and every tap's
+ * vector is shifted out of them in registers: taps64 loads (widens) every input KW times, at
+ * offsets that mostly cross cache lines (a u8 RGB row spent most of its time widening). Sums
  * as taps64: mirrored pairs added first when sym, then one FMA per pair, then the rest.
  */
-static inline __attribute__((always_inline)) int64_t hfilter_fixed(const void *in,
-                                                                   lumen_row_fmt fin,
-                                                                   const float *k, const int KW,
-                                                                   bool sym, float *out, int64_t n)
+static inline __attribute__((always_inline)) int64_t
+hfilter_fixed(const void *in, lumen_row_fmt fin, const float *k, const int KW, const int TS,
+              bool sym, float *out, int64_t n)
 {
-    const __mmask16 more = lanes(KW - 1);
+    const int reach = (KW - 1) * TS; /* values past the block's 64 that its taps read */
+    const __mmask16 more0 = lanes(reach < 16 ? reach : 16);
+    const __mmask16 more1 = lanes(reach > 16 ? reach - 16 : 0);
     const int pairs = sym ? KW / 2 : 0;
     int64_t x = 0;
     for (; x + 64 <= n; x += 64) {
-        __m512 v[5], acc[4];
+        __m512 v[6], acc[4];
 #pragma GCC unroll 4
         for (int u = 0; u < 4; u++) {
             v[u] = ldv(in, x + 16 * u, fin, 0xFFFF, false);
             acc[u] = _mm512_setzero_ps();
         }
-        v[4] = ldv(in, x + 64, fin, more, true);
+        v[4] = ldv(in, x + 64, fin, more0, true);
+        v[5] = reach > 16 ? ldv(in, x + 80, fin, more1, true) : _mm512_setzero_ps();
 #pragma GCC unroll 7
         for (int t = 0; t < KW; t++) {
             if (t < pairs) {
                 const __m512 kv = _mm512_set1_ps(k[t]);
 #pragma GCC unroll 4
                 for (int u = 0; u < 4; u++)
-                    acc[u] = _mm512_fmadd_ps(kv,
-                                             _mm512_add_ps(shift16(v[u], v[u + 1], t),
-                                                           shift16(v[u], v[u + 1], KW - 1 - t)),
-                                             acc[u]);
+                    acc[u] = _mm512_fmadd_ps(
+                        kv, _mm512_add_ps(shifted(v, u, t * TS), shifted(v, u, (KW - 1 - t) * TS)),
+                        acc[u]);
             } else if (t < KW - pairs) {
                 const __m512 kv = _mm512_set1_ps(k[t]);
 #pragma GCC unroll 4
                 for (int u = 0; u < 4; u++)
-                    acc[u] = _mm512_fmadd_ps(kv, shift16(v[u], v[u + 1], t), acc[u]);
+                    acc[u] = _mm512_fmadd_ps(kv, shifted(v, u, t * TS), acc[u]);
             }
         }
 #pragma GCC unroll 4
@@ -422,6 +457,20 @@ static inline __attribute__((always_inline)) int64_t hfilter_fixed(const void *i
     return x;
 }
 
+/* hfilter_fixed's instance for kw and ts, where there is one (kw 3, 5, 7; ts 1, 3, 4). */
+static inline __attribute__((always_inline)) int64_t
+hfilter_fixed_any(const void *in, lumen_row_fmt fin, const float *k, int kw, int ts, bool sym,
+                  float *out, int64_t n)
+{
+#define HFIXED_TS(KW)                                                                              \
+    (ts == 1   ? hfilter_fixed(in, fin, k, KW, 1, sym, out, n)                                     \
+     : ts == 3 ? hfilter_fixed(in, fin, k, KW, 3, sym, out, n)                                     \
+     : ts == 4 ? hfilter_fixed(in, fin, k, KW, 4, sym, out, n)                                     \
+               : 0)
+    return kw == 3 ? HFIXED_TS(3) : kw == 5 ? HFIXED_TS(5) : kw == 7 ? HFIXED_TS(7) : 0;
+#undef HFIXED_TS
+}
+
 /* The row pass: tap t of output x reads in[x + t*ts] (f32, or halves of format fin). */
 static inline __attribute__((always_inline)) void hfilter_fmt(const void *in, lumen_row_fmt fin,
                                                               const float *k, int kw, int ts,
@@ -429,13 +478,7 @@ static inline __attribute__((always_inline)) void hfilter_fmt(const void *in, lu
 {
     const void *base[LUMEN_HTAPS_MAX];
     const int64_t es = lumen_row_fmt_size(fin);
-    int64_t x = 0; /* outputs done by a fixed-width instance */
-    if (ts == 1 && kw == 3)
-        x = hfilter_fixed(in, fin, k, 3, sym, out, n);
-    else if (ts == 1 && kw == 5)
-        x = hfilter_fixed(in, fin, k, 5, sym, out, n);
-    else if (ts == 1 && kw == 7)
-        x = hfilter_fixed(in, fin, k, 7, sym, out, n);
+    const int64_t x = hfilter_fixed_any(in, fin, k, kw, ts, sym, out, n); /* outputs done */
     for (int t = 0; t < kw; t++)
         base[t] = (const char *)in + ((int64_t)t * ts + x) * es;
     taps_row(base, fin, k, kw, sym, 1.0f, out + x, LUMEN_ROW_F32, n - x);

@@ -692,6 +692,7 @@ void ts_check(const ts_op *op, const ts_case *cs)
     run_reference(&st);
     run_fast(&st, TS_GENERIC);
     run_fast(&st, TS_AVX2);
+    run_fast(&st, TS_AVX512); /* its own kernels (wider blocks, fixed-size instances) */
     if (memcmp(st.src_copy, st.src.buf, bytes)) fail_msg("the op wrote into its source buffer");
     free(st.src_copy);
     ts_image_free(&st.src);
