@@ -124,6 +124,9 @@ typedef struct lumen_row_kernels {
      * exact, stores rounded to nearest even (the AVX2 set uses F16C for f16) */
     void (*load_f16)(const uint16_t *in, float *out, int64_t n);
     void (*load_bf16)(const uint16_t *in, float *out, int64_t n);
+    /* contiguous u8 / u16 -> f32, exact */
+    void (*load_u8)(const uint8_t *in, float *out, int64_t n);
+    void (*load_u16)(const uint16_t *in, float *out, int64_t n);
     void (*store_f16)(const float *in, uint16_t *out, int64_t n);
     void (*store_bf16)(const float *in, uint16_t *out, int64_t n);
 } lumen_row_kernels;

@@ -495,6 +495,22 @@ static void load_f16_avx2(const uint16_t *in, float *out, int64_t n)
     lumen_row_kernels_generic.load_f16(in + x, out + x, n - x);
 }
 
+static void load_u8_avx2(const uint8_t *in, float *out, int64_t n)
+{
+    int64_t x = 0;
+    for (; x + 8 <= n; x += 8)
+        _mm256_storeu_ps(out + x, load8(NULL, in + x, LUMEN_ROW_U8));
+    lumen_row_kernels_generic.load_u8(in + x, out + x, n - x);
+}
+
+static void load_u16_avx2(const uint16_t *in, float *out, int64_t n)
+{
+    int64_t x = 0;
+    for (; x + 8 <= n; x += 8)
+        _mm256_storeu_ps(out + x, load8(NULL, in + x, LUMEN_ROW_U16));
+    lumen_row_kernels_generic.load_u16(in + x, out + x, n - x);
+}
+
 static void load_bf16_avx2(const uint16_t *in, float *out, int64_t n)
 {
     int64_t x = 0;
@@ -554,6 +570,8 @@ const lumen_row_kernels lumen_row_kernels_avx2 = {
     .store_u16 = store_u16_avx2,
     .load_f16 = load_f16_avx2,
     .load_bf16 = load_bf16_avx2,
+    .load_u8 = load_u8_avx2,
+    .load_u16 = load_u16_avx2,
     .store_f16 = store_f16_avx2,
     .store_bf16 = store_bf16_avx2,
 };

@@ -434,25 +434,25 @@ hfilter_fixed(const void *in, lumen_row_fmt fin, const float *k, const int KW, c
         }
         v[4] = ldv(in, x + 64, fin, more0, true);
         v[5] = reach > 16 ? ldv(in, x + 80, fin, more1, true) : _mm512_setzero_ps();
-#pragma GCC unroll 7
-        for (int t = 0; t < KW; t++) {
-            if (t < pairs) {
-                const __m512 kv = _mm512_set1_ps(k[t]);
+        /* Each tap spelled out, so that every shift count is a constant (a loop over t, even
+         * under an unroll pragma, was left rolled for TS 3 and shifted through a jump table). */
+#define HTAP(t)                                                                                    \
+    if ((t) < pairs) {                                                                             \
+        const __m512 kv = _mm512_set1_ps(k[t]);                                                    \
+        for (int u = 0; u < 4; u++)                                                                \
+            acc[u] = _mm512_fmadd_ps(                                                              \
+                kv, _mm512_add_ps(shifted(v, u, (t)*TS), shifted(v, u, (KW - 1 - (t)) * TS)),      \
+                acc[u]);                                                                           \
+    } else if ((t) < KW - pairs) {                                                                 \
+        const __m512 kv = _mm512_set1_ps(k[t]);                                                    \
+        for (int u = 0; u < 4; u++)                                                                \
+            acc[u] = _mm512_fmadd_ps(kv, shifted(v, u, (t)*TS), acc[u]);                           \
+    }
+        HTAP(0)
+        HTAP(1) HTAP(2) HTAP(3) HTAP(4) HTAP(5) HTAP(6) /* KW <= 7 */
+#undef HTAP
 #pragma GCC unroll 4
-                for (int u = 0; u < 4; u++)
-                    acc[u] = _mm512_fmadd_ps(
-                        kv, _mm512_add_ps(shifted(v, u, t * TS), shifted(v, u, (KW - 1 - t) * TS)),
-                        acc[u]);
-            } else if (t < KW - pairs) {
-                const __m512 kv = _mm512_set1_ps(k[t]);
-#pragma GCC unroll 4
-                for (int u = 0; u < 4; u++)
-                    acc[u] = _mm512_fmadd_ps(kv, shifted(v, u, t * TS), acc[u]);
-            }
-        }
-#pragma GCC unroll 4
-        for (int u = 0; u < 4; u++)
-            _mm512_storeu_ps(out + x + 16 * u, acc[u]);
+            for (int u = 0; u < 4; u++) _mm512_storeu_ps(out + x + 16 * u, acc[u]);
     }
     return x;
 }
@@ -747,6 +747,22 @@ static void load_f16_avx512(const uint16_t *in, float *out, int64_t n)
 #undef F16_IN
 }
 
+static void load_u8_avx512(const uint8_t *in, float *out, int64_t n)
+{
+#define U8_IN(x, l, masked)                                                                        \
+    store16(out + (x), load_row16(NULL, in + (x), LUMEN_ROW_U8, l, masked), l, masked)
+    CONVERT_LOOP(n, U8_IN);
+#undef U8_IN
+}
+
+static void load_u16_avx512(const uint16_t *in, float *out, int64_t n)
+{
+#define U16_IN(x, l, masked)                                                                       \
+    store16(out + (x), load_row16(NULL, in + (x), LUMEN_ROW_U16, l, masked), l, masked)
+    CONVERT_LOOP(n, U16_IN);
+#undef U16_IN
+}
+
 static void load_bf16_avx512(const uint16_t *in, float *out, int64_t n)
 {
 #define BF16_IN(x, l, masked)                                                                      \
@@ -793,6 +809,8 @@ const lumen_row_kernels lumen_row_kernels_avx512 = {
     .store_u16 = store_u16_avx512,
     .load_f16 = load_f16_avx512,
     .load_bf16 = load_bf16_avx512,
+    .load_u8 = load_u8_avx512,
+    .load_u16 = load_u16_avx512,
     .store_f16 = store_f16_avx512,
     .store_bf16 = store_bf16_avx512,
 };

@@ -10,29 +10,41 @@
 #define CONVERT_LOOP(T, step)                                                                      \
     do {                                                                                           \
         const T *q = (const T *)p;                                                                 \
-        for (int64_t i = 0; i < m; i++) out[i] = (float)q[i * (step)];                             \
+        for (int64_t i = 0; i < m; i++)                                                            \
+            out[i] = (float)q[i * (step)];                                                         \
     } while (0)
 
 /* Strided halves, converted one by one (semantics.h's definitions). */
 #define CONVERT_HALF(fn)                                                                           \
     do {                                                                                           \
         const uint16_t *q = (const uint16_t *)p;                                                   \
-        for (int64_t i = 0; i < m; i++) out[i] = fn(q[i * sw]);                                    \
+        for (int64_t i = 0; i < m; i++)                                                            \
+            out[i] = fn(q[i * sw]);                                                                \
     } while (0)
 
 static void convert_run(const lumen_row_kernels *rk, const char *p, int64_t sw, lumen_dtype t,
                         float *out, int64_t m)
 {
-    if (t == LUMEN_F32 && sw == 1) memcpy(out, p, (size_t)m * sizeof(float));
-    else if (t == LUMEN_F32) CONVERT_LOOP(float, sw);
-    else if (t == LUMEN_U8 && sw == 1) CONVERT_LOOP(uint8_t, 1);
-    else if (t == LUMEN_U8) CONVERT_LOOP(uint8_t, sw);
-    else if (t == LUMEN_F16 && sw == 1) rk->load_f16((const uint16_t *)p, out, m);
-    else if (t == LUMEN_F16) CONVERT_HALF(lumen_f16_to_f32);
-    else if (t == LUMEN_BF16 && sw == 1) rk->load_bf16((const uint16_t *)p, out, m);
-    else if (t == LUMEN_BF16) CONVERT_HALF(lumen_bf16_to_f32);
-    else if (sw == 1) CONVERT_LOOP(uint16_t, 1);
-    else CONVERT_LOOP(uint16_t, sw);
+    if (t == LUMEN_F32 && sw == 1)
+        memcpy(out, p, (size_t)m * sizeof(float));
+    else if (t == LUMEN_F32)
+        CONVERT_LOOP(float, sw);
+    else if (t == LUMEN_U8 && sw == 1)
+        rk->load_u8((const uint8_t *)p, out, m);
+    else if (t == LUMEN_U8)
+        CONVERT_LOOP(uint8_t, sw);
+    else if (t == LUMEN_F16 && sw == 1)
+        rk->load_f16((const uint16_t *)p, out, m);
+    else if (t == LUMEN_F16)
+        CONVERT_HALF(lumen_f16_to_f32);
+    else if (t == LUMEN_BF16 && sw == 1)
+        rk->load_bf16((const uint16_t *)p, out, m);
+    else if (t == LUMEN_BF16)
+        CONVERT_HALF(lumen_bf16_to_f32);
+    else if (sw == 1)
+        rk->load_u16((const uint16_t *)p, out, m);
+    else
+        CONVERT_LOOP(uint16_t, sw);
 }
 
 /* Pixels [i0, i1) of a row segment from source pixel xs that lie outside the image, cp
@@ -97,7 +109,8 @@ void lumen_rows_load(const lumen_row_kernels *rk, const lumen_filter_job *job, i
 {
     const lumen_image *s = job->src;
     if (yy < 0) {
-        for (int64_t i = 0; i < count * cp; i++) out[i] = job->border_value;
+        for (int64_t i = 0; i < count * cp; i++)
+            out[i] = job->border_value;
         return;
     }
     const char *row = lumen_px_addr(s, b, ch, yy, 0);
@@ -118,7 +131,6 @@ void lumen_rows_load(const lumen_row_kernels *rk, const lumen_filter_job *job, i
     load_border_run(job, cp, row, xs, i, count, out);
 }
 
-
 /* Strided integer and half outputs: round (and saturate) contiguously (SIMD), then scatter. */
 #define SCATTER_LOOP(T, store)                                                                     \
     do {                                                                                           \
@@ -127,7 +139,8 @@ void lumen_rows_load(const lumen_row_kernels *rk, const lumen_filter_job *job, i
             int64_t m = n - i0 < 256 ? n - i0 : 256;                                               \
             store(in + i0, tmp, m);                                                                \
             T *q = (T *)p + i0 * sw;                                                               \
-            for (int64_t i = 0; i < m; i++) q[i * sw] = tmp[i];                                    \
+            for (int64_t i = 0; i < m; i++)                                                        \
+                q[i * sw] = tmp[i];                                                                \
         }                                                                                          \
     } while (0)
 
@@ -155,7 +168,7 @@ void lumen_rows_store(const lumen_row_kernels *rk, const lumen_image *d, int64_t
         memcpy(p, in, sizeof(float) * (size_t)n);
     } else {
         float *q = (float *)p;
-        for (int64_t i = 0; i < n; i++) q[i * sw] = in[i];
+        for (int64_t i = 0; i < n; i++)
+            q[i * sw] = in[i];
     }
 }
-
