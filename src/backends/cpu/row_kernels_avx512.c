@@ -542,6 +542,15 @@ static inline void vfilter4_at(const float *const *rows, const float *k, int kh,
         acc[j][0] = acc[j][1] = _mm512_setzero_ps();
     for (int r = 0; r < kh + 3; r++) {
         const __m512 v0 = _mm512_loadu_ps(rows[r] + x), v1 = _mm512_loadu_ps(rows[r] + x + 16);
+        if (r >= 3 && r < kh) { /* every output row takes this row: no tests (long kernels) */
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                const __m512 kv = _mm512_set1_ps(k[r - j]);
+                acc[j][0] = _mm512_fmadd_ps(kv, v0, acc[j][0]);
+                acc[j][1] = _mm512_fmadd_ps(kv, v1, acc[j][1]);
+            }
+            continue;
+        }
         for (int j = 0; j < 4; j++) {
             if (r - j < 0 || r - j >= kh) continue;
             const __m512 kv = _mm512_set1_ps(k[r - j]);
