@@ -2,7 +2,8 @@
 
     python3 -m lumen.bench [--size WxH] [--repeat N] [--threads N] [--case NAMES] [--json]
                            [--no-scipy] [--no-torch] [--torch-cap S] [--overhead-calls N]
-                           [--batch N]
+                           [--batch N] [--photo-size WxH] [--no-pillow]
+    python3 -m lumen.bench --case photo [--photo-size 4000x3000] [--repeat N]   (issue 30)
     python3 -m lumen.bench --case dask [...]   (lumen on Dask: lumen/bench_dask.py's flags)
     python3 -m lumen.bench --case methods [...]   (auto vs forced methods vs the FFT floor:
                                                   lumen/bench_methods.py's flags)
@@ -71,6 +72,49 @@ thread start-up) and the warm calls on that same context. The cases and the peer
               LUMEN_CPU_ISA=avx2 (generic) also sets ONEDNN_MAX_CPU_ISA / DNNL_MAX_CPU_ISA
               to AVX2 (SSE41) before torch loads, unless already set: a like-for-like ISA.
 
+photo cases (issue 30; --case photo, photo_u8, photo_u16, or any name prefix; lumen/bench_photo.py):
+  One seeded random H x W x 3 interleaved RGB image per dtype (--photo-size, default 4000x3000 =
+  12 MP; --size sets it too when --photo-size is not given), border reflect101
+  (cv2.BORDER_REFLECT_101, OpenCV's default; lumen gets border="reflect101"). Names
+  photo_<u8|u16>_<op>:
+      filter2d_k3          the sharpen kernel [[0,-1,0],[-1,5,-1],[0,-1,0]]
+      filter2d_k5, _k7     lumen bench's LCG values in [0, 1) (seed 2000 + k) / their sum
+          lumen   lumen.filter2d(img, k, border="reflect101")     cv2  cv2.filter2D(img, -1, k)
+          Pillow  Image.filter(ImageFilter.Kernel) (3x3, 5x5 only; it leaves the outer pixels
+                  unfiltered: not the same border, results not compared)
+      gauss_s1, _s2, _s3, _s5
+          lumen   lumen.gaussian_blur(img, sigma, border="reflect101")  (ksize derived as
+                  OpenCV does: 6 sigma + 1 for u8, 8 sigma + 1 for u16, odd)
+          cv2     cv2.GaussianBlur(img, (0, 0), sigma)  (fixed-point on u8/u16: compared within
+                  3 levels; lumen is within 0.51 of the float64 result)
+          Pillow  Image.filter(GaussianBlur(radius=sigma)): NOT the same kernel (box passes)
+          torch   torchvision.transforms.functional.gaussian_blur on the uint8 tensor (reflect
+                  = reflect101); 'n/a' with a note when torchvision is missing
+      box_k5, _k15         lumen.box_blur(img, k)  cv2.blur(img, (k, k))
+                           Pillow Image.filter(BoxBlur((k-1)/2)) (edge pixels repeated)
+      resize_half, _quarter   lumen.resize(img, (W/d, H/d), interpolation="linear") against
+                  cv2.resize(INTER_LINEAR) and torch F.interpolate(bilinear) on x.float()
+                  (torch 1.13 has no uint8 bilinear: the conversions are timed, as a torch user
+                  pays them), sizes n/d rounded half up
+      resize_half_pil, _quarter_pil (u8)   lumen.resize(..., rule="pillow") against
+                  Image.resize(BILINEAR, reducing_gap=None) (Pillow widens its filter)
+      crop_resize          the centre half (W/2 x H/2) as a view, resized to 1/2 as above;
+                  _pil (u8): Image.crop(box).resize(...)
+      film                 lumen.film.film(img, "portra400"), no peer (Phos's whole chain is
+                  not in OpenCV; bench/film_bench.py times bloom + halation against it)
+  Every variant is alternated in one loop (one cold call each, then --repeat rounds, the order
+  reversed every other round): lumen into a preallocated out= and fresh (y = lumen.op(img, ...):
+  allocation and page faults are the user's cost too), cv2 into dst= and fresh, Pillow and torch
+  fresh (they have no out=; Pillow's Image and torch's tensor view are made outside the timing;
+  Pillow is single-threaded; neither has 16-bit RGB, so u16 rows have no Pillow or torch).
+  Ratios lumen / peer on the minima: l/cv2 = out= / dst=, l/cv2f, l/pil, l/tch = fresh / fresh.
+  floor: `lumen bench floors --photo-size` measures a memcpy of the u8 and u16 photo on the
+  same threads; a case's floor is that memcpy scaled to the bytes it reads and writes at least
+  (input or crop once, output once); l/floor = lumen out= / floor. Before timing, lumen is
+  compared with every same-op peer on a 256x192 photo (within 1 level; cv2's Gaussian 3) and the
+  run stops on a larger difference; the full-size differences are in the JSON (max_abs_diff, in
+  levels). JSON: "photo_rows", "photo_size".
+
 Threads: --threads N (default 2) goes to lumen.Context(threads=N), cv2.setNumThreads(N) and
 torch.set_num_threads(N); SciPy is single-threaded (ndimage, and scipy.fft in oaconvolve with
 its default workers=1). A peer that cannot be imported is left out with a note on stderr;
@@ -92,6 +136,10 @@ Targets, on the ratio of minima (lumen min / peer min):
   issue 17 (conv):    l1..l4, pw, dw, s2: lumen GFLOP/s >= 1.2x torch GFLOP/s (on the
                       minima; this ratio is lumen/torch of rates, so above 1 means lumen
                       is faster)
+  issue 30 (photo):   u8 RGB filter2d k3, k5, Gaussian sigma 1, 3, box 5: lumen out= <= 0.7x cv2
+                      dst=; u16 RGB the same cases <= 0.8x; every case <= 0.5x Pillow where
+                      Pillow has the op (lumen fresh / Pillow); u8 k <= 5 (filter2d k3, k5, box
+                      5) lumen out= <= 1.5x the memory floor. Set for 4000x3000.
 A case lumen answers with lumen.UnsupportedError is "not run", and so are its targets.
 Machines are noisy: quote ratios, not milliseconds.
 
@@ -283,6 +331,9 @@ conv table: shape is x * w ('*T': transposed; s stride, p padding, op output pad
   max|lumen - torch| / max|torch|; %peak = lumen GFLOP/s / the FMA peak of lumen bench floors.
 targets: met when the ratio is <= the limit (conv: >=), MISSED when not, 'not run' when a side
   is absent.
+photo table: lumen out= / fresh, cv2 dst= / fresh, pillow, torch: ms min/median; l/cv2 = lumen
+  out= / cv2 dst=, l/cv2f = lumen fresh / cv2 fresh, l/pil and l/tch = lumen fresh / the peer;
+  floor = memcpy of the case's read + write bytes (ms), l/floor = lumen out= / floor.
 overhead: min and median us per call of the C call (timed in C) and of the Python call with
   out= given and with a new output; overhead = Python - C, judged on the min."""
 
@@ -1374,7 +1425,8 @@ def parse_args(argv):
                          "torch.set_num_threads (default 2; SciPy is single-threaded)")
     ap.add_argument("--case", default="", metavar="NAMES",
                     help="comma list of case names, ops (filter2d, gaussian, conv2d, "
-                         "conv_transpose2d), 'conv' (all conv cases) or name prefixes; "
+                         "conv_transpose2d), 'conv' (all conv cases), 'photo', 'photo_u8', "
+                         "'photo_u16' (issue 30's RGB cases) or name prefixes; "
                          "'overhead' is the call-overhead case (default: all: "
                          + ", ".join(CASE_NAMES) + ")")
     ap.add_argument("--batch", type=int, default=0, metavar="N",

@@ -168,7 +168,8 @@ def lumen_call(case, img, ctx, out):
         fn = lambda **o: lumen.filter2d(img, k, border=b, context=ctx, **o)  # noqa: E731
         text = "lumen.filter2d"
     elif case.op == "gaussian":
-        fn = lambda **o: lumen.gaussian_blur(img, case.sigma, border=b, context=ctx, **o)  # noqa: E731,E501
+        s = case.sigma
+        fn = lambda **o: lumen.gaussian_blur(img, s, border=b, context=ctx, **o)  # noqa: E731
         text = "lumen.gaussian_blur"
     elif case.op == "box":
         fn = lambda **o: lumen.box_blur(img, case.k, border=b, context=ctx, **o)  # noqa: E731

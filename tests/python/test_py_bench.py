@@ -67,7 +67,8 @@ def test_help_explains_the_columns():
                          text=True, timeout=60)
     assert out.returncode == 0
     for word in ("--size", "--case", "--json", "l/cv2", "overhead", "--batch", "l1_512x7x7_k3",
-                 "GFLOP/s", "l/torch"):
+                 "GFLOP/s", "l/torch", "--photo-size", "photo_u8_filter2d_k3", "l/cv2f",
+                 "reflect101"):
         assert word in out.stdout, word
 
 

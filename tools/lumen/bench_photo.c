@@ -77,7 +77,8 @@ void photo_out_size(const photo_case *c, int w, int h, int *ow, int *oh)
         photo_crop_box(w, h, &x0, &y0, &x1, &y1);
         w = x1 - x0, h = y1 - y0;
     }
-    if (c->op == PHOTO_RESIZE || c->op == PHOTO_CROP_RESIZE) w = divided(w, c->div), h = divided(h, c->div);
+    if (c->op == PHOTO_RESIZE || c->op == PHOTO_CROP_RESIZE)
+        w = divided(w, c->div), h = divided(h, c->div);
     *ow = w, *oh = h;
 }
 
@@ -99,7 +100,8 @@ void photo_kernel(int k, float *out)
 {
     static const float sharpen[9] = {0, -1, 0, -1, 5, -1, 0, -1, 0};
     if (k == 3) {
-        for (int i = 0; i < 9; i++) out[i] = sharpen[i];
+        for (int i = 0; i < 9; i++)
+            out[i] = sharpen[i];
         return;
     }
     uint64_t seed = 2000u + (uint64_t)k;
@@ -108,7 +110,8 @@ void photo_kernel(int k, float *out)
         out[i] = cli_lcg_unit(&seed); /* cli_random_floats(.., 0, 1): lo + (hi - lo) * u */
         sum += out[i];
     }
-    for (int i = 0; i < k * k; i++) out[i] = out[i] / (float)sum;
+    for (int i = 0; i < k * k; i++)
+        out[i] = out[i] / (float)sum;
 }
 
 void *photo_image(lumen_dtype dtype, int w, int h)
@@ -148,7 +151,8 @@ lumen_status photo_case_run(lumen_context *ctx, const photo_case *c, void *src, 
     case PHOTO_CROP_RESIZE: {
         int x0, y0, x1, y1;
         photo_crop_box(w, h, &x0, &y0, &x1, &y1);
-        s.data = (char *)src + ((size_t)y0 * (size_t)w + (size_t)x0) * 3 * lumen_dtype_size(c->dtype);
+        s.data =
+            (char *)src + ((size_t)y0 * (size_t)w + (size_t)x0) * 3 * lumen_dtype_size(c->dtype);
         s.h = y1 - y0, s.w = x1 - x0; /* a view of the crop: the strides stay the image's */
     }
         /* fall through */

@@ -25,9 +25,9 @@ typedef struct photo_case {
     const char *name;  /* photo_u8_filter2d_k3, ... */
     lumen_dtype dtype; /* LUMEN_U8 or LUMEN_U16 */
     photo_op op;
-    int k;             /* filter2d, box: k x k */
-    double sigma;      /* Gaussian: ksize derived from it as OpenCV does for the dtype */
-    int div;           /* resize: output = input / div, rounded half up; crop_resize: the crop's */
+    int k;        /* filter2d, box: k x k */
+    double sigma; /* Gaussian: ksize derived from it as OpenCV does for the dtype */
+    int div;      /* resize: output = input / div, rounded half up; crop_resize: the crop's */
     lumen_resize_rule rule;
     double floor_limit; /* issue 30's target on lumen / memory floor; 0: none */
 } photo_case;

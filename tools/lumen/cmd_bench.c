@@ -646,7 +646,8 @@ int cmd_bench(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "conv")) return cmd_bench_conv(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "floors")) return cmd_bench_floors(argc - 1, argv + 1);
     const cli_command cmd = {"bench", flags, on_flag, NULL, 0, 0};
-    if (photo_ncases > PHOTO_MAX) return cli_lib_error("bench: PHOTO_MAX", LUMEN_ERR_INVALID_ARGUMENT);
+    if (photo_ncases > PHOTO_MAX) /* bench_photo.c's table outgrew the selection */
+        return cli_lib_error("bench: PHOTO_MAX", LUMEN_ERR_INVALID_ARGUMENT);
     bench_state st = {{0}, 0, 3000, 2000, 7, {0}, 0, 0, 0};
     for (int i = 0; i < NALL; i++) st.selected[i] = 1;
     int rc = cli_parse(&cmd, argc, argv, &st, NULL);
