@@ -4,13 +4,16 @@
     /usr/bin/python3 bench/charts.py BENCH.json [--out DIR] [--machine NAME]
 
 Writes DIR/bench-NAME.png and DIR/bench-NAME.svg (DIR defaults to docs/), one figure of three
-panels:
+panels, four when the run has photo cases:
   filter cases   ms per call (min of the warm calls) of lumen, cv2, SciPy, torch and the case's
                  floor (`lumen bench floors`: memcpy x passes, taps at the FMA peak, or one
                  FFTW r2c+c2r pair), log scale; a missing bar is a peer not run or skipped
   lumen / floor  how far each case is from the machine's limit (1 = at the floor), log scale,
                  with the issue 17 target of the case as a tick where it has one
   conv layers    GFLOP/s of lumen and torch (oneDNN) per layer, and the FMA peak as a line
+  photo cases    issue 30's u8/u16 RGB cases: ms per call of lumen into out= and fresh, cv2
+                 dst= and fresh, Pillow, torch and the case's memory floor, log scale (their
+                 lumen / floor joins the second panel)
 NAME defaults to the CPU's name and usable cores from the JSON (e.g. amd-epyc-2c); `make bench`
 passes BENCH_MACHINE when set. The title names the machine, the threads and the run's date.
 Needs matplotlib (Debian: python3-matplotlib, in scripts/install-deps.sh's bench list).
@@ -81,6 +84,44 @@ def draw_filters(ax, rows):
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.06), ncol=len(present), fontsize=8)
 
 
+#: The photo panel's bars: (label, where in the row, colour).
+PHOTO_SERIES = [("lumen out=", ("lumen", "out"), "#d95f02"),
+                ("lumen fresh", ("lumen", "fresh"), "#fdb462"),
+                ("cv2 dst=", ("cv2", "out"), "#7570b3"),
+                ("cv2 fresh", ("cv2", "fresh"), "#bebada"),
+                ("Pillow", ("pillow", "fresh"), "#e7298a"),
+                ("torch", ("torch", "fresh"), "#1b9e77")]
+
+
+def photo_ms(row, lib, variant):
+    side = row.get("lumen", {}) if lib == "lumen" else row.get("peers", {}).get(lib) or {}
+    r = side.get(variant) or {}
+    return r.get("ms_min") if r.get("status") == "ok" else None
+
+
+def draw_photo(ax, rows):
+    """Issue 30's photo cases: every variant's ms and the memory floor, case by case."""
+    series = [(label, [photo_ms(r, *where) for r in rows], colour)
+              for label, where, colour in PHOTO_SERIES]
+    series.append(("memory floor", [(r.get("floor") or {}).get("ms") for r in rows], "#999999"))
+    series = [s for s in series if any(v is not None for v in s[1])]
+    w = 0.8 / max(1, len(series))
+    for i, (label, vals, colour) in enumerate(series):
+        xs = [j - 0.4 + w * (i + 0.5) for j in range(len(rows))]
+        ax.bar([x for x, v in zip(xs, vals) if v], [v for v in vals if v], width=w,
+               color=colour, label=label, hatch="//" if label == "memory floor" else None,
+               edgecolor="white", linewidth=0.3)
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels([r["name"].replace("photo_", "") for r in rows], rotation=60,
+                       ha="right", fontsize=7)
+    log_if_wide(ax, [v for _, vals, _ in series for v in vals], axis="y")
+    ax.set_ylabel("ms per call (min; lower is faster)")
+    ax.set_title("photo cases (issue 30): u8 / u16 interleaved RGB, border reflect101; lumen and "
+                 "cv2 into a preallocated output and fresh, Pillow and torch fresh", fontsize=10)
+    ax.grid(axis="y", which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", ncol=len(series))
+
+
 def draw_ratios(ax, rows):
     rows = [r for r in rows if (r.get("floor") or {}).get("ratio")]
     if not rows:
@@ -98,12 +139,12 @@ def draw_ratios(ax, rows):
             ax.plot([r["floor"]["limit"]] * 2, [j - 0.4, j + 0.4], color="black", lw=1.5)
     ax.axvline(1.0, color="grey", lw=0.8, ls="--")
     ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels(names, fontsize=8)
+    ax.set_yticklabels(names, fontsize=8 if len(rows) <= 20 else 6)
     ax.invert_yaxis()
     if max(ratios) / min(ratios) > 20 or max(ratios) > 20:
         ax.set_xscale("log")
     handles = [ax.bar([0], [0], color=c, label=f"bound: {b}") for b, c in colours.items()]
-    handles.append(ax.plot([], [], color="black", lw=1.5, label="issue 17 target")[0])
+    handles.append(ax.plot([], [], color="black", lw=1.5, label="target (issue 17, 30)")[0])
     ax.legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2),
               ncol=len(handles))
     ax.set_xlabel("lumen min / floor (1 = at the machine's limit)")
@@ -144,8 +185,14 @@ def title(data, machine_name):
     w, h = data.get("size", ["?", "?"])
     date = m.get("date", "date unknown")
     peers = ", ".join(f"{k} {v[k]}" for k in ("cv2", "scipy", "torch") if k in v)
+    photo = ""
+    if data.get("photo_rows"):
+        pw, ph = data.get("photo_size", ["?", "?"])
+        photo = f", photo cases {pw}x{ph} RGB"
+        if "pillow" in v:
+            peers += f", Pillow {v['pillow']}"
     return (f"lumen {v.get('lumen', '?')} vs {peers or 'no peers'} on {machine_name} "
-            f"({m.get('cpu', '?')}, {threads} threads), {w}x{h} f32, {date}")
+            f"({m.get('cpu', '?')}, {threads} threads), {w}x{h} f32{photo}, {date}")
 
 
 def draw(data, machine_name):
@@ -155,11 +202,19 @@ def draw(data, machine_name):
     import matplotlib.pyplot as plt
     rows = data.get("rows", [])
     conv_rows = data.get("conv_rows", [])
+    photo_rows = data.get("photo_rows", [])
     peak = (data.get("floors") or {}).get("fma", {}).get("gflops")
-    fig = plt.figure(figsize=(16, max(8, 0.45 * len(rows) + 3)))
-    grid = fig.add_gridspec(2, 2, width_ratios=[1.5, 1], hspace=0.5, wspace=0.35)
-    draw_filters(fig.add_subplot(grid[:, 0]), rows)
-    draw_ratios(fig.add_subplot(grid[0, 1]), rows)
+    height = max(8, 0.45 * len(rows) + 3)
+    if photo_rows:
+        fig = plt.figure(figsize=(16, height + 7))
+        grid = fig.add_gridspec(3, 2, width_ratios=[1.5, 1], height_ratios=[1, 1, 1.1],
+                                hspace=0.6, wspace=0.35)
+        draw_photo(fig.add_subplot(grid[2, :]), photo_rows)
+    else:
+        fig = plt.figure(figsize=(16, height))
+        grid = fig.add_gridspec(2, 2, width_ratios=[1.5, 1], hspace=0.5, wspace=0.35)
+    draw_filters(fig.add_subplot(grid[0:2, 0]), rows)
+    draw_ratios(fig.add_subplot(grid[0, 1]), rows + photo_rows)
     draw_conv(fig.add_subplot(grid[1, 1]), conv_rows, peak)
     fig.suptitle(title(data, machine_name), fontsize=11)
     return fig

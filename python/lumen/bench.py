@@ -2,7 +2,8 @@
 
     python3 -m lumen.bench [--size WxH] [--repeat N] [--threads N] [--case NAMES] [--json]
                            [--no-scipy] [--no-torch] [--torch-cap S] [--overhead-calls N]
-                           [--batch N]
+                           [--batch N] [--photo-size WxH] [--no-pillow]
+    python3 -m lumen.bench --case photo [--photo-size 4000x3000] [--repeat N]   (issue 30)
     python3 -m lumen.bench --case dask [...]   (lumen on Dask: lumen/bench_dask.py's flags)
     python3 -m lumen.bench --case methods [...]   (auto vs forced methods vs the FFT floor:
                                                   lumen/bench_methods.py's flags)
@@ -71,6 +72,49 @@ thread start-up) and the warm calls on that same context. The cases and the peer
               LUMEN_CPU_ISA=avx2 (generic) also sets ONEDNN_MAX_CPU_ISA / DNNL_MAX_CPU_ISA
               to AVX2 (SSE41) before torch loads, unless already set: a like-for-like ISA.
 
+photo cases (issue 30; --case photo, photo_u8, photo_u16, or any name prefix; lumen/bench_photo.py):
+  One seeded random H x W x 3 interleaved RGB image per dtype (--photo-size, default 4000x3000 =
+  12 MP; --size sets it too when --photo-size is not given), border reflect101
+  (cv2.BORDER_REFLECT_101, OpenCV's default; lumen gets border="reflect101"). Names
+  photo_<u8|u16>_<op>:
+      filter2d_k3          the sharpen kernel [[0,-1,0],[-1,5,-1],[0,-1,0]]
+      filter2d_k5, _k7     lumen bench's LCG values in [0, 1) (seed 2000 + k) / their sum
+          lumen   lumen.filter2d(img, k, border="reflect101")     cv2  cv2.filter2D(img, -1, k)
+          Pillow  Image.filter(ImageFilter.Kernel) (3x3, 5x5 only; it leaves the outer pixels
+                  unfiltered: not the same border, results not compared)
+      gauss_s1, _s2, _s3, _s5
+          lumen   lumen.gaussian_blur(img, sigma, border="reflect101")  (ksize derived as
+                  OpenCV does: 6 sigma + 1 for u8, 8 sigma + 1 for u16, odd)
+          cv2     cv2.GaussianBlur(img, (0, 0), sigma)  (fixed-point on u8/u16: compared within
+                  3 levels; lumen is within 0.51 of the float64 result)
+          Pillow  Image.filter(GaussianBlur(radius=sigma)): NOT the same kernel (box passes)
+          torch   torchvision.transforms.functional.gaussian_blur on the uint8 tensor (reflect
+                  = reflect101); 'n/a' with a note when torchvision is missing
+      box_k5, _k15         lumen.box_blur(img, k)  cv2.blur(img, (k, k))
+                           Pillow Image.filter(BoxBlur((k-1)/2)) (edge pixels repeated)
+      resize_half, _quarter   lumen.resize(img, (W/d, H/d), interpolation="linear") against
+                  cv2.resize(INTER_LINEAR) and torch F.interpolate(bilinear) on x.float()
+                  (torch 1.13 has no uint8 bilinear: the conversions are timed, as a torch user
+                  pays them), sizes n/d rounded half up
+      resize_half_pil, _quarter_pil (u8)   lumen.resize(..., rule="pillow") against
+                  Image.resize(BILINEAR, reducing_gap=None) (Pillow widens its filter)
+      crop_resize          the centre half (W/2 x H/2) as a view, resized to 1/2 as above;
+                  _pil (u8): Image.crop(box).resize(...)
+      film                 lumen.film.film(img, "portra400"), no peer (Phos's whole chain is
+                  not in OpenCV; bench/film_bench.py times bloom + halation against it)
+  Every variant is alternated in one loop (one cold call each, then --repeat rounds, the order
+  reversed every other round): lumen into a preallocated out= and fresh (y = lumen.op(img, ...):
+  allocation and page faults are the user's cost too), cv2 into dst= and fresh, Pillow and torch
+  fresh (they have no out=; Pillow's Image and torch's tensor view are made outside the timing;
+  Pillow is single-threaded; neither has 16-bit RGB, so u16 rows have no Pillow or torch).
+  Ratios lumen / peer on the minima: l/cv2 = out= / dst=, l/cv2f, l/pil, l/tch = fresh / fresh.
+  floor: `lumen bench floors --photo-size` measures a memcpy of the u8 and u16 photo on the
+  same threads; a case's floor is that memcpy scaled to the bytes it reads and writes at least
+  (input or crop once, output once); l/floor = lumen out= / floor. Before timing, lumen is
+  compared with every same-op peer on a 256x192 photo (within 1 level; cv2's Gaussian 3) and the
+  run stops on a larger difference; the full-size differences are in the JSON (max_abs_diff, in
+  levels). JSON: "photo_rows", "photo_size".
+
 Threads: --threads N (default 2) goes to lumen.Context(threads=N), cv2.setNumThreads(N) and
 torch.set_num_threads(N); SciPy is single-threaded (ndimage, and scipy.fft in oaconvolve with
 its default workers=1). A peer that cannot be imported is left out with a note on stderr;
@@ -92,6 +136,10 @@ Targets, on the ratio of minima (lumen min / peer min):
   issue 17 (conv):    l1..l4, pw, dw, s2: lumen GFLOP/s >= 1.2x torch GFLOP/s (on the
                       minima; this ratio is lumen/torch of rates, so above 1 means lumen
                       is faster)
+  issue 30 (photo):   u8 RGB filter2d k3, k5, Gaussian sigma 1, 3, box 5: lumen out= <= 0.7x cv2
+                      dst=; u16 RGB the same cases <= 0.8x; every case <= 0.5x Pillow where
+                      Pillow has the op (lumen fresh / Pillow); u8 k <= 5 (filter2d k3, k5, box
+                      5) lumen out= <= 1.5x the memory floor. Set for 4000x3000.
 A case lumen answers with lumen.UnsupportedError is "not run", and so are its targets.
 Machines are noisy: quote ratios, not milliseconds.
 
@@ -129,6 +177,8 @@ except ImportError:  # cv2 is the reference peer of every target: nothing to com
     cv2 = None
 
 import lumen
+
+from . import bench_photo
 
 # ---- what is timed -------------------------------------------------------------------------
 
@@ -227,11 +277,14 @@ CONV_NAMES = [c.name for c in CONV_CASES]
 
 DEFAULT_SIZE = "3000x2000"   # lumen bench's and the targets' image
 OVERHEAD_CASE = "overhead"
-CASE_NAMES = [c.name for c in CASES] + [OVERHEAD_CASE] + CONV_NAMES
-#: --case words that pick a group of conv cases (the filter ops are name prefixes already).
+PHOTO_NAMES = bench_photo.NAMES
+CASE_NAMES = [c.name for c in CASES] + [OVERHEAD_CASE] + CONV_NAMES + PHOTO_NAMES
+#: --case words that pick a group of cases (the filter ops are name prefixes already):
+#: conv, conv2d, conv_transpose2d; photo, photo_u8, photo_u16 (bench_photo.GROUPS).
 CASE_GROUPS = {"conv": CONV_NAMES,
                **{op: [c.name for c in CONV_CASES if c.op == op]
-                  for op in ("conv2d", "conv_transpose2d")}}
+                  for op in ("conv2d", "conv_transpose2d")},
+               **bench_photo.GROUPS}
 
 BIG_K = (31, 61, 121, 201)
 #: case name -> [(against, limit)]: lumen/peer ratio of minima must be <= limit. `against` is
@@ -278,6 +331,9 @@ conv table: shape is x * w ('*T': transposed; s stride, p padding, op output pad
   max|lumen - torch| / max|torch|; %peak = lumen GFLOP/s / the FMA peak of lumen bench floors.
 targets: met when the ratio is <= the limit (conv: >=), MISSED when not, 'not run' when a side
   is absent.
+photo table: lumen out= / fresh, cv2 dst= / fresh, pillow, torch: ms min/median; l/cv2 = lumen
+  out= / cv2 dst=, l/cv2f = lumen fresh / cv2 fresh, l/pil and l/tch = lumen fresh / the peer;
+  floor = memcpy of the case's read + write bytes (ms), l/floor = lumen out= / floor.
 overhead: min and median us per call of the C call (timed in C) and of the Python call with
   out= given and with a new output; overhead = Python - C, judged on the min."""
 
@@ -1088,7 +1144,7 @@ def measure_floors(args):
     if exe is None:
         return {"error": "no lumen CLI found (set LUMEN_BIN)"}
     cmd = [exe, "bench", "floors", "--json", "--size", f"{args.w}x{args.h}",
-           "--threads", str(args.threads)]
+           "--photo-size", f"{args.photo_w}x{args.photo_h}", "--threads", str(args.threads)]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=900)
         floors = json.loads(done.stdout)
@@ -1139,6 +1195,12 @@ def print_floors_line(floors):
           f"{m['ms_min']:.3f} ms ({m['gb_s']:.0f} GB/s), FMA peak {f['gflops']:.0f} GFLOP/s "
           f"({f['isa']}), FFTW pairs planned {floors['fft']['planning']} on "
           f"{floors['fft']['fftw_threads']} thread(s)")
+    photo = floors.get("photo")
+    if photo:
+        print("photo floors: " + ", ".join(
+            f"memcpy of the {photo['width']}x{photo['height']} {dt} RGB image "
+            f"({m['bytes'] / 1e6:.1f} MB) {m['ms_min']:.3f} ms ({m['gb_s']:.0f} GB/s)"
+            for dt, m in photo["memcpy"].items()))
 
 
 # ---- the machine ---------------------------------------------------------------------------
@@ -1161,6 +1223,9 @@ def lib_versions(libs):
     if "scipy" in libs:
         import scipy
         v["scipy"] = scipy.__version__
+    if "pillow" in libs:
+        import PIL
+        v["pillow"] = PIL.__version__
     if "torch" in libs:
         import torch
         v["torch"] = torch.__version__
@@ -1178,6 +1243,8 @@ def machine_info(args, libs):
         threads["cv2"] = cv2.getNumThreads()
     if "scipy" in libs:
         threads["scipy"] = 1
+    if "pillow" in libs:
+        threads["pillow"] = 1
     if "torch" in libs:
         import torch
         threads["torch"] = torch.get_num_threads()
@@ -1227,7 +1294,7 @@ def print_header(machine, args):
     print("threads: " + ", ".join(f"{k} {val}" for k, val in t.items())
           + f"; lumen uses {machine['lumen_cpu_features']}")
     print(f"malloc: {machine.get('malloc', '?')}; arrays start on {CACHE_LINE}-byte lines")
-    if any(n not in CONV_NAMES for n in args.cases):  # the conv cases print their own line
+    if any(n not in CONV_NAMES + PHOTO_NAMES for n in args.cases):  # the others print their own
         print(f"image {args.w}x{args.h} f32, 1 channel, border reflect; 1 cold + {args.repeat} "
               f"warm runs per call; ratios = lumen min / peer min")
 
@@ -1301,9 +1368,10 @@ def all_targets(rows, ov):
 
 def print_targets(rows, ov, warnings):
     judged = all_targets(rows, ov)
-    print(f"\n{'target':<20} {'vs':<22} {'value':>8} {'limit':>8}  verdict")
+    wide = max([20] + [len(j[0]) for j in judged])
+    print(f"\n{'target':<{wide}} {'vs':<22} {'value':>8} {'limit':>8}  verdict")
     for name, against, val, limit, verdict in judged:
-        print(f"{name:<20} {against:<22} {val:>8} {limit:>8}  {verdict}")
+        print(f"{name:<{wide}} {against:<22} {val:>8} {limit:>8}  {verdict}")
     met = sum(j[4] == "met" for j in judged)
     missed = [f"{j[0]} vs {j[1]}" for j in judged if j[4] == "MISSED"]
     not_run = sorted({j[0] for j in judged if j[4] == "not run"})
@@ -1344,8 +1412,12 @@ def parse_args(argv):
     ap = argparse.ArgumentParser(
         prog="python3 -m lumen.bench", formatter_class=argparse.RawDescriptionHelpFormatter,
         description=__doc__, epilog=COLUMNS)
-    ap.add_argument("--size", default=DEFAULT_SIZE, metavar="WxH",
-                    help="image width x height (default 3000x2000)")
+    ap.add_argument("--size", default=None, metavar="WxH",
+                    help="image width x height (default 3000x2000; also the photo cases' "
+                         "size unless --photo-size is given)")
+    ap.add_argument("--photo-size", default=None, metavar="WxH",
+                    help="the photo cases' RGB image (default: --size when given, else "
+                         f"{bench_photo.PHOTO_SIZE})")
     ap.add_argument("--repeat", type=int, default=7, metavar="N",
                     help="warm runs per call (default 7)")
     ap.add_argument("--threads", type=int, default=2, metavar="N",
@@ -1353,7 +1425,8 @@ def parse_args(argv):
                          "torch.set_num_threads (default 2; SciPy is single-threaded)")
     ap.add_argument("--case", default="", metavar="NAMES",
                     help="comma list of case names, ops (filter2d, gaussian, conv2d, "
-                         "conv_transpose2d), 'conv' (all conv cases) or name prefixes; "
+                         "conv_transpose2d), 'conv' (all conv cases), 'photo', 'photo_u8', "
+                         "'photo_u16' (issue 30's RGB cases) or name prefixes; "
                          "'overhead' is the call-overhead case (default: all: "
                          + ", ".join(CASE_NAMES) + ")")
     ap.add_argument("--batch", type=int, default=0, metavar="N",
@@ -1368,6 +1441,7 @@ def parse_args(argv):
                          "never trims it, so peers that allocate their outputs per call "
                          "(torch) do not pay page faults per call; default: glibc's own")
     ap.add_argument("--no-scipy", action="store_true", help="leave SciPy out")
+    ap.add_argument("--no-pillow", action="store_true", help="leave Pillow out (photo cases)")
     ap.add_argument("--no-torch", action="store_true", help="leave PyTorch out")
     ap.add_argument("--no-floors", action="store_true",
                     help="do not run `lumen bench floors` (no floor columns)")
@@ -1379,11 +1453,17 @@ def parse_args(argv):
                     help="where lumen runs: cpu (default), vulkan[:N], cuda[:N] (strict: no "
                          "CPU fallback is timed as the device); the peers run on the CPU")
     args = ap.parse_args(argv)
-    try:
-        args.w, args.h = (int(v) for v in args.size.lower().split("x"))
-        assert args.w > 0 and args.h > 0
-    except (ValueError, AssertionError):
-        ap.error(f"--size: expected WxH, got {args.size!r}")
+    photo = args.photo_size or args.size or bench_photo.PHOTO_SIZE
+    args.size = args.size or DEFAULT_SIZE
+    for flag, text, keys in (("--size", args.size, ("w", "h")),
+                             ("--photo-size", photo, ("photo_w", "photo_h"))):
+        try:
+            w, h = (int(v) for v in text.lower().split("x"))
+            assert w > 0 and h > 0
+        except (ValueError, AssertionError):
+            ap.error(f"{flag}: expected WxH, got {text!r}")
+        setattr(args, keys[0], w)
+        setattr(args, keys[1], h)
     if args.repeat < 1 or args.threads < 1 or args.overhead_calls < 10 or args.batch < 0:
         ap.error("--repeat and --threads must be >= 1, --overhead-calls >= 10, --batch >= 1")
     try:
@@ -1398,15 +1478,17 @@ def peer_libs(args):
     A run of conv cases alone needs no cv2 (torch is their only peer)."""
     libs = ["cv2"]
     if cv2 is None:
-        if any(n not in CONV_NAMES for n in args.cases):
+        if any(n not in CONV_NAMES for n in args.cases):  # photo cases are judged against it too
             sys.exit("lumen.bench: OpenCV (cv2) is not importable; every filter target is "
                      "against it")
         libs = []
-    for lib, off in (("scipy", args.no_scipy), ("torch", args.no_torch)):
+    photo = any(n in PHOTO_NAMES for n in args.cases)
+    for lib, off in (("scipy", args.no_scipy), ("torch", args.no_torch),
+                     ("pillow", args.no_pillow or not photo)):
         if off:
             continue
         try:
-            __import__(lib)
+            __import__("PIL.Image" if lib == "pillow" else lib)
             libs.append(lib)
         except ImportError as e:
             print(f"lumen.bench: {lib} skipped: {e}", file=sys.stderr)
@@ -1419,6 +1501,30 @@ def set_threads(args, libs):
     if "torch" in libs:
         import torch
         torch.set_num_threads(args.threads)
+
+
+# ---- photo cases (issue 30): u8 / u16 interleaved RGB, lumen/bench_photo.py ---------------
+
+def run_photo_cases(args, libs, names, floors=None):
+    """Rows of the selected photo cases, printed as they finish unless --json."""
+    cases = [c for c in bench_photo.CASES if c.name in names]
+    rows, warnings, images = [], [], {}
+    if cases and not args.json:
+        print(bench_photo.title(args))
+        print(bench_photo.HEAD + "\n" + "-" * len(bench_photo.HEAD))
+    for case in cases:
+        if case.dtype not in images:  # one image per dtype, made when its first case runs
+            images = {case.dtype: bench_photo.make_photo(args.photo_w, args.photo_h, case.dtype)}
+        row = bench_photo.run_case(case, images[case.dtype], args, libs, lumen_context,
+                                   time_interleaved)
+        bench_photo.add_floor(row, floors or {})
+        rows.append(row)
+        warnings += bench_photo.warnings(row)
+        if not args.json:
+            bench_photo.print_row(row, min_med, fmt_ratio, floor_cells)
+    if rows and not args.json:
+        bench_photo.print_legend(rows)
+    return rows, warnings
 
 
 # ---- main ----------------------------------------------------------------------------------
@@ -1469,25 +1575,31 @@ def main(argv=None):
     machine["onednn_max_cpu_isa"] = onednn_cap
     machine["malloc"] = malloc_line
     selected = [c for c in CASES if c.name in args.cases]
-    checks = check_all(selected, libs, args.threads)
+    f32_libs = [lib for lib in libs if lib in PEER_MAKERS]  # Pillow: the photo cases only
+    checks = check_all(selected, f32_libs, args.threads)
+    checks += bench_photo.check([c for c in bench_photo.CASES if c.name in args.cases], libs,
+                                args.threads, lumen_context)
     if not args.json:
         print_header(machine, args)
         print_floors_line(floors)
         print_check(checks)
         if selected:
             print("\n" + HEAD + "\n" + "-" * len(HEAD))
-    rows, warnings = run_cases(args, libs, args.cases, floors)
+    rows, warnings = run_cases(args, f32_libs, args.cases, floors)
     if rows and not args.json:
         print_legend(rows)
     conv_rows, conv_warn = run_conv_cases(
         args, libs, [c for c in CONV_CASES if c.name in args.cases], floors)
     warnings += conv_warn
+    photo_rows, photo_warn = run_photo_cases(args, libs, args.cases, floors)
+    warnings += photo_warn
     ov = measure_overhead(args.overhead_calls) if OVERHEAD_CASE in args.cases else None
     machine["torch_onednn"] = ONEDNN or None
     machine["loadavg_end"] = os.getloadavg()
     result = {"machine": machine, "size": [args.w, args.h], "repeat": args.repeat,
-              "check": checks, "floors": floors, "rows": rows, "conv_rows": conv_rows,
-              "overhead": ov, "warnings": warnings}
+              "photo_size": [args.photo_w, args.photo_h], "check": checks, "floors": floors,
+              "rows": rows, "conv_rows": conv_rows, "photo_rows": photo_rows, "overhead": ov,
+              "warnings": warnings}
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(result, indent=2) + "\n")
     if args.json:
@@ -1495,10 +1607,13 @@ def main(argv=None):
         print()
     else:
         print_overhead(ov)
-        print_targets(rows + conv_rows, ov, warnings)
+        print_targets(rows + conv_rows + photo_rows, ov, warnings)
         if args.size != DEFAULT_SIZE and rows:
             print(f"(the ratio targets are set for the default {DEFAULT_SIZE}; this run is "
                   f"{args.w}x{args.h})")
+        if (args.photo_w, args.photo_h) != (4000, 3000) and photo_rows:
+            print(f"(the photo targets are set for {bench_photo.PHOTO_SIZE}; this run is "
+                  f"{args.photo_w}x{args.photo_h})")
         if args.batch and conv_rows:
             print(f"(the conv targets are set for each layer's own N; this run has N = "
                   f"{args.batch})")

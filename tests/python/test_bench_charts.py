@@ -75,3 +75,26 @@ def test_a_run_without_floors_or_conv_still_draws(tmp_path):
     done = run_charts(tmp_path, data, "--machine", "bare")
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "out" / "bench-bare.svg").is_file()
+
+
+def test_photo_cases_get_their_panel(tmp_path):
+    """Issue 30: a run with photo rows gets the photo panel, and their lumen / floor."""
+    data = fake_run()
+    data["photo_size"] = [4000, 3000]
+    data["machine"]["versions"]["pillow"] = "9.4.0"
+    data["photo_rows"] = [
+        {"name": "photo_u8_gauss_s3",
+         "lumen": {"status": "ok", "out": timing(20.0), "fresh": timing(24.0)},
+         "peers": {"cv2": {"out": timing(30.0), "fresh": timing(33.0)},
+                   "pillow": {"fresh": timing(90.0), "out": None},
+                   "torch": {"status": "n/a", "note": "torchvision is not installed"}},
+         "floor": {"ms": 4.0, "bound": "memory", "ratio": 5.0, "limit": None}},
+        {"name": "photo_u16_film",
+         "lumen": {"status": "ok", "out": timing(900.0), "fresh": timing(950.0)},
+         "peers": {}, "floor": {"ms": 8.0, "bound": "memory", "ratio": 112.5, "limit": None}}]
+    done = run_charts(tmp_path, data, "--machine", "photo-2c")
+    assert done.returncode == 0, done.stderr
+    text = (tmp_path / "out" / "bench-photo-2c.svg").read_text()
+    for words in ("photo cases (issue 30)", "u8_gauss_s3", "u16_film", "lumen fresh",
+                  "cv2 dst=", "Pillow", "memory floor", "4000x3000 RGB"):
+        assert words in text, words

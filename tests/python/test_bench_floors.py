@@ -125,3 +125,23 @@ def test_no_floors_leaves_the_columns_empty():
     report = run_bench("--no-floors")
     assert "error" in report["floors"]
     assert all(r["floor"] is None for r in report["rows"])
+
+
+def test_photo_floors_scale_a_memcpy_of_the_photo(got):
+    """Issue 30: the photo cases' memory floors (--photo-size: --size when not given)."""
+    p = got["photo"]
+    assert (p["width"], p["height"]) == (SIZE_W, SIZE_H)
+    assert p["memcpy"]["u8"]["bytes"] == SIZE_W * SIZE_H * 3
+    assert p["memcpy"]["u16"]["bytes"] == SIZE_W * SIZE_H * 6
+    cases = {c["name"]: c for c in p["cases"]}
+    assert len(cases) == 29
+    for c in cases.values():
+        m = p["memcpy"][c["dtype"]]
+        assert c["memcpy_bytes"] == m["bytes"] and c["bound"] == "memory"
+        assert c["floor_ms"] == pytest.approx(m["ms_min"] * c["bytes"] / (2 * m["bytes"]),
+                                              rel=1e-3, abs=2e-6)
+    assert cases["photo_u8_filter2d_k3"]["bytes"] == 2 * SIZE_W * SIZE_H * 3
+    assert cases["photo_u8_resize_half"]["bytes"] == SIZE_W * SIZE_H * 3 * 5 // 4
+    assert [n for n, c in cases.items() if c["target"]] == [
+        "photo_u8_filter2d_k3", "photo_u8_filter2d_k5", "photo_u8_box_k5"]
+    assert floors("--photo-size", "40x30")["photo"]["width"] == 40

@@ -312,10 +312,18 @@ def test_bench_json(lumen_bin):
     assert r.returncode == 0, r.stderr
     rows = json.loads(r.stdout)
     names = [row["name"] for row in rows]
-    assert names == ["filter2d_k3", "filter2d_k7", "filter2d_k15", "filter2d_k31",
-                     "filter2d_k61", "filter2d_k121", "filter2d_k201", "filter2d_k61_batch10",
-                     "gaussian_s1", "gaussian_s3", "gaussian_s10", "gaussian_s30", "gaussian_s50",
-                     "gaussian_fast_s30", "gaussian_fast_s50"]
+    photo = [row for row in rows if row["name"].startswith("photo_")]
+    assert names[:len(names) - len(photo)] == [
+        "filter2d_k3", "filter2d_k7", "filter2d_k15", "filter2d_k31",
+        "filter2d_k61", "filter2d_k121", "filter2d_k201", "filter2d_k61_batch10",
+        "gaussian_s1", "gaussian_s3", "gaussian_s10", "gaussian_s30", "gaussian_s50",
+        "gaussian_fast_s30", "gaussian_fast_s50"]
+    # issue 30's photo cases follow (u8 then u16 RGB, --size's when no --photo-size)
+    assert len(photo) == 29 and photo[0]["name"] == "photo_u8_filter2d_k3"
+    assert {(r["dtype"], r["channels"], r["width"], r["height"]) for r in photo} == {
+        ("u8", 3, 64, 48), ("u16", 3, 64, 48)}
+    assert all(r["floor_ms"] > 0 and r["floor_ratio"] > 0 for r in photo)
+    rows = rows[:len(names) - len(photo)]
     assert all(row["status"] == "ok" for row in rows), [r for r in rows if r["status"] != "ok"]
     keys = {"name", "op", "ksize", "sigma", "width", "height", "method", "device", "isa",
             "threads", "ms_cold", "ms_min", "ms_median"}
@@ -333,3 +341,17 @@ def test_bench_json(lumen_bin):
     # which of direct/fft wins on a 64x48 image is the calibrated cost model's call
     assert all(by[f"filter2d_k{k}"]["method"] in ("direct", "fft") for k in (121, 201))
     assert by["filter2d_k61_batch10"]["batch"] == 10
+
+
+def test_bench_photo_cases_are_picked_by_group(lumen_bin):
+    """Issue 30: --case photo_u16_gauss picks the four u16 Gaussians, on --photo-size's image."""
+    r = run_cli(lumen_bin, "bench", "--json", "--photo-size", "40x30", "--repeat", "5",
+                "--case", "photo_u16_gauss,photo_u8_resize_quarter", timeout=300)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)
+    assert [row["name"] for row in rows] == [
+        "photo_u8_resize_quarter", "photo_u16_gauss_s1", "photo_u16_gauss_s2",
+        "photo_u16_gauss_s3", "photo_u16_gauss_s5"]
+    assert [row["ksize"] for row in rows[1:]] == [9, 17, 25, 41]  # OpenCV's 8 sigma + 1 for u16
+    assert (rows[0]["out_width"], rows[0]["out_height"], rows[0]["rule"]) == (10, 8, "opencv")
+    assert all(row["status"] == "ok" and row["width"] == 40 for row in rows)

@@ -9,6 +9,7 @@
  *           (--fft-planning) on the same threads (FFTW's OpenMP threads when linked). */
 #include "bench_floors.h"
 #include "args.h"
+#include "bench_photo.h"
 #include "cli.h"
 
 #include <fftw3.h>
@@ -21,7 +22,8 @@
 #include <time.h>
 
 static const char usage[] =
-    "Usage: lumen bench floors [--json] [--size WxH] [--repeat N] [options]\n"
+    "Usage: lumen bench floors [--json] [--size WxH] [--photo-size WxH] [--repeat N]\n"
+    "                          [options]\n"
     "\n"
     "Measures the machine's floors, in this process, and the floor of every\n"
     "'lumen bench' case (issue 17's targets are lumen's time / the case's floor):\n"
@@ -42,10 +44,17 @@ static const char usage[] =
     "k >= 31 and exact Gaussian sigma >= 30: fft, <= 1.2x); cases without a target\n"
     "take the larger of memory and fma. box_k5 is not a 'lumen bench' case (the\n"
     "box filter's floor, for docs/benchmarks.md).\n"
+    "Photo cases (issue 30; 'lumen bench' and python3 -m lumen.bench time them): the\n"
+    "memcpy of the --photo-size u8 and u16 RGB images, measured the same way, and\n"
+    "each photo case's memory floor: that memcpy scaled to the bytes the case reads\n"
+    "and writes at least (its input or crop once, its output once); target <= 1.5x\n"
+    "for u8 filter2d k3, k5 and box k5.\n"
     "\n"
     "Options:\n"
     "  --json            print one JSON object instead of a table\n"
     "  --size WxH        image width x height (default: 3000x2000, lumen bench's)\n"
+    "  --photo-size WxH  the photo cases' RGB image (default: --size when given,\n"
+    "                    else 4000x3000)\n"
     "  --repeat N        runs of each FFT pair, the minimum is kept, 3-1000 (default:\n"
     "                    9); the memcpy and the FMA loop, a few ms each, run 8N times,\n"
     "                    2 ms apart\n";
@@ -54,11 +63,11 @@ static const char examples[] = "\n"
                                "Example:\n"
                                "  lumen bench floors --threads 2 --json\n";
 
-enum { F_JSON = CLI_FLAG_CMD, F_SIZE, F_REPEAT };
+enum { F_JSON = CLI_FLAG_CMD, F_SIZE, F_REPEAT, F_PHOTO_SIZE };
 
 static const cli_flag flags[] = {
-    {"json", 0, 0, F_JSON}, {"size", 0, 1, F_SIZE}, {"repeat", 0, 1, F_REPEAT},
-    CLI_COMMON_FLAGS,       CLI_FFT_FLAGS,          {NULL, 0, 0, 0}};
+    {"json", 0, 0, F_JSON},  {"size", 0, 1, F_SIZE}, {"repeat", 0, 1, F_REPEAT},
+    {"photo-size", 0, 1, F_PHOTO_SIZE}, CLI_COMMON_FLAGS, CLI_FFT_FLAGS, {NULL, 0, 0, 0}};
 
 #define FLOORS_MAX_SIDE 16384
 
@@ -103,6 +112,7 @@ static const floor_case cases[] = {
 typedef struct floors_state {
     cli_common common;
     int json, w, h, repeat;
+    int size_given, photo_w, photo_h; /* photo_w 0: --size when given, else the default */
 } floors_state;
 
 /* What was measured once for the whole run. */
@@ -125,7 +135,11 @@ static int on_flag(void *state, int id, const char *name, const char *value)
     floors_state *st = state;
     switch (id) {
     case F_JSON: st->json = 1; return 0;
-    case F_SIZE: return cli_arg_size(name, value, FLOORS_MAX_SIDE, &st->w, &st->h);
+    case F_SIZE:
+        st->size_given = 1;
+        return cli_arg_size(name, value, FLOORS_MAX_SIDE, &st->w, &st->h);
+    case F_PHOTO_SIZE:
+        return cli_arg_size(name, value, FLOORS_MAX_SIDE, &st->photo_w, &st->photo_h);
     case F_REPEAT: return cli_arg_int(name, value, 3, 1000, &st->repeat);
     default: return cli_common_flag(&st->common, id, name, value);
     }
@@ -138,22 +152,16 @@ static int on_flag(void *state, int id, const char *name, const char *value)
 
 /* ---- memory ------------------------------------------------------------------- */
 
-/* memcpy of w x h floats on `threads` threads, each its contiguous share (64-byte aligned
- * boundaries); both buffers are touched first, so no run pays page faults. */
-static int memcpy_floor(const floors_state *st, machine_floors *m)
+int floors_memcpy(size_t bytes, int threads, int runs, double *min, double *median)
 {
-    const size_t bytes = (size_t)st->w * (size_t)st->h * sizeof(float);
     char *src = malloc(bytes), *dst = malloc(bytes);
-    double *ms = malloc((size_t)MEM_RUNS(st) * sizeof *ms);
-    int rc = CLI_EXIT_OK;
-    if (!src || !dst || !ms) {
-        cli_error("bench floors", "out of memory for two %dx%d f32 images", st->w, st->h);
-        rc = CLI_EXIT_FAIL;
-    } else {
+    double *ms = malloc((size_t)runs * sizeof *ms);
+    int ok = src && dst && ms;
+    if (ok) {
         memset(src, 1, bytes);
         memset(dst, 0, bytes);
-        const int n = m->threads;
-        for (int r = 0; r < MEM_RUNS(st); r++) {
+        const int n = threads;
+        for (int r = 0; r < runs; r++) {
             double t0 = cli_now_ms();
 #pragma omp parallel num_threads(n)
             {
@@ -165,12 +173,22 @@ static int memcpy_floor(const floors_state *st, machine_floors *m)
             ms[r] = cli_now_ms() - t0;
             floors_pause();
         }
-        cli_min_median(ms, MEM_RUNS(st), &m->memcpy_min, &m->memcpy_median);
+        cli_min_median(ms, runs, min, median);
     }
     free(src);
     free(dst);
     free(ms);
-    return rc;
+    return ok ? 0 : -1;
+}
+
+/* memcpy of the w x h f32 image. */
+static int memcpy_floor(const floors_state *st, machine_floors *m)
+{
+    const size_t bytes = (size_t)st->w * (size_t)st->h * sizeof(float);
+    if (!floors_memcpy(bytes, m->threads, MEM_RUNS(st), &m->memcpy_min, &m->memcpy_median))
+        return CLI_EXIT_OK;
+    cli_error("bench floors", "out of memory for two %dx%d f32 images", st->w, st->h);
+    return CLI_EXIT_FAIL;
 }
 
 /* ---- FMA ---------------------------------------------------------------------- */
@@ -323,6 +341,45 @@ static void case_floor_of(const floors_state *st, const machine_floors *m, const
     }
 }
 
+/* ---- photo cases (issue 30) ----------------------------------------------------- */
+
+typedef struct photo_floors {
+    int w, h;
+    double memcpy_min[2], memcpy_median[2]; /* [0] u8, [1] u16 */
+} photo_floors;
+
+static int photo_dt(lumen_dtype d) { return d == LUMEN_U16; }
+
+static void photo_size(const floors_state *st, int *w, int *h)
+{
+    if (st->photo_w)
+        *w = st->photo_w, *h = st->photo_h;
+    else if (st->size_given)
+        *w = st->w, *h = st->h;
+    else
+        *w = PHOTO_DEFAULT_W, *h = PHOTO_DEFAULT_H;
+}
+
+static int measure_photo(const floors_state *st, int threads, photo_floors *p)
+{
+    photo_size(st, &p->w, &p->h);
+    for (int i = 0; i < 2; i++) {
+        size_t bytes = photo_image_bytes(i ? LUMEN_U16 : LUMEN_U8, p->w, p->h);
+        if (floors_memcpy(bytes, threads, MEM_RUNS(st), &p->memcpy_min[i], &p->memcpy_median[i])) {
+            cli_error("bench floors", "out of memory for two %dx%d RGB images", p->w, p->h);
+            return CLI_EXIT_FAIL;
+        }
+    }
+    return CLI_EXIT_OK;
+}
+
+/* The memcpy of the image scaled to the case's bytes: a memcpy reads and writes the image. */
+static double photo_floor_ms(const photo_floors *p, const photo_case *c)
+{
+    const double image = (double)photo_image_bytes(c->dtype, p->w, p->h);
+    return p->memcpy_min[photo_dt(c->dtype)] * photo_traffic_bytes(c, p->w, p->h) / (2.0 * image);
+}
+
 /* ---- output ------------------------------------------------------------------- */
 
 static const char *planning_name(const floors_state *st)
@@ -333,6 +390,51 @@ static const char *planning_name(const floors_state *st)
 static double image_mb(const floors_state *st)
 {
     return (double)st->w * st->h * 4 / 1e6;
+}
+
+static void print_photo_table(const photo_floors *p)
+{
+    printf("\nphoto cases: %dx%d RGB; memcpy of the u8 image (%.1f MB) min %.3f ms, of the u16 "
+           "image (%.1f MB) min %.3f ms\n",
+           p->w, p->h, (double)photo_image_bytes(LUMEN_U8, p->w, p->h) / 1e6, p->memcpy_min[0],
+           (double)photo_image_bytes(LUMEN_U16, p->w, p->h) / 1e6, p->memcpy_min[1]);
+    printf("%-28s  %-11s  %5s  %12s  %9s  %s\n", "case", "op", "k", "bytes r+w", "floor ms",
+           "target");
+    for (int i = 0; i < photo_ncases; i++) {
+        const photo_case *c = &photo_cases[i];
+        char k[16] = "-", target[24] = "-";
+        if (photo_case_ksize(c)) snprintf(k, sizeof k, "%d", photo_case_ksize(c));
+        if (c->floor_limit > 0) snprintf(target, sizeof target, "<= %.1fx", c->floor_limit);
+        printf("%-28s  %-11s  %5s  %12.0f  %9.3f  %s\n", c->name, photo_op_name(c->op), k,
+               photo_traffic_bytes(c, p->w, p->h), photo_floor_ms(p, c), target);
+    }
+}
+
+static void print_photo_json(const photo_floors *p)
+{
+    printf(",\n  \"photo\": {\"width\": %d, \"height\": %d, \"memcpy\": {", p->w, p->h);
+    for (int i = 0; i < 2; i++) {
+        const double bytes = (double)photo_image_bytes(i ? LUMEN_U16 : LUMEN_U8, p->w, p->h);
+        printf("%s\"%s\": {\"bytes\": %.0f, \"ms_min\": %.6f, \"ms_median\": %.6f, "
+               "\"gb_s\": %.2f}",
+               i ? ", " : "", i ? "u16" : "u8", bytes, p->memcpy_min[i], p->memcpy_median[i],
+               2.0 * bytes / 1e6 / p->memcpy_min[i]);
+    }
+    fputs("},\n    \"cases\": [\n", stdout);
+    for (int i = 0; i < photo_ncases; i++) {
+        const photo_case *c = &photo_cases[i];
+        printf("      {\"name\": \"%s\", \"dtype\": \"%s\", \"op\": \"%s\", \"bytes\": %.0f, "
+               "\"memcpy_bytes\": %.0f, \"floor_ms\": %.6f, \"bound\": \"memory\", \"target\": ",
+               c->name, lumen_dtype_name(c->dtype), photo_op_name(c->op),
+               photo_traffic_bytes(c, p->w, p->h), (double)photo_image_bytes(c->dtype, p->w, p->h),
+               photo_floor_ms(p, c));
+        if (c->floor_limit > 0)
+            printf("%g}", c->floor_limit);
+        else
+            fputs("null}", stdout);
+        fputs(i + 1 < photo_ncases ? ",\n" : "\n", stdout);
+    }
+    fputs("    ]}", stdout);
 }
 
 static void print_table(const floors_state *st, const machine_floors *m, const case_floor *f)
@@ -406,7 +508,7 @@ static void print_json(const floors_state *st, const machine_floors *m, const ca
         print_json_case(&f[i]);
         fputs(i + 1 < NCASES ? ",\n" : "\n", stdout);
     }
-    fputs("  ]\n}\n", stdout);
+    fputs("  ]", stdout);
 }
 
 /* ---- driver ------------------------------------------------------------------- */
@@ -431,17 +533,23 @@ static int measure_all(const floors_state *st, lumen_context *ctx)
             fprintf(stderr, "%s: floor %.3f ms (%s)\n", cases[i].name, f[i].floor_ms, f[i].bound);
     }
     fftw_threads_end(wisdom);
-    if (st->json)
+    photo_floors p;
+    if ((rc = measure_photo(st, m.threads, &p))) return rc;
+    if (st->json) {
         print_json(st, &m, f);
-    else
+        print_photo_json(&p);
+        fputs("\n}\n", stdout);
+    } else {
         print_table(st, &m, f);
+        print_photo_table(&p);
+    }
     return CLI_EXIT_OK;
 }
 
 int cmd_bench_floors(int argc, char **argv)
 {
     const cli_command cmd = {"bench floors", flags, on_flag, NULL, 0, 0};
-    floors_state st = {{0}, 0, 3000, 2000, 9};
+    floors_state st = {{0}, 0, 3000, 2000, 9, 0, 0, 0};
     int rc = cli_parse(&cmd, argc, argv, &st, NULL);
     if (rc == CLI_HELP) return cli_print_help(usage, CLI_HELP_FFT, examples);
     if (rc) return rc;

@@ -1,5 +1,7 @@
 /* `lumen bench`: in-process timings of filter2d and Gaussian blur on a generated image. */
 #include "args.h"
+#include "bench_floors.h"
+#include "bench_photo.h"
 #include "cli.h"
 
 #include <math.h>
@@ -9,7 +11,8 @@
 #include <string.h>
 
 static const char usage[] =
-    "Usage: lumen bench [--json] [--size WxH] [--repeat N] [--case NAMES] [options]\n"
+    "Usage: lumen bench [--json] [--size WxH] [--photo-size WxH] [--repeat N]\n"
+    "                   [--case NAMES] [options]\n"
     "       lumen bench conv [--json] [--case NAMES] [--repeat N] [--batch N] [options]\n"
     "       lumen bench floors [--json] [--size WxH] [--repeat N] [options]\n"
     "\n"
@@ -30,7 +33,20 @@ static const char usage[] =
     "                                 ksize = 2*round(3*sigma)+1 = 7 .. 301, method auto\n"
     "  gaussian_fast_s30, _s50        Gaussian blur, --precision fast (recursive,\n"
     "                                 no ksize)\n"
-    "All cases use --border reflect. A case the library answers 'unsupported' is\n"
+    "  photo_u8_*, photo_u16_*        issue 30's photo cases: a w x h x 3 interleaved\n"
+    "                                 u8 or u16 RGB image (--photo-size, 4000x3000),\n"
+    "                                 border reflect101: filter2d_k3 (sharpen),\n"
+    "                                 _k5, _k7 (positive, normalised), gauss_s1, _s2,\n"
+    "                                 _s3, _s5 (ksize as OpenCV derives it),\n"
+    "                                 box_k5, _k15, resize_half, _quarter (linear,\n"
+    "                                 OpenCV's rule; u8 also _pil: Pillow's),\n"
+    "                                 crop_resize (centre half, then 1/2; u8 also\n"
+    "                                 _pil), film (portra400); each with its memory\n"
+    "                                 floor: a memcpy of the photo on the same\n"
+    "                                 threads, scaled to the bytes the case reads and\n"
+    "                                 writes (as 'lumen bench floors'), and lumen /\n"
+    "                                 floor. 'photo', 'photo_u8', 'photo_u16' pick them\n"
+    "The f32 cases use --border reflect. A case the library answers 'unsupported' is\n"
     "listed as skipped (JSON: \"status\": \"unsupported\"), not as a failure.\n"
     "'lumen bench conv' times NCHW conv2d and conv_transpose2d layers instead, with\n"
     "GFLOP/s (see 'lumen bench conv --help'); 'lumen bench floors' measures the\n"
@@ -38,23 +54,28 @@ static const char usage[] =
     "\n"
     "Options:\n"
     "  --json            print a JSON list of results instead of a table (default: table)\n"
-    "  --size WxH        image width x height, up to 65536 each (default: 3000x2000)\n"
+    "  --size WxH        image width x height, up to 65536 each (default: 3000x2000;\n"
+    "                    also the photo cases' unless --photo-size is given)\n"
+    "  --photo-size WxH  the photo cases' image (default: --size when given, else\n"
+    "                    4000x3000)\n"
     "  --repeat N        warm runs per case, 5-1000 (default: 7)\n"
-    "  --case NAMES      comma-separated case names or ops (filter2d, gaussian) to run\n"
+    "  --case NAMES      comma-separated case names, ops (filter2d, gaussian) or photo\n"
+    "                    groups (photo, photo_u8, photo_u16, photo_u8_gauss, ...) to run\n"
     "                    (default: all)\n"
     "  -v, --verbose     print each case to stderr as it finishes\n";
 
 static const char examples[] =
     "\n"
     "Example:\n"
-    "  lumen bench --size 1920x1080 --repeat 9 --case filter2d_k61,gaussian --json\n";
+    "  lumen bench --size 1920x1080 --repeat 9 --case filter2d_k61,gaussian --json\n"
+    "  lumen bench --case photo_u8 --repeat 5\n";
 
-enum { F_JSON = CLI_FLAG_CMD, F_SIZE, F_REPEAT, F_CASE };
+enum { F_JSON = CLI_FLAG_CMD, F_SIZE, F_REPEAT, F_CASE, F_PHOTO_SIZE };
 
 static const cli_flag flags[] = {
     {"json", 0, 0, F_JSON}, {"size", 0, 1, F_SIZE}, {"repeat", 0, 1, F_REPEAT},
-    {"case", 0, 1, F_CASE}, CLI_COMMON_FLAGS,      CLI_FFT_FLAGS,
-    {NULL, 0, 0, 0}};
+    {"case", 0, 1, F_CASE}, {"photo-size", 0, 1, F_PHOTO_SIZE}, CLI_COMMON_FLAGS,
+    CLI_FFT_FLAGS,          {NULL, 0, 0, 0}};
 
 #define BENCH_MAX_SIDE 65536
 /* Two f32 buffers of this many pixels (all images of a batch) already take 2 GiB. */
@@ -99,11 +120,16 @@ typedef struct bench_result {
     lumen_run_info info;
 } bench_result;
 
+/* Room for the photo cases (bench_photo.c) after the f32 ones in the selection. */
+#define PHOTO_MAX 64
+#define NALL (NCASES + photo_ncases)
+
 typedef struct bench_state {
     cli_common common;
     int json;
     int w, h, repeat;
-    int selected[NCASES];
+    int selected[NCASES + PHOTO_MAX]; /* the f32 cases, then photo_cases */
+    int size_given, photo_w, photo_h;
 } bench_state;
 
 /* The input and output of every case: room for the largest batch selected. */
@@ -119,24 +145,34 @@ static const char *precision_name(lumen_precision p) { return p == FAST ? "fast"
 /* "filter2d, gaussian, filter2d_k3, ...": what --case accepts. */
 static void case_list(char *buf, size_t size)
 {
-    snprintf(buf, size, "filter2d, gaussian");
+    snprintf(buf, size, "filter2d, gaussian, photo, photo_u8, photo_u16");
     for (int i = 0; i < NCASES; i++) {
         strncat(buf, ", ", size - strlen(buf) - 1);
         strncat(buf, cases[i].name, size - strlen(buf) - 1);
     }
+    strncat(buf, ", photo_u8_filter2d_k3 .. photo_u16_film (lumen bench --help)",
+            size - strlen(buf) - 1);
 }
 
 static int case_matches(int i, const char *token)
 {
-    return !strcmp(token, cases[i].name) || !strcmp(token, cases[i].op);
+    if (i < NCASES) return !strcmp(token, cases[i].name) || !strcmp(token, cases[i].op);
+    /* a photo case by name, or by a group: a prefix of its name ending before a '_' that is
+     * not itself a case's name (photo_u8_resize_half is one case, not a group of two) */
+    const char *name = photo_cases[i - NCASES].name;
+    const size_t n = strlen(token);
+    if (!strcmp(token, name)) return 1;
+    for (int j = 0; j < photo_ncases; j++)
+        if (!strcmp(token, photo_cases[j].name)) return 0;
+    return !strncmp(token, "photo", 5) && !strncmp(name, token, n) && name[n] == '_';
 }
 
 /* Marks the cases a comma-separated list of names or ops picks; unknown items are errors. */
 static int select_cases(const char *name, const char *value, int *selected)
 {
-    char valid[512];
+    char valid[768];
     case_list(valid, sizeof valid);
-    return cli_arg_select(name, value, NCASES, case_matches, valid, selected);
+    return cli_arg_select(name, value, NALL, case_matches, valid, selected);
 }
 
 static int on_flag(void *state, int id, const char *name, const char *value)
@@ -144,7 +180,11 @@ static int on_flag(void *state, int id, const char *name, const char *value)
     bench_state *st = state;
     switch (id) {
     case F_JSON: st->json = 1; return 0;
-    case F_SIZE: return cli_arg_size(name, value, BENCH_MAX_SIDE, &st->w, &st->h);
+    case F_SIZE:
+        st->size_given = 1;
+        return cli_arg_size(name, value, BENCH_MAX_SIDE, &st->w, &st->h);
+    case F_PHOTO_SIZE:
+        return cli_arg_size(name, value, BENCH_MAX_SIDE, &st->photo_w, &st->photo_h);
     case F_REPEAT: return cli_arg_int(name, value, 5, 1000, &st->repeat);
     case F_CASE: return select_cases(name, value, st->selected);
     default: return cli_common_flag(&st->common, id, name, value);
@@ -163,6 +203,11 @@ static int max_batch(const bench_state *st)
 /* --size and --case together: all images of the largest selected batch must fit the limit. */
 static int check_size(const bench_state *st)
 {
+    if ((int64_t)st->photo_w * st->photo_h > BENCH_MAX_PIXELS) {
+        cli_error("--photo-size", "%dx%d has more than %lld pixels", st->photo_w, st->photo_h,
+                  (long long)BENCH_MAX_PIXELS);
+        return CLI_EXIT_USAGE;
+    }
     int batch = max_batch(st);
     if ((int64_t)st->w * st->h * batch <= BENCH_MAX_PIXELS) return 0;
     if (batch == 1)
@@ -351,13 +396,217 @@ static void print_json_outcome(const bench_result *r)
            r->info.threads, r->ms_cold, r->ms_min, r->ms_median);
 }
 
-static void print_json(const bench_state *st, const bench_result *results, int n)
+
+
+/* ---- photo cases (issue 30; bench_photo.c) ------------------------------ */
+
+typedef struct photo_result {
+    const photo_case *c;
+    lumen_status status;
+    char skipped[200];
+    int out_w, out_h;
+    double ms_cold, ms_min, ms_median, floor_ms;
+    lumen_run_info info;
+} photo_result;
+
+/* The photo image of one dtype, a zeroed output as large, and its memcpy floor. */
+typedef struct photo_buffers {
+    void *in, *out;
+    double memcpy_ms;
+} photo_buffers;
+
+static int any_photo(const bench_state *st, lumen_dtype dtype)
+{
+    for (int i = 0; i < photo_ncases; i++)
+        if (st->selected[NCASES + i] && photo_cases[i].dtype == dtype) return 1;
+    return 0;
+}
+
+static int photo_alloc(const bench_state *st, lumen_dtype dtype, photo_buffers *b)
+{
+    const size_t bytes = photo_image_bytes(dtype, st->photo_w, st->photo_h);
+    b->in = photo_image(dtype, st->photo_w, st->photo_h);
+    b->out = malloc(bytes);
+    if (!b->in || !b->out) {
+        cli_error("bench", "out of memory for a %dx%d %s RGB image", st->photo_w, st->photo_h,
+                  lumen_dtype_name(dtype));
+        return CLI_EXIT_FAIL;
+    }
+    memset(b->out, 0, bytes); /* touched now: no cold call pays the bench's page faults */
+    double median;
+    /* the floor: a memcpy of the image on the context's threads, as lumen bench floors */
+    if (floors_memcpy(bytes, cli_common_threads(&st->common), 8 * st->repeat, &b->memcpy_ms,
+                      &median)) {
+        cli_error("bench", "out of memory for the memcpy floor");
+        return CLI_EXIT_FAIL;
+    }
+    return CLI_EXIT_OK;
+}
+
+static lumen_status photo_time(lumen_context *ctx, const bench_state *st, const photo_buffers *b,
+                               const float *kernel, const lumen_film_stock *stock, double *ms,
+                               photo_result *r)
+{
+    double t0 = cli_now_ms();
+    lumen_status s = photo_case_run(ctx, r->c, b->in, st->photo_w, st->photo_h, b->out, kernel,
+                                    stock, &r->info);
+    r->ms_cold = cli_now_ms() - t0;
+    for (int i = 0; !s && i < st->repeat; i++) {
+        t0 = cli_now_ms();
+        s = photo_case_run(ctx, r->c, b->in, st->photo_w, st->photo_h, b->out, kernel, stock,
+                           &r->info);
+        ms[i] = cli_now_ms() - t0;
+    }
+    if (!s) cli_min_median(ms, st->repeat, &r->ms_min, &r->ms_median);
+    return s;
+}
+
+/* One photo case on a fresh context: a cold call, then --repeat warm ones. */
+static int photo_run(const bench_state *st, const photo_buffers *b, photo_result *r)
+{
+    float kernel[49];
+    lumen_film_stock stock;
+    if (r->c->op == PHOTO_FILTER2D) photo_kernel(r->c->k, kernel);
+    if (r->c->op == PHOTO_FILM && lumen_film_stock_get("portra400", &stock))
+        return cli_lib_error(r->c->name, LUMEN_ERR_INVALID_ARGUMENT);
+    photo_out_size(r->c, st->photo_w, st->photo_h, &r->out_w, &r->out_h);
+    r->floor_ms = b->memcpy_ms * photo_traffic_bytes(r->c, st->photo_w, st->photo_h) /
+                  (2.0 * (double)photo_image_bytes(r->c->dtype, st->photo_w, st->photo_h));
+    double *ms = malloc((size_t)st->repeat * sizeof *ms);
+    lumen_context *ctx = NULL;
+    int rc = ms ? cli_context_create(&st->common, &ctx) : CLI_EXIT_FAIL;
+    if (!ms) cli_error(r->c->name, "out of memory");
+    if (!rc) {
+        r->status = photo_time(ctx, st, b, kernel, &stock, ms, r);
+        if (r->status == LUMEN_ERR_UNSUPPORTED)
+            snprintf(r->skipped, sizeof r->skipped, "%s", lumen_last_error());
+        else if (r->status)
+            rc = cli_lib_error(r->c->name, r->status);
+        lumen_context_destroy(ctx);
+    }
+    free(ms);
+    return rc;
+}
+
+static void photo_table_header(const bench_state *st)
+{
+    printf("\nphoto cases: %dx%d interleaved RGB, border reflect101, %d warm runs; floor = "
+           "memcpy of the photo (same threads) scaled to the case's read + write bytes\n",
+           st->photo_w, st->photo_h, st->repeat);
+    printf("%-28s  %-11s  %-5s  %5s  %-11s  %-9s  %-8s  %7s  %9s  %9s  %9s  %9s  %7s  %s\n",
+           "name", "op", "dtype", "ksize", "out", "method", "isa", "threads", "cold ms",
+           "min ms", "median ms", "floor ms", "l/floor", "target");
+}
+
+static void photo_table_row(FILE *f, const photo_result *r)
+{
+    char ksize[16] = "-", out[32], target[16] = "-";
+    if (photo_case_ksize(r->c)) snprintf(ksize, sizeof ksize, "%d", photo_case_ksize(r->c));
+    snprintf(out, sizeof out, "%dx%d", r->out_w, r->out_h);
+    fprintf(f, "%-28s  %-11s  %-5s  %5s  %-11s  ", r->c->name, photo_op_name(r->c->op),
+            lumen_dtype_name(r->c->dtype), ksize, out);
+    if (r->status) {
+        fprintf(f, "skipped: %s\n", r->skipped);
+        return;
+    }
+    const double ratio = r->ms_min / r->floor_ms;
+    if (r->c->floor_limit > 0)
+        snprintf(target, sizeof target, "<=%.1f %s", r->c->floor_limit,
+                 ratio <= r->c->floor_limit ? "met" : "MISSED");
+    fprintf(f, "%-9s  %-8s  %7d  %9.3f  %9.3f  %9.3f  %9.3f  %7.2f  %s\n",
+            lumen_method_name(r->info.method), or_unknown(r->info.isa), r->info.threads,
+            r->ms_cold, r->ms_min, r->ms_median, r->floor_ms, ratio, target);
+}
+
+static void photo_json_row(const bench_state *st, const photo_result *r)
+{
+    fputs("  {\"name\": ", stdout);
+    cli_json_string(stdout, r->c->name);
+    printf(", \"op\": \"%s\", \"ksize\": ", photo_op_name(r->c->op));
+    if (photo_case_ksize(r->c))
+        printf("%d", photo_case_ksize(r->c));
+    else
+        fputs("null", stdout);
+    fputs(", \"sigma\": ", stdout);
+    if (r->c->sigma > 0)
+        printf("%g", r->c->sigma);
+    else
+        fputs("null", stdout);
+    printf(", \"rule\": ");
+    if (r->c->op == PHOTO_RESIZE || r->c->op == PHOTO_CROP_RESIZE)
+        printf("\"%s\"", lumen_resize_rule_name(r->c->rule));
+    else
+        fputs("null", stdout);
+    printf(", \"batch\": 1, \"width\": %d, \"height\": %d, \"dtype\": \"%s\", "
+           "\"channels\": 3, \"out_width\": %d, \"out_height\": %d, \"border\": "
+           "\"reflect101\", \"repeat\": %d",
+           st->photo_w, st->photo_h, lumen_dtype_name(r->c->dtype), r->out_w, r->out_h,
+           st->repeat);
+    printf(", \"bytes\": %.0f, \"floor_ms\": %.6f, \"floor_target\": ",
+           photo_traffic_bytes(r->c, st->photo_w, st->photo_h), r->floor_ms);
+    if (r->c->floor_limit > 0)
+        printf("%g", r->c->floor_limit);
+    else
+        fputs("null", stdout);
+    if (r->status) {
+        fputs(", \"status\": \"unsupported\", \"error\": ", stdout);
+        cli_json_string(stdout, r->skipped);
+        fputs(", \"method\": null, \"device\": null, \"isa\": null, \"threads\": null, "
+              "\"ms_cold\": null, \"ms_min\": null, \"ms_median\": null, \"floor_ratio\": null}",
+              stdout);
+        return;
+    }
+    fputs(", \"status\": \"ok\", \"method\": ", stdout);
+    cli_json_string(stdout, lumen_method_name(r->info.method));
+    fputs(", \"device\": ", stdout);
+    cli_json_string(stdout, or_unknown(r->info.device));
+    fputs(", \"isa\": ", stdout);
+    cli_json_string(stdout, or_unknown(r->info.isa));
+    printf(", \"threads\": %d, \"ms_cold\": %.4f, \"ms_min\": %.4f, \"ms_median\": %.4f, "
+           "\"floor_ratio\": %.4f}",
+           r->info.threads, r->ms_cold, r->ms_min, r->ms_median, r->ms_min / r->floor_ms);
+}
+
+/* Runs the selected photo cases, dtype by dtype (one image of each at a time). */
+static int run_photo(const bench_state *st, photo_result *results, int *n)
+{
+    static const lumen_dtype dtypes[] = {LUMEN_U8, LUMEN_U16};
+    int rc = 0, header = 0;
+    for (int d = 0; !rc && d < 2; d++) {
+        if (!any_photo(st, dtypes[d])) continue;
+        photo_buffers b = {NULL, NULL, 0.0};
+        rc = photo_alloc(st, dtypes[d], &b);
+        if (!rc && !st->json && !header) photo_table_header(st), header = 1;
+        for (int i = 0; !rc && i < photo_ncases; i++) {
+            if (!st->selected[NCASES + i] || photo_cases[i].dtype != dtypes[d]) continue;
+            photo_result *r = &results[(*n)];
+            memset(r, 0, sizeof *r);
+            r->c = &photo_cases[i];
+            if ((rc = photo_run(st, &b, r))) break;
+            (*n)++;
+            if (!st->json) photo_table_row(stdout, r);
+            fflush(stdout);
+            if (st->common.verbose) photo_table_row(stderr, r);
+        }
+        free(b.in);
+        free(b.out);
+    }
+    return rc;
+}
+
+/* One list: the f32 rows, then the photo rows (those have "dtype" u8/u16, "channels" 3). */
+static void print_json(const bench_state *st, const bench_result *results, int n,
+                       const photo_result *photo, int nphoto)
 {
     fputs("[\n", stdout);
     for (int i = 0; i < n; i++) {
         print_json_case(st, &results[i]);
         print_json_outcome(&results[i]);
-        fputs(i + 1 < n ? ",\n" : "\n", stdout);
+        fputs(i + 1 < n + nphoto ? ",\n" : "\n", stdout);
+    }
+    for (int i = 0; i < nphoto; i++) {
+        photo_json_row(st, &photo[i]);
+        fputs(i + 1 < nphoto ? ",\n" : "\n", stdout);
     }
     fputs("]\n", stdout);
 }
@@ -368,8 +617,10 @@ static void print_json(const bench_state *st, const bench_result *results, int n
 static int run_all(const bench_state *st, const bench_buffers *b)
 {
     bench_result results[NCASES];
-    int n = 0, rc = 0;
-    if (!st->json) print_table_header(st);
+    photo_result photo[PHOTO_MAX];
+    int n = 0, nphoto = 0, rc = 0, any = 0;
+    for (int i = 0; i < NCASES; i++) any |= st->selected[i];
+    if (!st->json && any) print_table_header(st);
     for (int i = 0; i < NCASES; i++) {
         if (!st->selected[i]) continue;
         bench_result *r = &results[n];
@@ -383,7 +634,8 @@ static int run_all(const bench_state *st, const bench_buffers *b)
         if (r->status && st->json && !st->common.verbose)
             cli_error(r->c->name, "skipped: %s", r->skipped);
     }
-    if (!rc && st->json) print_json(st, results, n);
+    if (!rc) rc = run_photo(st, photo, &nphoto);
+    if (!rc && st->json) print_json(st, results, n, photo, nphoto);
     return rc;
 }
 
@@ -394,13 +646,21 @@ int cmd_bench(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "conv")) return cmd_bench_conv(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "floors")) return cmd_bench_floors(argc - 1, argv + 1);
     const cli_command cmd = {"bench", flags, on_flag, NULL, 0, 0};
-    bench_state st = {{0}, 0, 3000, 2000, 7, {0}};
-    for (int i = 0; i < NCASES; i++) st.selected[i] = 1;
+    if (photo_ncases > PHOTO_MAX) /* bench_photo.c's table outgrew the selection */
+        return cli_lib_error("bench: PHOTO_MAX", LUMEN_ERR_INVALID_ARGUMENT);
+    bench_state st = {{0}, 0, 3000, 2000, 7, {0}, 0, 0, 0};
+    for (int i = 0; i < NALL; i++) st.selected[i] = 1;
     int rc = cli_parse(&cmd, argc, argv, &st, NULL);
     if (rc == CLI_HELP) return cli_print_help(usage, CLI_HELP_FFT | CLI_HELP_OWN_VERBOSE, examples);
+    if (!st.photo_w) { /* the photo cases' size: --size when given, else 4000x3000 */
+        st.photo_w = st.size_given ? st.w : PHOTO_DEFAULT_W;
+        st.photo_h = st.size_given ? st.h : PHOTO_DEFAULT_H;
+    }
     if (rc || (rc = check_size(&st))) return rc;
     bench_buffers b = {NULL, NULL, 1};
-    if (!(rc = alloc_buffers(&st, &b))) rc = run_all(&st, &b);
+    int any_f32 = 0; /* no f32 image to make for a run of photo cases alone */
+    for (int i = 0; i < NCASES; i++) any_f32 |= st.selected[i];
+    if (!any_f32 || !(rc = alloc_buffers(&st, &b))) rc = run_all(&st, &b);
     free(b.in);
     free(b.out);
     return rc;
