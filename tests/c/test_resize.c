@@ -34,6 +34,15 @@ static double flat_get(const unsigned char *p, lumen_dtype t, size_t i)
     return ((const float *)p)[i];
 }
 
+/* Sets element i of a contiguous u8 or u16 buffer. */
+static void flat_put(void *p, lumen_dtype t, size_t i, double v)
+{
+    if (t == LUMEN_U8)
+        ((uint8_t *)p)[i] = (uint8_t)v;
+    else
+        ((uint16_t *)p)[i] = (uint16_t)v;
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -245,16 +254,16 @@ static void test_fast_paths_against_reference(void **state)
     lumen_context_destroy(ref);
 }
 
-/* u8 at exactly half the size (OpenCV's and torch's linear and area: every output the 2x2
- * mean): the integer path under each ISA cap, for 1 to 33 interleaved channels (33: past the
- * AVX-512 permutes' 32), one output row or column and a batch, equal to the reference byte for
- * byte (ties to even), on buffers of the exact size (the masked loads must not read past the
- * source: the sanitizer build runs this). */
+/* u8 and u16 at exactly half the size (OpenCV's and torch's linear and area: every output the
+ * 2x2 mean): the integer paths under each ISA cap, for 1 to 33 interleaved channels (33: past
+ * the AVX-512 permutes' 32 bytes, 17: past their 16 u16), one output row or column and a
+ * batch, equal to the reference value for value (ties to even), on buffers of the exact size
+ * (the masked loads must not read past the source: the sanitizer build runs this). */
 static void test_half_size_u8_box(void **state)
 {
     (void)state;
     static const char *isas[] = {"avx512", "avx2", "generic"};
-    static const int channels[] = {1, 2, 3, 4, 5, 33};
+    static const int channels[] = {1, 2, 3, 4, 5, 17, 33};
     static const int shapes[][3] = {{46, 62, 1}, {2, 130, 1}, {66, 2, 1}, {10, 22, 3}}; /* h w n */
     lumen_context *ref;
     assert_int_equal(lumen_context_create(&ref), LUMEN_OK);
@@ -263,38 +272,45 @@ static void test_half_size_u8_box(void **state)
         setenv("LUMEN_CPU_ISA", isas[is], 1);
         lumen_context *fast;
         assert_int_equal(lumen_context_create(&fast), LUMEN_OK);
-        for (int ci = 0; ci < 6; ci++)
-            for (int z = 0; z < 4; z++) {
-                const int C = channels[ci], sh = shapes[z][0], sw = shapes[z][1];
-                const int n = shapes[z][2], h = sh / 2, w = sw / 2;
-                const size_t n_src = (size_t)n * sh * sw * C, n_dst = (size_t)n * h * w * C;
-                uint8_t *s = malloc(n_src), *a = malloc(n_dst), *b = malloc(n_dst);
-                assert_non_null(s), assert_non_null(a), assert_non_null(b);
-                uint32_t r = 777u + (uint32_t)(ci * 13 + z);
-                for (size_t i = 0; i < n_src; i++)
-                    r = r * 1664525u + 1013904223u, s[i] = (uint8_t)(r >> 24);
-                s[0] = s[(size_t)C] = 1, s[(size_t)sw * C] = s[(size_t)(sw + 1) * C] = 2; /* 1.5 */
-                lumen_image src = lumen_image_nhwc(s, LUMEN_U8, n, sh, sw, C);
-                lumen_image da = lumen_image_nhwc(a, LUMEN_U8, n, h, w, C);
-                lumen_image db = lumen_image_nhwc(b, LUMEN_U8, n, h, w, C);
-                for (int rule = 0; rule < 2; rule++)
-                    for (int ip = 0; ip < 2; ip++) {
-                        lumen_resize_options o =
-                            opts(rule ? LUMEN_RESIZE_TORCH : LUMEN_RESIZE_OPENCV,
-                                 ip ? LUMEN_INTER_AREA : LUMEN_INTER_LINEAR);
-                        lumen_run_info info;
-                        assert_int_equal(lumen_resize(fast, &src, &da, &o, &info), LUMEN_OK);
-                        assert_int_equal(lumen_resize(ref, &src, &db, &o, NULL), LUMEN_OK);
-                        assert_string_equal(info.algo, "box2-u8");
-                        assert_int_equal(a[0], 2); /* ties to even */
-                        for (size_t i = 0; i < n_dst; i++)
-                            if (a[i] != b[i])
-                                fail_msg("%s c=%d %dx%d n=%d rule %d ip %d: byte %zu is %d, "
-                                         "reference %d",
-                                         isas[is], C, sh, sw, n, rule, ip, i, a[i], b[i]);
+        for (int wide = 0; wide < 2; wide++)
+            for (int ci = 0; ci < 7; ci++)
+                for (int z = 0; z < 4; z++) {
+                    const lumen_dtype t = wide ? LUMEN_U16 : LUMEN_U8;
+                    const size_t es = wide ? 2 : 1;
+                    const int C = channels[ci], sh = shapes[z][0], sw = shapes[z][1];
+                    const int n = shapes[z][2], h = sh / 2, w = sw / 2;
+                    const size_t n_src = (size_t)n * sh * sw * C, n_dst = (size_t)n * h * w * C;
+                    void *s = malloc(n_src * es), *a = malloc(n_dst * es), *b = malloc(n_dst * es);
+                    assert_non_null(s), assert_non_null(a), assert_non_null(b);
+                    uint32_t r = 777u + (uint32_t)(ci * 13 + z);
+                    for (size_t i = 0; i < n_src; i++) {
+                        r = r * 1664525u + 1013904223u;
+                        flat_put(s, t, i, (double)(wide ? r >> 16 : r >> 24));
                     }
-                free(s), free(a), free(b);
-            }
+                    flat_put(s, t, 0, 1), flat_put(s, t, (size_t)C, 1); /* a mean of 1.5 */
+                    flat_put(s, t, (size_t)sw * C, 2), flat_put(s, t, (size_t)(sw + 1) * C, 2);
+                    lumen_image src = lumen_image_nhwc(s, t, n, sh, sw, C);
+                    lumen_image da = lumen_image_nhwc(a, t, n, h, w, C);
+                    lumen_image db = lumen_image_nhwc(b, t, n, h, w, C);
+                    for (int rule = 0; rule < 2; rule++)
+                        for (int ip = 0; ip < 2; ip++) {
+                            lumen_resize_options o =
+                                opts(rule ? LUMEN_RESIZE_TORCH : LUMEN_RESIZE_OPENCV,
+                                     ip ? LUMEN_INTER_AREA : LUMEN_INTER_LINEAR);
+                            lumen_run_info info;
+                            assert_int_equal(lumen_resize(fast, &src, &da, &o, &info), LUMEN_OK);
+                            assert_int_equal(lumen_resize(ref, &src, &db, &o, NULL), LUMEN_OK);
+                            assert_string_equal(info.algo, wide ? "box2-u16" : "box2-u8");
+                            assert_true(flat_get(a, t, 0) == 2.0); /* ties to even */
+                            for (size_t i = 0; i < n_dst; i++)
+                                if (flat_get(a, t, i) != flat_get(b, t, i))
+                                    fail_msg("%s %s c=%d %dx%d n=%d rule %d ip %d: value %zu is "
+                                             "%g, reference %g",
+                                             isas[is], lumen_dtype_name(t), C, sh, sw, n, rule, ip,
+                                             i, flat_get(a, t, i), flat_get(b, t, i));
+                        }
+                    free(s), free(a), free(b);
+                }
         lumen_context_destroy(fast);
     }
     unsetenv("LUMEN_CPU_ISA");

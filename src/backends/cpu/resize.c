@@ -476,7 +476,7 @@ static lumen_status pillow_u8(lumen_context *ctx, const lumen_resize_job *j,
         .pillow_hrow = lumen_resize_pillow_hrow_##sfx,                                             \
         .pillow_vrow = lumen_resize_pillow_vrow_##sfx, .vpass = lumen_resize_vpass_##sfx,          \
         .vpass_to = lumen_resize_vpass_to_##sfx, .box2_u8 = lumen_resize_box2_u8_##sfx,            \
-        .box2_float = lumen_resize_box2_float_##sfx,                                               \
+        .box2_u16 = lumen_resize_box2_u16_##sfx, .box2_float = lumen_resize_box2_float_##sfx,      \
         .pillow_dp_ok = lumen_resize_pillow_dp_ok_##sfx,                                           \
         .pillow_dp_table = lumen_resize_pillow_dp_table_##sfx,                                     \
         .pillow_dp_entry = lumen_resize_pillow_dp_entry_##sfx,                                     \
@@ -531,11 +531,13 @@ static bool axis_is_box2(const lumen_resize_axis *a)
     return true;
 }
 
-/* u8 in and out, contiguous rows, both axes 2:1 boxes: the 2x2 sums in 16-bit integers give
- * the f32 path's bytes exactly (every partial sum is exact in f32; ties to even on both). */
+/* u8 or u16 in and the same out, contiguous rows, both axes 2:1 boxes: the 2x2 sums in 16-bit
+ * (u8) or 32-bit (u16) integers give the f32 path's values exactly (every partial sum is exact
+ * in f32, 4 * 65535 < 2^24; ties to even on both). */
 static bool box2_applies(const lumen_resize_job *j, const plane_geom *g)
 {
-    return !j->pillow_rounding && j->src->dtype == LUMEN_U8 && j->dst->dtype == LUMEN_U8 &&
+    const lumen_dtype t = j->src->dtype;
+    return !j->pillow_rounding && (t == LUMEN_U8 || t == LUMEN_U16) && j->dst->dtype == t &&
            g->src_contig && g->dst_contig && axis_is_box2(&j->x) && axis_is_box2(&j->y);
 }
 
@@ -551,14 +553,16 @@ static bool box2_float_applies(const lumen_resize_job *j, const plane_geom *g,
 }
 
 /* One output row of a 2:1 box in both axes from source rows 2 oy and 2 oy + 1 of plane
- * (b, ch): the u8 kernel (box2_applies) or the float one (box2_float_applies). */
+ * (b, ch): the integer kernels (box2_applies) or the float one (box2_float_applies). */
 static void box2_row(const lumen_resize_job *j, const lumen_resize_kernels *k, const plane_geom *g,
                      bool u8, int64_t b, int64_t ch, int64_t oy)
 {
     const void *r0 = lumen_px_addr(j->src, b, ch, 2 * oy, 0);
     const void *r1 = lumen_px_addr(j->src, b, ch, 2 * oy + 1, 0);
     void *d = lumen_px_addr(j->dst, b, ch, oy, 0);
-    if (u8)
+    if (u8 && j->src->dtype == LUMEN_U16)
+        k->box2_u16(r0, r1, g->C, j->x.out * g->C, d);
+    else if (u8)
         k->box2_u8(r0, r1, g->C, j->x.out * g->C, d);
     else
         k->box2_float(r0, r1, j->src->dtype, g->C, j->x.out * g->C, j->dst->dtype, d);
@@ -612,7 +616,7 @@ lumen_status lumen_cpu_resize(lumen_context *ctx, const lumen_resize_job *j, lum
     }
     const plane_geom g = geometry(j);
     if (box2_applies(j, &g)) {
-        info->isa = k->isa, info->algo = "box2-u8";
+        info->isa = k->isa, info->algo = j->src->dtype == LUMEN_U16 ? "box2-u16" : "box2-u8";
         return box2(ctx, j, k, &g, true);
     }
     if (box2_float_applies(j, &g, k)) {

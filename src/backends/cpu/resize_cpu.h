@@ -24,6 +24,8 @@ typedef struct lumen_resize_kernels {
     /* u8, both axes an exact 2:1 box (weights 1/2, 1/2): n output bytes of C interleaved
      * channels from rows r0, r1 (2n bytes each), the 2x2 sum rounded to nearest, ties to even */
     void (*box2_u8)(const uint8_t *r0, const uint8_t *r1, int C, int64_t n, uint8_t *out);
+    /* the same for u16 (sums in 32 bits) */
+    void (*box2_u16)(const uint16_t *r0, const uint16_t *r1, int C, int64_t n, uint16_t *out);
     /* the same for f32/f16/bf16 (ts in, td out) with 2-tap tables, the separable path's bits;
      * 0: not in this build, C or dtypes (n 0: asks) */
     int (*box2_float)(const void *r0, const void *r1, lumen_dtype ts, int C, int64_t n,
@@ -59,6 +61,8 @@ typedef struct lumen_resize_kernels {
                                            const int8_t *tab, int P, uint8_t *out);                \
     void lumen_resize_box2_u8_##sfx(const uint8_t *r0, const uint8_t *r1, int C, int64_t n,        \
                                     uint8_t *out);                                                 \
+    void lumen_resize_box2_u16_##sfx(const uint16_t *r0, const uint16_t *r1, int C, int64_t n,     \
+                                     uint16_t *out);                                               \
     int lumen_resize_box2_float_##sfx(const void *r0, const void *r1, lumen_dtype ts, int C,       \
                                       int64_t n, lumen_dtype td, void *out);
 RESIZE_DECLARE(generic)

@@ -837,6 +837,68 @@ void RESIZE_NAME(box2_u8)(const uint8_t *r0, const uint8_t *r1, int C, int64_t n
     }
 }
 
+#if defined(__AVX512BW__)
+/* 16 output u16 (fewer: a whole number of pixels) per step from 32 values of each row: the
+ * vertical pairs summed in 32 bits, each output's two neighbours picked by permutes. */
+RESIZE_INLINE __m256i box2_u16_step(__m512i a, __m512i b, __m512i idx_e, __m512i idx_o)
+{
+    const __m512i one = _mm512_set1_epi32(1);
+    const __m512i lo = _mm512_add_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(a)),
+                                        _mm512_cvtepu16_epi32(_mm512_castsi512_si256(b)));
+    const __m512i hi = _mm512_add_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(a, 1)),
+                                        _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(b, 1)));
+    const __m512i s = _mm512_add_epi32(_mm512_permutex2var_epi32(lo, idx_e, hi),
+                                       _mm512_permutex2var_epi32(lo, idx_o, hi));
+    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(s, 2), one);
+    return _mm512_cvtepi32_epi16(
+        _mm512_srli_epi32(_mm512_add_epi32(s, _mm512_add_epi32(one, odd)), 2));
+}
+
+static void box2_u16_avx512(const uint16_t *r0, const uint16_t *r1, int C, int64_t n, uint16_t *out)
+{
+    const int step = (16 / C) * C;
+    uint32_t ie[16], io[16];
+    for (int i = 0; i < 16; i++) {
+        const int e = 2 * (i / C) * C + i % C;
+        ie[i] = (uint32_t)(i < step ? e : 0), io[i] = (uint32_t)(i < step ? e + C : 0);
+    }
+    const __m512i idx_e = _mm512_loadu_si512(ie), idx_o = _mm512_loadu_si512(io);
+    int64_t i = 0;
+    /* As box2_u8_avx512: whole steps while they stay inside the rows, then masked ones. */
+    for (; i + 16 <= n; i += step) {
+        _mm_prefetch((const char *)(r0 + 2 * i) + BOX2_PF, _MM_HINT_T0);
+        _mm_prefetch((const char *)(r1 + 2 * i) + BOX2_PF, _MM_HINT_T0);
+        const __m512i a = _mm512_loadu_si512(r0 + 2 * i), b = _mm512_loadu_si512(r1 + 2 * i);
+        _mm256_storeu_si256((__m256i *)(out + i), box2_u16_step(a, b, idx_e, idx_o));
+    }
+    for (; i < n; i += step) {
+        const int64_t m = n - i < step ? n - i : step;
+        const __mmask32 lm = 2 * m >= 32 ? ~(__mmask32)0 : (((__mmask32)1 << (2 * m)) - 1);
+        const __m512i a = _mm512_maskz_loadu_epi16(lm, r0 + 2 * i);
+        const __m512i b = _mm512_maskz_loadu_epi16(lm, r1 + 2 * i);
+        _mm256_mask_storeu_epi16(out + i, (__mmask16)((1u << m) - 1),
+                                 box2_u16_step(a, b, idx_e, idx_o));
+    }
+}
+#endif
+
+void RESIZE_NAME(box2_u16)(const uint16_t *r0, const uint16_t *r1, int C, int64_t n, uint16_t *out)
+{
+#if defined(__AVX512BW__)
+    if (C <= 16) {
+        box2_u16_avx512(r0, r1, C, n, out);
+        return;
+    }
+#endif
+    for (int64_t o = 0; o < n / C; o++) {
+        const uint16_t *a = r0 + 2 * o * C, *b = r1 + 2 * o * C;
+        for (int c = 0; c < C; c++) {
+            const uint32_t s = (uint32_t)a[c] + a[c + C] + b[c] + b[c + C];
+            out[o * C + c] = (uint16_t)((s + 1 + ((s >> 2) & 1)) >> 2);
+        }
+    }
+}
+
 /* f32, f16 or bf16, both axes an exact 2:1 box of 2 taps: the separable path's operations
  * fused into one pass with no row between. Per output, as vpass (v = fma(1/2, r1, 1/2 r0))
  * then hpass (0 + 1/2 v_2o, + 1/2 v_2o+1, products then sums), stored as dtype td as
