@@ -340,6 +340,24 @@ def test_results_start_on_a_cache_line():
         assert r.ctypes.data % 64 == 0 and r.flags.owndata and r.base is None
 
 
+def test_large_results_on_huge_pages_and_reused():
+    """Results of 4 MiB and more start on a 2 MiB page, and the last one freed is reused by the
+    next that fits (views.c: a reused block has no pages to fault in or clear); its old values
+    never leak into the new result, and a result twice smaller does not take it."""
+    src = image((1100, 1400, 3), np.uint8)  # a 4.6 MB result
+    first = generic("box_blur")(src, 3)
+    addr, want = first.ctypes.data, first.copy()
+    assert addr % (2 << 20) == 0
+    del first
+    again = generic("gaussian_blur")(src, 2.0)
+    assert again.ctypes.data == addr
+    assert np.array_equal(again, hand("gaussian_blur")(src, 2.0))
+    assert not np.array_equal(again, want)
+    del again
+    half = generic("box_blur")(image((700, 1100, 3), np.uint8), 3)  # 2.3 MB: not large
+    assert half.ctypes.data != addr
+
+
 def test_threads_share_nothing():
     """The GIL is released during the op: threads run it at once, each with its own context."""
     src = image((64, 96, 3), np.float32)
