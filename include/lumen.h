@@ -112,9 +112,39 @@ typedef struct lumen_context lumen_context;
 LUMEN_API lumen_status lumen_context_create(lumen_context **out);
 /* The thread count a new context gets: $LUMEN_NUM_THREADS, else $OMP_NUM_THREADS (its first
  * count, as launchers such as Dask or MPI set it per worker), else the number of CPUs this
- * process may run on (its affinity mask: taskset, cgroup cpusets), capped at
- * LUMEN_MAX_THREADS. An unusable value is ignored with a warning. */
+ * process may run on (its affinity mask: taskset, cgroup cpusets), or fewer where its cgroup's
+ * CPU quota allows fewer (cpu.max, a container's --cpus), capped at LUMEN_MAX_THREADS. An
+ * unusable value is ignored with a warning. */
 LUMEN_API int lumen_default_threads(void);
+/*
+ * Sharing the CPU with the program (README, "Sharing the CPU with your program"). OpenMP's
+ * idle threads spin for milliseconds after each parallel region unless told otherwise, taking
+ * cores the program's own work needs. lumen_share_cpu_preinit(envp) gives libgomp a spin of a
+ * few microseconds (GOMP_SPINCOUNT) unless $OMP_WAIT_POLICY or $GOMP_SPINCOUNT is set (the
+ * user's choice stands). libgomp reads its environment once, as it is loaded, and a setenv
+ * even in a .preinit_array function is undone by libc's initialiser; so this must be called
+ * from the executable's .preinit_array with the envp that function receives, which
+ * LUMEN_SHARE_CPU_AT_START (at file scope in one source file of an executable, not a shared
+ * library) does. The environment is as the user gave it again once OpenMP has read it.
+ * Returns 1: set, 0: the user's setting stands, -1: too late or an empty environment, nothing
+ * changed (libgomp's default stands; set OMP_WAIT_POLICY before starting the program).
+ */
+LUMEN_API int lumen_share_cpu_preinit(char **envp);
+/* The wait policy OpenMP started with, as text: "GOMP_SPINCOUNT=100 (lumen's default)",
+ * "OMP_WAIT_POLICY=passive (the environment)" or "libgomp's default (...)". */
+LUMEN_API const char *lumen_cpu_wait_policy(void);
+#if defined(__GNUC__) && defined(__ELF__)
+#define LUMEN_SHARE_CPU_AT_START                                                                   \
+    static void lumen_share_cpu_at_start_(int argc, char **argv, char **envp)                      \
+    {                                                                                              \
+        (void)argc, (void)argv;                                                                    \
+        lumen_share_cpu_preinit(envp);                                                             \
+    }                                                                                              \
+    __attribute__((used, section(".preinit_array"))) static void (*const lumen_share_cpu_entry_)(  \
+        int, char **, char **) = lumen_share_cpu_at_start_
+#else
+#define LUMEN_SHARE_CPU_AT_START /* no .preinit_array: set OMP_WAIT_POLICY before starting */
+#endif
 LUMEN_API void lumen_context_destroy(lumen_context *ctx);
 /* n >= 1; n == 0 restores the default. */
 LUMEN_API lumen_status lumen_context_set_threads(lumen_context *ctx, int n);

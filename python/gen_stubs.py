@@ -74,6 +74,7 @@ def write_image(path: str, image: ArrayLike) -> None: ...
 def last_run() -> dict[str, Any] | None: ...
 def choose_method(op: str | Callable[..., Any], src: Any, *args: Any,
                   **kwargs: Any) -> str: ...
+def cpu_wait_policy() -> str: ...
 def mask_bbox(mask: ArrayLike, threshold: float = 0.0, *,
               layout: Literal['hw', 'hwc', 'chw', 'nhwc', 'nchw'] | None = None,
               context: Context | None = None) -> npt.NDArray[np.int64]: ...
@@ -143,7 +144,8 @@ def render():
     parts = [HEAD, "# ---- ops, from the descriptors ----\n"]
     parts += ["\n" + _function(op) for op in ops]
     names = sorted(["ArgumentError", "BORDER_ALIASES", "Context", "Conv2dWeights", "Error",
-                    "FileError", "UnsupportedError", "choose_method", "device_info", "devices",
+                    "FileError", "UnsupportedError", "choose_method", "cpu_wait_policy",
+                    "device_info", "devices",
                     "gaussian_kernel",
                     "gaussian_ksize", "last_run", "mask_bbox", "read_image", "write_image"]
                    + [op["name"] for op in ops])

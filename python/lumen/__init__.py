@@ -13,8 +13,12 @@ GIL is released while lumen computes. Borders: "reflect" (default, = cv2.BORDER_
 Full reference: docs/python.md.
 """
 
-from . import _lumen
-from ._lumen import (  # noqa: F401  (the C extension is the API)
+# The OpenMP wait policy must be in the environment before the extension loads libgomp.
+from . import _cpu_share
+
+_CPU_WAIT, _spin_set = _cpu_share.before_extension()
+from . import _lumen  # noqa: E402
+from ._lumen import (  # noqa: E402,F401  (the C extension is the API)
     ArgumentError,
     Context,
     Error,
@@ -29,10 +33,23 @@ from ._lumen import (  # noqa: F401  (the C extension is the API)
     read_image,
     write_image,
 )
-from ._conv import FORMS as _FORMS, Conv2dWeights  # noqa: F401  (docs/conv2d.md)
-from ._crop import FORMS as _CROP_FORMS, mask_bbox  # noqa: F401  (docs/crop.md)
-from ._method import choose_method  # noqa: F401  (the method an op would run, not running it)
+
+_cpu_share.after_extension(_spin_set)
+del _spin_set
+
+from ._conv import FORMS as _FORMS, Conv2dWeights  # noqa: E402,F401  (docs/conv2d.md)
+from ._crop import FORMS as _CROP_FORMS, mask_bbox  # noqa: E402,F401  (docs/crop.md)
+from ._method import choose_method  # noqa: E402,F401  (the method an op would run, not running it)
 from . import film  # noqa: E402,F401  (lumen.film: the film effects, docs/film.md)
+
+
+def cpu_wait_policy():
+    """How lumen's idle OpenMP threads wait, as text: "GOMP_SPINCOUNT=100 (lumen's default)"
+    (a spin of a few microseconds, then sleep), "OMP_WAIT_POLICY=... (the environment)", or
+    libgomp's default (a spin of milliseconds) when another module (cv2, torch) loaded OpenMP
+    before lumen was imported. README, "Sharing the CPU with your program"."""
+    return _CPU_WAIT
+
 
 #: Border names accepted besides lumen's own, and what they mean (docs/python.md).
 BORDER_ALIASES = {
@@ -55,7 +72,7 @@ del _name, _fn
 
 __all__ = [
     "ArgumentError", "Context", "Conv2dWeights", "Error", "FileError", "UnsupportedError",
-    "BORDER_ALIASES", "choose_method", "device_info", "devices", "gaussian_kernel",
-    "gaussian_ksize", "last_run", "mask_bbox",
+    "BORDER_ALIASES", "choose_method", "cpu_wait_policy", "device_info", "devices",
+    "gaussian_kernel", "gaussian_ksize", "last_run", "mask_bbox",
     "read_image", "write_image",
 ] + _OPS

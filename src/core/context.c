@@ -23,21 +23,24 @@ static int leading_count(const char *v, bool whole)
 }
 
 /* The CPUs this process may run on (its affinity mask: taskset, a cgroup's cpuset, a Dask
- * worker pinned to cores), else the online ones. */
+ * worker pinned to cores), else the online ones; fewer where its cgroup's CPU quota allows
+ * fewer (a container's --cpus): more threads than that only wait for their turn. */
 static int usable_cpus(void)
 {
     cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) >= 1) {
-        int n = CPU_COUNT(&set);
-        return n < LUMEN_MAX_THREADS ? n : LUMEN_MAX_THREADS;
-    }
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    long n;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) >= 1)
+        n = CPU_COUNT(&set);
+    else
+        n = sysconf(_SC_NPROCESSORS_ONLN);
+    const int quota = lumen_cgroup_cpus("");
+    if (quota > 0 && quota < n) n = quota;
     return n < 1 ? 1 : n < LUMEN_MAX_THREADS ? (int)n : LUMEN_MAX_THREADS;
 }
 
 /* $LUMEN_NUM_THREADS, else $OMP_NUM_THREADS (what launchers such as Dask, MPI and batch
  * systems set per worker so that libraries do not oversubscribe its cores), else the CPUs this
- * process may use. */
+ * process may use (affinity and cgroup quota). */
 int lumen_default_threads(void)
 {
     const char *v = getenv("LUMEN_NUM_THREADS");

@@ -74,6 +74,19 @@ void *lumen_plan_cache_take(lumen_plan_cache *c, const void *key, size_t len);
 void *lumen_plan_cache_put(lumen_plan_cache *c, const void *key, size_t len, void *value,
                            void (*destroy)(void *), size_t bytes);
 
+/* The bounded spin lumen asks libgomp for (cpu_share.c): about 3 us here (one spin measured
+ * 29 ns on the 2-core Zen 5 guest), enough to catch a partner arriving at a barrier, short
+ * enough that an idle worker charges ~0 CPU after a call (libgomp's default, 300000, spun 4-8
+ * ms after each region, and a 512 x 600 Gaussian on 2 threads took 16 ms instead of 1.2 beside
+ * two busy processes; docs/architecture.md, "CPU teams"). python/lumen/_cpu_share.py repeats it. */
+#define LUMEN_OMP_SPINCOUNT "100"
+
+/* The CPUs the CPU quota of this process's cgroups allows (cgroup v2 cpu.max, v1
+ * cpu.cfs_quota_us over cpu.cfs_period_us; the smallest on the path to the hierarchy's root),
+ * rounded up; 0: no quota. root prefixes /proc and /sys: "" on a real system, a fake tree in
+ * tests (cpu_share.c). */
+int lumen_cgroup_cpus(const char *root);
+
 /* $XDG_CACHE_HOME/lumen/<name> or ~/.cache/lumen/<name> into buf; creates the folder. */
 bool lumen_cache_path(const char *name, char *buf, size_t size);
 

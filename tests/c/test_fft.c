@@ -1038,7 +1038,7 @@ static void test_contexts_in_parallel(void **state)
 /*
  * What auto runs (fast engines): a 3x3 kernel direct; a rank-1 9x9 Gaussian outer product
  * separable or FFT, never direct; all within tolerance. (The 61x61 case is the medium test.)
- * The calibrated rates are then cached in $XDG_CACHE_HOME/lumen/cost-model-v6.
+ * The calibrated rates are then cached in $XDG_CACHE_HOME/lumen/cost-model-v7.
  */
 static void test_auto_choices(void **state)
 {
@@ -1075,8 +1075,8 @@ static void test_auto_choices(void **state)
         ts_image_free(&want);
     }
     ts_image_free(&src), ts_image_free(&got);
-    if (!file_nonempty("cost-model-v6"))
-        fail_msg("auto weighed the FFT but left no %s/lumen/cost-model-v6", g_cache);
+    if (!file_nonempty("cost-model-v7"))
+        fail_msg("auto weighed the FFT but left no %s/lumen/cost-model-v7", g_cache);
 }
 
 /* ---- accuracy against a float64 direct sum --------------------------------------------------- */

@@ -9,9 +9,10 @@ static const char usage[] =
     "Usage: lumen info [--json] [options]\n"
     "\n"
     "Prints the library version, the CPU features the fast path uses, the number of\n"
-    "worker threads, every device (the one ops would run on is marked) and the image\n"
-    "formats. Devices come from backend modules found at start-up (liblumen_cuda.so next\n"
-    "to the program, or on $LUMEN_MODULE_PATH); LUMEN_LOG=info says which were loaded.\n"
+    "worker threads and how idle ones wait (omp wait), every device (the one ops would\n"
+    "run on is marked) and the image formats. Devices come from backend modules found\n"
+    "at start-up (liblumen_cuda.so next to the program, or on $LUMEN_MODULE_PATH);\n"
+    "LUMEN_LOG=info says which were loaded.\n"
     "\n"
     "Options:\n"
     "  --json            print one JSON object instead of text (default: text)\n"
@@ -102,8 +103,9 @@ static void print_json(const lumen_context *ctx)
     cli_json_string(stdout, lumen_version());
     fputs(", \"cpu_features\": ", stdout);
     print_json_features(lumen_cpu_features(ctx));
-    printf(", \"threads\": %d, \"device\": %d, \"strict\": %s, \"devices\": ",
-           lumen_context_threads(ctx), lumen_context_device(ctx),
+    printf(", \"threads\": %d, \"omp_wait\": ", lumen_context_threads(ctx));
+    cli_json_string(stdout, lumen_cpu_wait_policy());
+    printf(", \"device\": %d, \"strict\": %s, \"devices\": ", lumen_context_device(ctx),
            lumen_context_strict(ctx) ? "true" : "false");
     print_json_devices();
     fputs(", \"formats\": ", stdout);
@@ -144,6 +146,7 @@ static void print_text(const lumen_context *ctx)
     printf("lumen %s\n", lumen_version());
     printf("cpu features: %s\n", lumen_cpu_features(ctx));
     printf("threads:      %d\n", lumen_context_threads(ctx));
+    printf("omp wait:     %s\n", lumen_cpu_wait_policy());
     printf("strict:       %s\n", lumen_context_strict(ctx) ? "yes" : "no");
     print_text_devices(ctx);
     print_text_list("formats:", formats, COUNT(formats));

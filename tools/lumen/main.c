@@ -4,6 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
+/* A bounded OpenMP spin unless the user chose a wait policy: set before libgomp reads its
+ * environment (include/lumen.h, README "Sharing the CPU with your program"). */
+LUMEN_SHARE_CPU_AT_START;
+
 static const char usage_head[] =
     "Usage: lumen COMMAND [ARGS] [--help]\n"
     "\n"
@@ -42,6 +46,8 @@ static const char usage_tail[] =
     "  LUMEN_DEVICE        default device (--device wins)\n"
     "  LUMEN_MAX_PIXELS    largest input in pixels, 0: no limit (--max-pixels wins)\n"
     "  LUMEN_LOG           library log level: error|warn|info|debug (default: warn)\n"
+    "  OMP_WAIT_POLICY     passive|active; unset (and no GOMP_SPINCOUNT): idle threads\n"
+    "                      spin a few microseconds, then sleep ('lumen info' shows it)\n"
     "\n"
     "Exit status: 0 success, 1 a read, write or operation failed (in a batch: any file),\n"
     "2 bad usage (flags, an unknown device, an output path no writer takes).\n"

@@ -1,8 +1,10 @@
 /*
  * The CPU cost model behind --method auto: seconds = work / rate, with one
- * rate per method measured once on this machine (a few tens of ms, the first
- * time auto has to weigh FFT against the others) and kept beside the FFTW
- * wisdom, so later processes just read it.
+ * rate per method measured once on this machine (a few hundred ms of one
+ * thread's CPU time, the first time auto has to weigh FFT against the others)
+ * and kept beside the FFTW wisdom, so later processes just read it. Measured
+ * in CPU time and bounded by a table, so that the machine's load when it was
+ * measured cannot flip a choice (docs/large-kernels.md, "Automatic method choice").
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "cpu.h"
@@ -16,8 +18,8 @@
 #include <unistd.h>
 
 /* bump when a kernel's speed or a measurement changes much (v5: rates per row-kernel set and
- * the FFT rate from a larger image) */
-#define COST_FILE "cost-model-v6"
+ * the FFT rate from a larger image; v7: CPU time, best of 5, rates bounded by a table) */
+#define COST_FILE "cost-model-v7"
 
 /* The row kernel sets measured apart (lumen_cpu_row_kernels): generic, AVX2, AVX-512. */
 enum { ISA_GENERIC, ISA_AVX2, ISA_AVX512, ISA_COUNT };
@@ -34,24 +36,61 @@ static rates cached[ISA_COUNT];
 static bool have[ISA_COUNT];
 static bool good[ISA_COUNT]; /* measured (or read), not the neutral fallback: worth saving */
 
-static double now_s(void)
+/* The calling thread's CPU time, not the wall clock: every calibration run is single-threaded
+ * on this thread (threads = 1: no team, FFTW on one thread), and a thread's CPU time does not
+ * grow while it waits for a core. Timed by the wall clock, the FFT's runs (tens of ms, longer
+ * than a time slice) took 3-4x longer beside two busy processes while the short direct runs
+ * did not, and auto chose direct for 61 x 61 on 600 x 900 (test_fft, test_medium_61_auto_fft). */
+static double cpu_s(void)
 {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* Best of three runs of entry on job (after one warm-up run). */
-static double time_entry(lumen_context *ctx, lumen_status (*entry)(lumen_context *, const lumen_filter_job *),
+/* The best of RUNS runs of entry on job, after one warm-up run: a preemption still costs the
+ * run some cache contents, which the minimum leaves out. */
+static double time_entry(lumen_context *ctx,
+                         lumen_status (*entry)(lumen_context *, const lumen_filter_job *),
                          const lumen_filter_job *job)
 {
+    enum { RUNS = 5 };
     double best = INFINITY;
-    for (int r = 0; r < 4; r++) {
-        double t0 = now_s();
+    for (int r = 0; r <= RUNS; r++) {
+        double t0 = cpu_s();
         if (entry(ctx, job) != LUMEN_OK) return INFINITY;
-        if (r > 0) best = fmin(best, now_s() - t0);
+        if (r > 0) best = fmin(best, cpu_s() - t0);
     }
     return best;
+}
+
+/* Each set's rates measured on the development machine (2-core Zen 5 guest, CPU time, best of
+ * 5; the means of runs that varied by 1.1-1.4x with another process's load beside them). */
+static const rates table[ISA_COUNT] = {
+    [ISA_GENERIC] = {6.9e9, 8.5e9, 3.7e9},
+    [ISA_AVX2] = {2.3e10, 2.3e10, 4.0e9},
+    [ISA_AVX512] = {3.9e10, 2.4e10, 3.4e9},
+};
+/* How far a measured rate's ratio to the direct rate may stray from the table's: this
+ * machine's ratios stay within 1.5x of it; another CPU's FFTW or caches may differ more, and
+ * a disturbed measurement cannot flip auto's choice by more. */
+#define TABLE_SLACK 2.0
+
+/* The separable and FFT rates bounded to within TABLE_SLACK of the table's ratios to the
+ * measured direct rate (which sets this machine's speed). */
+static void bound_by_table(int isa, rates *r)
+{
+    const double scale = r->direct / table[isa].direct;
+    double *const rate[2] = {&r->separable, &r->fft};
+    const double nominal[2] = {table[isa].separable * scale, table[isa].fft * scale};
+    for (int i = 0; i < 2; i++) {
+        const double bounded =
+            fmin(fmax(*rate[i], nominal[i] / TABLE_SLACK), nominal[i] * TABLE_SLACK);
+        if (bounded != *rate[i])
+            lumen_log(LUMEN_LOG_DEBUG, "cost model (%s): %s rate %.3g bounded to %.3g by the table",
+                      isa_names[isa], i ? "fft" : "separable", *rate[i], bounded);
+        *rate[i] = bounded;
+    }
 }
 
 static rates measure(int isa, bool *ok)
@@ -68,17 +107,20 @@ static rates measure(int isa, bool *ok)
     ctx->threads = 1, ctx->simd = true;
     ctx->cpu_avx2 = ctx->cpu_avx2 && isa >= ISA_AVX2;
     ctx->cpu_avx512 = ctx->cpu_avx512 && isa == ISA_AVX512;
-    for (int i = 0; i < FW * FH; i++) img[i] = (float)(((int64_t)i * 7919) % 1000) / 1000.0f;
-    for (int i = 0; i < KF * KF; i++) k[i] = (float)((i * 31) % 17) / 17.0f - 0.4f;
+    for (int i = 0; i < FW * FH; i++)
+        img[i] = (float)(((int64_t)i * 7919) % 1000) / 1000.0f;
+    for (int i = 0; i < KF * KF; i++)
+        k[i] = (float)((i * 31) % 17) / 17.0f - 0.4f;
     lumen_image src = lumen_image_nchw(img, LUMEN_F32, 1, 1, H, W);
     lumen_image dst = lumen_image_nchw(img + W * H, LUMEN_F32, 1, 1, H, W);
-    const lumen_filter_job base = {.src = &src, .dst = &dst, .border = LUMEN_BORDER_REFLECT,
-                                   .scale = 1.0f};
+    const lumen_filter_job base = {
+        .src = &src, .dst = &dst, .border = LUMEN_BORDER_REFLECT, .scale = 1.0f};
     lumen_filter_job d = base;
     d.taps = LUMEN_TAPS_2D, d.kw = d.kh = KD, d.ax = d.ay = KD / 2, d.kernel = k;
     r.direct = (double)W * H * KD * KD / time_entry(ctx, lumen_cpu_direct, &d);
     float g[KS];
-    for (int i = 0; i < KS; i++) g[i] = 1.0f / (float)(1 + abs(i - KS / 2));
+    for (int i = 0; i < KS; i++)
+        g[i] = 1.0f / (float)(1 + abs(i - KS / 2));
     lumen_filter_job s = base;
     s.taps = LUMEN_TAPS_SEPARABLE, s.kw = s.kh = KS, s.ax = s.ay = KS / 2, s.kx = s.ky = g;
     r.separable = (double)W * H * 2 * KS / time_entry(ctx, lumen_cpu_separable, &s);
@@ -89,6 +131,7 @@ static rates measure(int isa, bool *ok)
     f.taps = LUMEN_TAPS_2D, f.kw = f.kh = KF, f.ax = f.ay = KF / 2, f.kernel = k;
     r.fft = lumen_cpu_fft_tiling(&f, 1).work / time_entry(ctx, lumen_cpu_fft, &f);
     *ok = r.direct > 0 && r.separable > 0 && r.fft > 0;
+    if (*ok) bound_by_table(isa, &r);
 done:
     lumen_context_destroy(ctx);
     free(img), free(k);
@@ -108,7 +151,8 @@ static void load_rates_once(void)
         int i = -1;
         for (int j = 0; j < ISA_COUNT; j++)
             if (!strcmp(isa, isa_names[j])) i = j;
-        if (i >= 0 && r.direct > 0 && r.separable > 0 && r.fft > 0) cached[i] = r, have[i] = good[i] = true;
+        if (i >= 0 && r.direct > 0 && r.separable > 0 && r.fft > 0)
+            cached[i] = r, have[i] = good[i] = true;
     }
     if (f) fclose(f);
 }
@@ -160,12 +204,12 @@ double lumen_cpu_cost(lumen_context *ctx, const lumen_op *op)
                               : lumen_ctx_use_avx2(ctx) ? ISA_AVX2
                                                         : ISA_GENERIC);
     switch (method) {
-    case LUMEN_METHOD_DIRECT:
-        return job->kernel ? pixels * job->kw * job->kh / r.direct : -1.0;
+    case LUMEN_METHOD_DIRECT: return job->kernel ? pixels * job->kw * job->kh / r.direct : -1.0;
     case LUMEN_METHOD_SEPARABLE: {
         if (!job->kx) return -1.0;
         /* symmetric taps are paired, about 1.5x cheaper than the general case */
-        bool sym = lumen_kernel_is_symmetric(job->kx, job->kw) && lumen_kernel_is_symmetric(job->ky, job->kh);
+        bool sym = lumen_kernel_is_symmetric(job->kx, job->kw) &&
+                   lumen_kernel_is_symmetric(job->ky, job->kh);
         /* scaled jobs (box_blur) take the four-row column pass too, at the same cost */
         return pixels * (job->kw + job->kh) / r.separable * (sym ? 1.0 : 1.5);
     }
@@ -181,7 +225,6 @@ double lumen_cpu_cost(lumen_context *ctx, const lumen_op *op)
                                       : lumen_cpu_fft_tile_work(t.nh, t.nw);
         return (t.work + cold) / r.fft;
     }
-    default:
-        return -1.0;
+    default: return -1.0;
     }
 }
