@@ -79,11 +79,22 @@ static inline int lumen_cpu_thread_num(void)
  */
 void lumen_cpu_team_run(int threads, void (*body)(void *arg, int tid), void *arg);
 
-/* body(arg, i, tid) for every i in [0, n): items handed out one at a time to `threads` threads
- * as they come free (schedule(dynamic, 1)), or run in order on the calling thread, with no
- * parallel region, when threads <= 1 (lumen_cpu_team_run). */
+/* body(arg, i, tid) for every i in [0, n): items handed out one at a time, as threads come
+ * free, to the caller and up to threads - 1 workers of lumen's pool (lumen_cpu_pool_run), or
+ * run in order on the calling thread when threads <= 1. tids are distinct among the threads
+ * running at once, but not every tid below `threads` need run. */
 void lumen_cpu_parallel_for(int threads, int64_t n, void (*body)(void *arg, int64_t i, int tid),
                             void *arg);
+
+/*
+ * lumen's own worker pool (cpu_pool.c): body(arg, 0) on the caller and body(arg, tid), tid in
+ * 1 .. team - 1, on the workers that come in time; the call returns when the caller's body has
+ * returned and no worker is inside one. So a body must share its work as items any thread may
+ * take (lumen_cpu_sched's shares with stealing, a counter) and use no OpenMP construct; a
+ * worker another process keeps off its core then holds nothing up, and idle workers spin only
+ * tens of microseconds before they sleep, whatever libgomp was told.
+ */
+void lumen_cpu_pool_run(int team, void (*body)(void *arg, int tid), void *arg);
 
 /*
  * How many of ctx->threads to wake for `work` units of work (about a nanosecond each on one
@@ -121,6 +132,9 @@ int64_t lumen_cpu_sched_next(lumen_cpu_sched *s, int tid, int *turn);
 /* Shares `items` among `team` threads in *sched and runs body(arg, tid) on them
  * (lumen_cpu_team_run): the body takes its items from *sched, which arg points to. */
 lumen_status lumen_cpu_team_share(int team, int64_t items, lumen_cpu_sched *sched,
+                                  void (*body)(void *arg, int tid), void *arg);
+/* lumen_cpu_team_share on lumen's pool (lumen_cpu_pool_run's rules for the body). */
+lumen_status lumen_cpu_pool_share(int team, int64_t items, lumen_cpu_sched *sched,
                                   void (*body)(void *arg, int tid), void *arg);
 
 /* Lowers ctx->threads, with one warning, to the team size that can start now, so that no

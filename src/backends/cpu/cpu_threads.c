@@ -126,23 +126,6 @@ void lumen_cpu_team_run(int threads, void (*body)(void *arg, int tid), void *arg
     body(arg, lumen_cpu_thread_num());
 }
 
-void lumen_cpu_parallel_for(int threads, int64_t n, void (*body)(void *arg, int64_t i, int tid),
-                            void *arg)
-{
-    if (threads <= 1 || n <= 1) {
-        for (int64_t i = 0; i < n; i++)
-            body(arg, i, 0);
-        return;
-    }
-#pragma omp parallel num_threads(threads)
-    {
-        const int tid = lumen_cpu_thread_num();
-#pragma omp for schedule(dynamic, 1)
-        for (int64_t i = 0; i < n; i++)
-            body(arg, i, tid);
-    }
-}
-
 static double min_share(void)
 {
     static _Atomic double cached = -1.0; /* racing first reads compute the same value */

@@ -521,7 +521,7 @@ static lumen_status run_engine(const lumen_context *ctx, const lumen_filter_job 
     lumen_cpu_sched sched;
     engine_run run = {.e = &e, .sched = &sched};
     const int team = lumen_cpu_team_size(ctx, engine_work(&e), items);
-    const lumen_status st = lumen_cpu_team_share(team, items, &sched, engine_body, &run);
+    const lumen_status st = lumen_cpu_pool_share(team, items, &sched, engine_body, &run);
     if (st) return st;
     if (atomic_load(&run.failed))
         return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY,

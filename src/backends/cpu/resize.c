@@ -427,7 +427,7 @@ static lumen_status run_chunks(const lumen_context *ctx, chunk_run *r, void (*bo
     r->chunks = (j->y.out + r->per - 1) / r->per;
     const int64_t items = j->dst->n * r->g->groups * r->chunks;
     const int team = lumen_cpu_team_size(ctx, resize_work(j), items);
-    const lumen_status st = lumen_cpu_team_share(team, items, &r->sched, body, r);
+    const lumen_status st = lumen_cpu_pool_share(team, items, &r->sched, body, r);
     if (st) return st;
     if (atomic_load(&r->failed))
         return lumen_set_error(LUMEN_ERR_OUT_OF_MEMORY, "resize: out of memory for rows");
