@@ -375,25 +375,35 @@ static void print_json_case(const bench_state *st, const bench_result *r)
            st->common.fft_planning == LUMEN_FFT_MEASURE ? "measure" : "estimate");
 }
 
-/* What happened: timings and the library's choices, or why the case was skipped. */
-static void print_json_outcome(const bench_result *r)
+/* What happened: timings and the library's choices, or why the case was skipped; with a
+ * floor (floor_ms > 0, the photo cases) also lumen's ratio to it. Closes the case's object. */
+static void print_json_timing(lumen_status status, const char *skipped, const lumen_run_info *info,
+                              double ms_cold, double ms_min, double ms_median, double floor_ms)
 {
-    if (r->status) {
+    const char *ratio_null = floor_ms > 0 ? ", \"floor_ratio\": null" : "";
+    if (status) {
         fputs(", \"status\": \"unsupported\", \"error\": ", stdout);
-        cli_json_string(stdout, r->skipped);
-        fputs(", \"method\": null, \"device\": null, \"isa\": null, \"threads\": null, "
-              "\"ms_cold\": null, \"ms_min\": null, \"ms_median\": null}",
-              stdout);
+        cli_json_string(stdout, skipped);
+        printf(", \"method\": null, \"device\": null, \"isa\": null, \"threads\": null, "
+               "\"ms_cold\": null, \"ms_min\": null, \"ms_median\": null%s}",
+               ratio_null);
         return;
     }
     fputs(", \"status\": \"ok\", \"method\": ", stdout);
-    cli_json_string(stdout, lumen_method_name(r->info.method));
+    cli_json_string(stdout, lumen_method_name(info->method));
     fputs(", \"device\": ", stdout);
-    cli_json_string(stdout, or_unknown(r->info.device));
+    cli_json_string(stdout, or_unknown(info->device));
     fputs(", \"isa\": ", stdout);
-    cli_json_string(stdout, or_unknown(r->info.isa));
-    printf(", \"threads\": %d, \"ms_cold\": %.4f, \"ms_min\": %.4f, \"ms_median\": %.4f}",
-           r->info.threads, r->ms_cold, r->ms_min, r->ms_median);
+    cli_json_string(stdout, or_unknown(info->isa));
+    printf(", \"threads\": %d, \"ms_cold\": %.4f, \"ms_min\": %.4f, \"ms_median\": %.4f",
+           info->threads, ms_cold, ms_min, ms_median);
+    if (floor_ms > 0) printf(", \"floor_ratio\": %.4f", ms_min / floor_ms);
+    fputs("}", stdout);
+}
+
+static void print_json_outcome(const bench_result *r)
+{
+    print_json_timing(r->status, r->skipped, &r->info, r->ms_cold, r->ms_min, r->ms_median, 0.0);
 }
 
 
@@ -548,23 +558,8 @@ static void photo_json_row(const bench_state *st, const photo_result *r)
         printf("%g", r->c->floor_limit);
     else
         fputs("null", stdout);
-    if (r->status) {
-        fputs(", \"status\": \"unsupported\", \"error\": ", stdout);
-        cli_json_string(stdout, r->skipped);
-        fputs(", \"method\": null, \"device\": null, \"isa\": null, \"threads\": null, "
-              "\"ms_cold\": null, \"ms_min\": null, \"ms_median\": null, \"floor_ratio\": null}",
-              stdout);
-        return;
-    }
-    fputs(", \"status\": \"ok\", \"method\": ", stdout);
-    cli_json_string(stdout, lumen_method_name(r->info.method));
-    fputs(", \"device\": ", stdout);
-    cli_json_string(stdout, or_unknown(r->info.device));
-    fputs(", \"isa\": ", stdout);
-    cli_json_string(stdout, or_unknown(r->info.isa));
-    printf(", \"threads\": %d, \"ms_cold\": %.4f, \"ms_min\": %.4f, \"ms_median\": %.4f, "
-           "\"floor_ratio\": %.4f}",
-           r->info.threads, r->ms_cold, r->ms_min, r->ms_median, r->ms_min / r->floor_ms);
+    print_json_timing(r->status, r->skipped, &r->info, r->ms_cold, r->ms_min, r->ms_median,
+                      r->floor_ms);
 }
 
 /* Runs the selected photo cases, dtype by dtype (one image of each at a time). */
