@@ -205,6 +205,13 @@ def draw(data, machine_name):
     photo_rows = data.get("photo_rows", [])
     peak = (data.get("floors") or {}).get("fma", {}).get("gflops")
     height = max(8, 0.45 * len(rows) + 3)
+    if photo_rows and not rows and not conv_rows:  # --case photo...: the photo panels alone
+        fig = plt.figure(figsize=(16, 14))
+        grid = fig.add_gridspec(2, 1, height_ratios=[1.3, 1], hspace=0.45)
+        draw_photo(fig.add_subplot(grid[0]), photo_rows)
+        draw_ratios(fig.add_subplot(grid[1]), photo_rows)
+        fig.suptitle(title(data, machine_name), fontsize=11)
+        return fig
     if photo_rows:
         fig = plt.figure(figsize=(16, height + 7))
         grid = fig.add_gridspec(3, 2, width_ratios=[1.5, 1], height_ratios=[1, 1, 1.1],
