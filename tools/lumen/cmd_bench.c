@@ -352,6 +352,16 @@ static void print_table_row(FILE *f, const bench_result *r)
             r->ms_min, r->ms_median);
 }
 
+/* , "key": v, or null where v is not positive (no ksize, no sigma). */
+static void print_json_opt(const char *key, double v)
+{
+    printf(", \"%s\": ", key);
+    if (v > 0)
+        printf("%g", v);
+    else
+        fputs("null", stdout);
+}
+
 /* The fields every row has: what was asked for. */
 static void print_json_case(const bench_state *st, const bench_result *r)
 {
@@ -359,16 +369,8 @@ static void print_json_case(const bench_state *st, const bench_result *r)
     cli_json_string(stdout, r->c->name);
     fputs(", \"op\": ", stdout);
     cli_json_string(stdout, r->c->op);
-    fputs(", \"ksize\": ", stdout);
-    if (r->ksize > 0)
-        printf("%d", r->ksize);
-    else
-        fputs("null", stdout);
-    fputs(", \"sigma\": ", stdout);
-    if (r->c->sigma > 0)
-        printf("%g", r->c->sigma);
-    else
-        fputs("null", stdout);
+    print_json_opt("ksize", r->ksize);
+    print_json_opt("sigma", r->c->sigma);
     printf(", \"precision\": \"%s\", \"batch\": %d, \"width\": %d, \"height\": %d, "
            "\"dtype\": \"f32\", \"channels\": 1, \"repeat\": %d, \"fft_planning\": \"%s\"",
            precision_name(r->c->precision), r->c->batch, st->w, st->h, st->repeat,
@@ -532,16 +534,9 @@ static void photo_json_row(const bench_state *st, const photo_result *r)
 {
     fputs("  {\"name\": ", stdout);
     cli_json_string(stdout, r->c->name);
-    printf(", \"op\": \"%s\", \"ksize\": ", photo_op_name(r->c->op));
-    if (photo_case_ksize(r->c))
-        printf("%d", photo_case_ksize(r->c));
-    else
-        fputs("null", stdout);
-    fputs(", \"sigma\": ", stdout);
-    if (r->c->sigma > 0)
-        printf("%g", r->c->sigma);
-    else
-        fputs("null", stdout);
+    printf(", \"op\": \"%s\"", photo_op_name(r->c->op));
+    print_json_opt("ksize", photo_case_ksize(r->c));
+    print_json_opt("sigma", r->c->sigma);
     printf(", \"rule\": ");
     if (r->c->op == PHOTO_RESIZE || r->c->op == PHOTO_CROP_RESIZE)
         printf("\"%s\"", lumen_resize_rule_name(r->c->rule));

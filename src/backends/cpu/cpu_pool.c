@@ -153,16 +153,6 @@ void lumen_cpu_pool_run(int team, void (*body)(void *arg, int tid), void *arg)
     pthread_mutex_unlock(&run_lock);
 }
 
-lumen_status lumen_cpu_pool_share(int team, int64_t items, lumen_cpu_sched *sched,
-                                  void (*body)(void *arg, int tid), void *arg)
-{
-    const lumen_status st = lumen_cpu_sched_init(sched, items, team);
-    if (st) return st;
-    lumen_cpu_pool_run(team, body, arg);
-    lumen_cpu_sched_free(sched);
-    return LUMEN_OK;
-}
-
 typedef struct for_run {
     void (*body)(void *arg, int64_t i, int tid);
     void *arg;

@@ -51,12 +51,26 @@ int64_t lumen_cpu_sched_next(lumen_cpu_sched *s, int tid, int *turn)
     return -1;
 }
 
-lumen_status lumen_cpu_team_share(int team, int64_t items, lumen_cpu_sched *sched,
-                                  void (*body)(void *arg, int tid), void *arg)
+/* Shares items among team threads in *sched and runs body on them with run. */
+static lumen_status share_on(void (*run)(int, void (*)(void *, int), void *), int team,
+                             int64_t items, lumen_cpu_sched *sched, void (*body)(void *, int),
+                             void *arg)
 {
     const lumen_status st = lumen_cpu_sched_init(sched, items, team);
     if (st) return st;
-    lumen_cpu_team_run(team, body, arg);
+    run(team, body, arg);
     lumen_cpu_sched_free(sched);
     return LUMEN_OK;
+}
+
+lumen_status lumen_cpu_team_share(int team, int64_t items, lumen_cpu_sched *sched,
+                                  void (*body)(void *arg, int tid), void *arg)
+{
+    return share_on(lumen_cpu_team_run, team, items, sched, body, arg);
+}
+
+lumen_status lumen_cpu_pool_share(int team, int64_t items, lumen_cpu_sched *sched,
+                                  void (*body)(void *arg, int tid), void *arg)
+{
+    return share_on(lumen_cpu_pool_run, team, items, sched, body, arg);
 }
